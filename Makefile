@@ -1,0 +1,23 @@
+# The two commands: `make run` and `make test`. Both set up .venv from the lock first.
+VENV := .venv
+PY := $(VENV)/bin/python
+export TF_USE_LEGACY_KERAS := 1
+export GRPC_FAIL_FAST := use_caller
+
+.PHONY: setup run test lock lint
+
+setup:
+	@bash tools/setup_env.sh
+
+run: setup
+	$(VENV)/bin/asynctrain run $(ARGS)
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+# Re-resolve the lock after editing requirements.in.
+lock: setup
+	$(VENV)/bin/uv pip compile requirements.in -o requirements.lock --python $(PY) --python-version 3.10

@@ -1,0 +1,1 @@
+"""Side-by-side benchmarks behind `asynctrain bench ...`: ours against the reference, one run."""

@@ -1,0 +1,1 @@
+"""asynctrain's custom TFX components: ExampleGen, Transform preprocessing, Trainer."""

@@ -1,0 +1,1 @@
+"""asynctrain's pipeline definition, its runners (local, Kubeflow) and the command line."""
