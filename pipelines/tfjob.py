@@ -49,7 +49,8 @@ _TRAINER_ENV = (
     # A replica that cannot reach a peer yet retries instead of failing at once.
     ('GRPC_FAIL_FAST', 'use_caller'),
 )
-_NON_ROOT_UID = 1000
+# The uid of the user kubeflow/Dockerfile creates; running as it makes `runAsNonRoot` checkable.
+_NON_ROOT_UID = 10001
 
 
 @dataclasses.dataclass(frozen=True)

@@ -80,7 +80,7 @@ def test_tfjob_pods_are_non_root_unprivileged_limited_and_scheduled_on_the_train
         assert pod['serviceAccountName'] == 'asynctrain-trainer'
         assert pod['automountServiceAccountToken'] is False
         assert pod['securityContext']['runAsNonRoot'] is True
-        assert pod['securityContext']['runAsUser'] == 1000
+        assert pod['securityContext']['runAsUser'] == 10001
         assert pod['securityContext']['seccompProfile'] == {'type': 'RuntimeDefault'}
         assert pod['nodeSelector'] == {'asynctrain.dev/pool': 'training'}
         (container,) = pod['containers']

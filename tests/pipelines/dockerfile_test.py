@@ -1,0 +1,90 @@
+"""Static checks of kubeflow/Dockerfile; no container engine runs here, so the image is not built.
+
+The Dockerfile is parsed into its instructions (continuation lines joined) and checked for what
+the cluster relies on: the TFX 1.16.0 base matching the lock, the locked install, the
+environment, and a numeric non-root user equal to the uid the TFJob's pods run as.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import tfx
+
+from pipelines import tfjob as tfjob_lib
+
+REPO = Path(__file__).resolve().parents[2]
+DOCKERFILE = REPO / 'kubeflow' / 'Dockerfile'
+
+
+def _instructions() -> list[tuple[str, str]]:
+    text = re.sub(r'\\\n', ' ', DOCKERFILE.read_text())
+    result = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith('#'):
+            keyword, _, rest = line.partition(' ')
+            result.append((keyword.upper(), ' '.join(rest.split())))
+    return result
+
+
+def _env() -> dict[str, str]:
+    env = {}
+    for keyword, rest in _instructions():
+        if keyword == 'ENV':
+            for pair in shlex.split(rest):
+                name, _, value = pair.partition('=')
+                env[name] = value
+    return env
+
+
+def _locked_version(package: str) -> str:
+    for line in (REPO / 'requirements.lock').read_text().splitlines():
+        if line.startswith(f'{package}=='):
+            return line.split('==')[1].strip()
+    raise AssertionError(f'{package} is not pinned in requirements.lock')
+
+
+def test_base_is_the_official_tfx_image_of_the_locked_tfx():
+    froms = [rest for keyword, rest in _instructions() if keyword == 'FROM']
+    assert froms == ['gcr.io/tfx-oss-public/tfx:1.16.0']
+    assert _locked_version('tfx') == '1.16.0' == tfx.__version__
+
+
+def test_installs_the_lock_without_resolving_then_the_project_without_dependencies():
+    instructions = _instructions()
+    runs = [rest for keyword, rest in instructions if keyword == 'RUN']
+    lock_install = next(i for i, r in enumerate(runs) if '-r requirements.lock' in r)
+    project_install = next(i for i, r in enumerate(runs) if re.search(r'pip install --no-deps \.(\s|$)', r))
+    assert '--no-deps' in runs[lock_install]
+    assert lock_install < project_install
+    copies = [rest for keyword, rest in instructions if keyword == 'COPY']
+    assert copies[0] == 'requirements.lock ./'  # its own layer, before the code
+    # Every path the build copies exists in the repository (the build context).
+    for copy in copies:
+        for source in copy.split()[:-1]:
+            assert (REPO / source).exists(), source
+    # The console script the TFJob runs is smoke-tested in the build.
+    assert 'asynctrain --help' in runs[project_install]
+
+
+def test_sets_legacy_keras_and_puts_the_venv_first_on_path():
+    env = _env()
+    assert env['TF_USE_LEGACY_KERAS'] == '1'
+    assert env['GRPC_FAIL_FAST'] == 'use_caller'
+    assert env['PATH'].startswith(env['VIRTUAL_ENV'] + '/bin:')
+
+
+def test_runs_as_a_numeric_non_root_user_matching_the_tfjob_pods():
+    instructions = _instructions()
+    keywords = [keyword for keyword, _ in instructions]
+    last_user = len(keywords) - 1 - keywords[::-1].index('USER') if 'USER' in keywords else None
+    assert last_user is not None, 'no USER instruction: the image would run as root'
+    uid, _, gid = instructions[last_user][1].partition(':')
+    assert uid.isdigit() and gid.isdigit(), 'numeric, so Kubernetes can check runAsNonRoot'
+    assert int(uid) != 0 and int(gid) != 0
+    assert int(uid) == tfjob_lib._NON_ROOT_UID
+    # Nothing runs or is installed after switching to that user.
+    assert set(keywords[last_user + 1:]) <= {'ENV', 'LABEL', 'WORKDIR'}
