@@ -1,0 +1,77 @@
+"""The `asynctrain` command line (also `python -m pipelines`).
+
+    asynctrain run        the whole pipeline locally (LocalDagRunner) on the bundled data
+    asynctrain examplegen CSV -> TFRecord tf.Examples outside a pipeline (same Beam transform)
+    asynctrain train      the Trainer outside a pipeline; with TF_CONFIG, one replica of a TFJob
+    asynctrain compile    the pipeline for Kubeflow Pipelines or Vertex AI
+    asynctrain schedule   a KFP recurring run of the compiled pipeline
+    asynctrain bench ...  side-by-side benchmarks
+
+Each subcommand lives in a module that defines `add_arguments(parser)` and `run(args) -> int`;
+modules are imported only when their command runs, so `--help` stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Keras 3 cannot train under ParameterServerStrategy: tf.keras must be tf-keras, and this must be
+# set before TensorFlow is imported anywhere in the process.
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+os.environ.setdefault('GRPC_FAIL_FAST', 'use_caller')
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import sys  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+
+COMMANDS = {
+    'run': ('pipelines.run_command', 'Run the whole pipeline locally with LocalDagRunner.'),
+    'examplegen': ('components.example_gen.cli', 'Convert CSV to TFRecord tf.Examples.'),
+    'train': ('components.trainer.cli', 'Train outside a pipeline, or as one TF_CONFIG replica.'),
+    'compile': ('pipelines.compile_command', 'Compile the pipeline for Kubeflow or Vertex AI.'),
+    'schedule': ('pipelines.schedule', 'Create a KFP recurring run of the compiled pipeline.'),
+}
+BENCHMARKS = {
+    'examplegen': ('benchmarks.examplegen', 'Our ExampleGen vs stock CsvExampleGen.'),
+    'transform': ('benchmarks.transform', 'Transform with vs without the analyzer cache.'),
+    'input': ('benchmarks.input_pipeline', 'Input pipelines vs the in-memory upper bound.'),
+    'ps': ('benchmarks.parameter_server', 'ParameterServerStrategy scaling.'),
+    'pipeline': ('benchmarks.pipeline', 'Whole pipeline: ours vs stock components.'),
+}
+
+
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='asynctrain', description='TFX pipeline components for production training.')
+    sub = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
+    for name, (module, help_text) in COMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        command.set_defaults(_module=module)
+        if argv and argv[0] == name:
+            importlib.import_module(module).add_arguments(command)
+    bench = sub.add_parser('bench', help='Side-by-side benchmarks.')
+    bench_sub = bench.add_subparsers(dest='benchmark', required=True, metavar='BENCHMARK')
+    for name, (module, help_text) in BENCHMARKS.items():
+        command = bench_sub.add_parser(name, help=help_text, description=help_text)
+        command.set_defaults(_module=module)
+        if len(argv) > 1 and argv[0] == 'bench' and argv[1] == name:
+            importlib.import_module(module).add_arguments(command)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Arguments after `--` go to Beam untouched (for `examplegen` and the benches).
+    extra: list[str] = []
+    if '--' in argv:
+        split = argv.index('--')
+        argv, extra = argv[:split], argv[split + 1:]
+    args = build_parser(argv).parse_args(argv)
+    args.beam_args = extra
+    return int(importlib.import_module(args._module).run(args) or 0)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Runs the pipeline on this machine with TFX's LocalDagRunner (ML Metadata in SQLite, cache on).
+
+Adds only what is local: the metadata path under the work directory, a progress line per
+component, and a summary read back from ML Metadata when the run ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import time
+from typing import TextIO
+
+from absl import logging as absl_logging
+from tfx import v1 as tfx
+
+from pipelines import run_summary
+from pipelines.config import PipelineConfig
+from pipelines.pipeline import create_pipeline
+
+
+class PipelineRunError(RuntimeError):
+    """A component failed; the message names it and the cause."""
+
+    def __init__(self, component: str | None, cause: BaseException):
+        self.component = component
+        self.cause = cause
+        where = f'component {component}' if component else 'the pipeline'
+        super().__init__(f'{where} failed: {type(cause).__name__}: {cause}')
+
+
+class ComponentProgress(logging.Handler):
+    """Turns LocalDagRunner's 'Component X is running/finished' log lines into progress lines."""
+
+    def __init__(self, component_ids: list[str], out: TextIO):
+        super().__init__(level=logging.INFO)
+        self._ids = component_ids
+        self._out = out
+        self._started: dict[str, float] = {}
+        self.current: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg not in ('Component %s is running.', 'Component %s is finished.'):
+            return
+        node_id = record.args[0]
+        index = self._ids.index(node_id) + 1 if node_id in self._ids else 0
+        prefix = f'[{index}/{len(self._ids)}] {node_id}'
+        if record.msg.endswith('running.'):
+            self.current = node_id
+            self._started[node_id] = time.monotonic()
+            print(f'{prefix}: running...', file=self._out, flush=True)
+        else:
+            seconds = time.monotonic() - self._started.get(node_id, time.monotonic())
+            print(f'{prefix}: done in {seconds:.1f}s', file=self._out, flush=True)
+            self.current = None
+
+
+@contextlib.contextmanager
+def _component_logs(log_path: str, progress: ComponentProgress):
+    """Sends TFX's and TensorFlow's logs to `log_path`; only progress lines reach the terminal."""
+    file_handler = logging.FileHandler(log_path)
+    file_handler.setFormatter(logging.Formatter('%(asctime)s %(levelname)s %(name)s: %(message)s'))
+    loggers = [absl_logging.get_absl_logger(), logging.getLogger('tensorflow'),
+               logging.getLogger('apache_beam')]
+    saved = [(lg, lg.level, lg.propagate, list(lg.handlers)) for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.INFO)
+        lg.propagate = False
+        lg.handlers = [file_handler]
+    loggers[0].addHandler(progress)
+    try:
+        yield
+    finally:
+        for lg, level, propagate, handlers in saved:
+            lg.setLevel(level)
+            lg.propagate = propagate
+            lg.handlers = handlers
+        file_handler.close()
+
+
+def run_local(config: PipelineConfig, out: TextIO = sys.stdout) -> run_summary.RunSummary:
+    """Runs the whole pipeline; returns what it produced. Raises PipelineRunError on failure."""
+    os.makedirs(config.work_dir, exist_ok=True)
+    pipeline = create_pipeline(
+        config,
+        metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
+            config.metadata_path))
+    ids = [component.id for component in pipeline.components]
+    progress = ComponentProgress(ids, out)
+    log_path = os.path.join(config.work_dir, 'logs', time.strftime('run-%Y%m%d-%H%M%S.log'))
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    print(f'            log {log_path}', file=out, flush=True)
+    started = time.time()
+    with _component_logs(log_path, progress):
+        try:
+            tfx.orchestration.LocalDagRunner().run(pipeline)
+        except Exception as e:  # Re-raised with the failing component named.
+            raise PipelineRunError(progress.current, e) from e
+    return run_summary.read_summary(config, started)

@@ -1,0 +1,111 @@
+"""`create_pipeline(config)`: the one place where asynctrain's components are wired together.
+
+It is pure: it reads the schema and feature config (to fail early on a bad one) but touches no
+network and runs nothing. The runners (local, Kubeflow) add paths, metadata and runner settings.
+
+    ExampleGen -> StatisticsGen -> ExampleValidator
+         |          ImportSchemaGen --^    |
+         +-----> Transform <---------------+
+                     |
+                  Trainer -> Evaluator -> Pusher
+"""
+
+from __future__ import annotations
+
+import tensorflow_model_analysis as tfma
+from tfx import v1 as tfx
+from tfx.proto import example_gen_pb2
+
+from components.transform import feature_config as fc
+from components.transform import preprocessing
+from pipelines import stand_ins
+from pipelines.config import PipelineConfig
+
+# Name of the generated preprocessing_fn, imported by path inside the Transform executor.
+PREPROCESSING_FN = 'components.transform.preprocessing.preprocessing_fn'
+SERVING_SIGNATURE = 'serving_default'
+TRANSFORM_SIGNATURE = 'transform_features'
+
+
+def output_config(config: PipelineConfig) -> example_gen_pb2.Output:
+    """Hash-bucket train/eval split, as stock ExampleGen expresses it."""
+    settings = config.example_gen
+    return example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(splits=[
+        example_gen_pb2.SplitConfig.Split(name='train', hash_buckets=settings.train_buckets),
+        example_gen_pb2.SplitConfig.Split(name='eval', hash_buckets=settings.eval_buckets),
+    ]))
+
+
+def input_config(config: PipelineConfig) -> example_gen_pb2.Input:
+    return example_gen_pb2.Input(splits=[
+        example_gen_pb2.Input.Split(name='single_split', pattern=config.example_gen.input_pattern)])
+
+
+def eval_config(config: PipelineConfig, label_key: str) -> tfma.EvalConfig:
+    """Evaluates on raw examples: `transform_features` derives the label, `serving_default` scores."""
+    metric = config.evaluation.metric
+    return tfma.EvalConfig(
+        model_specs=[tfma.ModelSpec(
+            signature_name=SERVING_SIGNATURE,
+            label_key=label_key,
+            preprocessing_function_names=[TRANSFORM_SIGNATURE])],
+        slicing_specs=[tfma.SlicingSpec()],
+        metrics_specs=[tfma.MetricsSpec(metrics=[
+            tfma.MetricConfig(class_name='ExampleCount'),
+            tfma.MetricConfig(class_name='BinaryAccuracy' if metric != 'BinaryAccuracy' else 'AUC'),
+            tfma.MetricConfig(
+                class_name=metric,
+                threshold=tfma.MetricThreshold(value_threshold=tfma.GenericValueThreshold(
+                    lower_bound={'value': config.evaluation.min_value}))),
+        ])])
+
+
+def create_pipeline(
+    config: PipelineConfig,
+    *,
+    pipeline_root: str | None = None,
+    metadata_connection_config=None,
+) -> tfx.dsl.Pipeline:
+    """Wires ExampleGen -> ... -> Pusher for `config`. Raises ConfigError-like errors on bad input."""
+    features = fc.load_feature_config(config.feature_config_path, config.schema_path)
+    label_key = features.label.name
+
+    example_gen = stand_ins.example_gen(
+        config.data_dir, input_config=input_config(config), output_config=output_config(config),
+        settings=config.example_gen, schema_path=config.schema_path)
+    statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs['examples'])
+    schema_gen = tfx.components.ImportSchemaGen(schema_file=config.schema_path)
+    example_validator = tfx.components.ExampleValidator(
+        statistics=statistics_gen.outputs['statistics'], schema=schema_gen.outputs['schema'])
+
+    if config.preprocessing_module:
+        transform_fn = {'module_file': config.preprocessing_module}
+    else:
+        transform_fn = {'preprocessing_fn': PREPROCESSING_FN,
+                        'custom_config': preprocessing.config_to_custom_config(features)}
+    transform = tfx.components.Transform(
+        examples=example_gen.outputs['examples'], schema=schema_gen.outputs['schema'],
+        **transform_fn)
+
+    trainer = stand_ins.trainer(
+        transformed_examples=transform.outputs['transformed_examples'],
+        transform_graph=transform.outputs['transform_graph'],
+        schema=schema_gen.outputs['schema'],
+        config=config.trainer, label_key=label_key)
+
+    evaluator = tfx.components.Evaluator(
+        examples=example_gen.outputs['examples'], model=trainer.outputs['model'],
+        eval_config=eval_config(config, label_key))
+    pusher = tfx.components.Pusher(
+        model=trainer.outputs['model'], model_blessing=evaluator.outputs['blessing'],
+        push_destination=tfx.proto.PushDestination(
+            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.serving_dir)))
+
+    return tfx.dsl.Pipeline(
+        pipeline_name=config.pipeline_name,
+        pipeline_root=pipeline_root or config.pipeline_root,
+        components=[example_gen, statistics_gen, schema_gen, example_validator, transform,
+                    trainer, evaluator, pusher],
+        enable_cache=config.enable_cache,
+        metadata_connection_config=metadata_connection_config,
+        beam_pipeline_args=list(config.beam_pipeline_args))

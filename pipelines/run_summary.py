@@ -1,0 +1,142 @@
+"""What a pipeline run produced, read back from ML Metadata and the artifacts themselves.
+
+Rows read/written/rejected come from the examples artifact's properties, the eval metric and the
+blessing from the Evaluator's outputs, the training throughput from the Trainer's report, and the
+pushed model's path from the Pusher's artifact.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any
+
+from ml_metadata.proto import metadata_store_pb2
+from tfx import v1 as tfx
+from tfx.orchestration import metadata
+
+from pipelines.config import PipelineConfig
+
+# Properties our ExampleGen records on the examples artifact.
+ROW_COUNT_PROPERTIES = ('rows_read', 'rows_written', 'rows_rejected')
+TRAINING_REPORT = 'training_report.json'
+
+
+@dataclasses.dataclass
+class RunSummary:
+    """One run's results.
+
+    Attributes:
+      executed: Component ids that ran in this run.
+      cached: Component ids whose outputs were reused from an earlier run.
+      rows: Row counts from ExampleGen (read, written, rejected), where recorded.
+      eval_metric: (name, value) of the blessing metric on the eval split.
+      blessed: Whether the Evaluator blessed the model.
+      training: The Trainer's report (examples/s, steps, ...), where recorded.
+      pushed_model: Directory of the pushed model, or None if nothing was pushed.
+    """
+
+    executed: list[str]
+    cached: list[str]
+    rows: dict[str, int]
+    eval_metric: tuple[str, float] | None
+    blessed: bool | None
+    training: dict[str, Any]
+    pushed_model: str | None
+
+    def format(self) -> str:
+        lines = [f'components executed: {len(self.executed)}, from cache: {len(self.cached)}']
+        if self.rows:
+            lines.append('rows: ' + ', '.join(f'{k.removeprefix("rows_")} {v}'
+                                             for k, v in self.rows.items()))
+        if self.eval_metric:
+            lines.append(f'eval {self.eval_metric[0]}: {self.eval_metric[1]:.4f}, '
+                         f'blessed: {"yes" if self.blessed else "no"}')
+        if 'examples_per_sec' in self.training:
+            lines.append(f'training: {self.training["examples_per_sec"]:.0f} examples/s '
+                         f'over {self.training.get("steps", "?")} steps')
+        lines.append(f'pushed model: {self.pushed_model or "none (not blessed)"}')
+        return '\n'.join(lines)
+
+
+def _custom(artifact: metadata_store_pb2.Artifact, key: str) -> Any:
+    if key not in artifact.custom_properties:
+        return None
+    value = artifact.custom_properties[key]
+    return value.int_value if value.HasField('int_value') else (
+        value.double_value if value.HasField('double_value') else value.string_value)
+
+
+def _latest(store, type_name: str, producer: str, pipeline_name: str):
+    """The newest artifact of `type_name` output by component `producer` of this pipeline."""
+    try:
+        context = store.get_context_by_type_and_name('node', f'{pipeline_name}.{producer}')
+    except Exception:  # The type or context does not exist yet.
+        return None
+    if context is None:
+        return None
+    artifacts = [a for a in store.get_artifacts_by_context(context.id)
+                 if a.state == metadata_store_pb2.Artifact.LIVE
+                 and store.get_artifact_types_by_id([a.type_id])[0].name == type_name]
+    return max(artifacts, key=lambda a: a.id) if artifacts else None
+
+
+def _eval_metric(uri: str, metric: str) -> tuple[str, float] | None:
+    import tensorflow_model_analysis as tfma
+    try:
+        result = tfma.load_eval_result(uri)
+    except Exception:  # No evaluation written (the Evaluator did not run).
+        return None
+    for _, metrics in result.slicing_metrics:
+        for name, value in metrics.get('', {}).get('', {}).items():
+            if name.lower() == metric.lower():
+                return name, float(value.get('doubleValue', 'nan'))
+    return None
+
+
+def read_summary(config: PipelineConfig, started: float) -> RunSummary:
+    """Summarizes the latest run of `config.pipeline_name` that started at or after `started`."""
+    connection = tfx.orchestration.metadata.sqlite_metadata_connection_config(config.metadata_path)
+    with metadata.Metadata(connection) as m:
+        store = m.store
+        executed, cached = [], []
+        for execution in store.get_executions():
+            if execution.create_time_since_epoch / 1000.0 < started - 1:
+                continue
+            name = _execution_node(store, execution, config.pipeline_name)
+            if execution.last_known_state == metadata_store_pb2.Execution.CACHED:
+                cached.append(name)
+            elif execution.last_known_state == metadata_store_pb2.Execution.COMPLETE:
+                executed.append(name)
+        rows: dict[str, int] = {}
+        examples = _latest(store, 'Examples', 'CsvExampleGen', config.pipeline_name)
+        if examples is not None:
+            for key in ROW_COUNT_PROPERTIES:
+                value = _custom(examples, key)
+                if value is not None:
+                    rows[key] = int(value)
+        evaluation = _latest(store, 'ModelEvaluation', 'Evaluator', config.pipeline_name)
+        blessing = _latest(store, 'ModelBlessing', 'Evaluator', config.pipeline_name)
+        model_run = _latest(store, 'ModelRun', 'Trainer', config.pipeline_name)
+        pushed = _latest(store, 'PushedModel', 'Pusher', config.pipeline_name)
+    training: dict[str, Any] = {}
+    if model_run is not None and os.path.exists(os.path.join(model_run.uri, TRAINING_REPORT)):
+        with open(os.path.join(model_run.uri, TRAINING_REPORT)) as f:
+            training = json.load(f)
+    pushed_path = None
+    if pushed is not None and _custom(pushed, 'pushed'):
+        pushed_path = _custom(pushed, 'pushed_destination')
+    return RunSummary(
+        executed=sorted(executed), cached=sorted(cached), rows=rows,
+        eval_metric=_eval_metric(evaluation.uri, config.evaluation.metric) if evaluation else None,
+        blessed=bool(_custom(blessing, 'blessed')) if blessing is not None else None,
+        training=training, pushed_model=pushed_path)
+
+
+def _execution_node(store, execution, pipeline_name: str) -> str:
+    prefix = f'{pipeline_name}.'
+    for context in store.get_contexts_by_execution(execution.id):
+        if context.name.startswith(prefix):
+            return context.name[len(prefix):]
+    return str(execution.type_id)
