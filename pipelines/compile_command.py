@@ -1,0 +1,47 @@
+"""`asynctrain compile`: write the pipeline for Kubeflow Pipelines or Vertex AI.
+
+    asynctrain compile --target kubeflow --output pipeline.yaml \\
+        --image gcr.io/PROJECT/asynctrain:1 --pipeline-root gs://BUCKET/asynctrain \\
+        --config deploy.yaml [--beam-arg=--runner=DataflowRunner ...] [-- BEAM ARGS]
+
+Beam arguments given with `--beam-arg` (repeatable) or after `--` replace the config's
+`beam_pipeline_args`; with neither, the config's are compiled in.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from pipelines import kubeflow_runner
+from pipelines.config import ConfigError, load_config
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--target', choices=kubeflow_runner.TARGETS, default='kubeflow',
+                        help='kubeflow: PipelineSpec YAML for open-source KFP; vertex: PipelineJob JSON')
+    parser.add_argument('--output', required=True, help='file to write (.yaml for kubeflow, .json for vertex)')
+    parser.add_argument('--image', required=True, help=f'container image of every step: {kubeflow_runner.DEFAULT_IMAGE_HINT}')
+    parser.add_argument('--pipeline-root', required=True, help='artifact root the cluster writes, e.g. gs://bucket/asynctrain')
+    parser.add_argument('--config', help='pipeline config YAML (pipelines/config.py); defaults otherwise')
+    parser.add_argument('--beam-arg', action='append', dest='beam_arg', metavar='ARG',
+                        help='a Beam pipeline argument for every Beam-based step, e.g. --beam-arg=--runner=DataflowRunner')
+
+
+def run(args: argparse.Namespace) -> int:
+    beam_args = [*(args.beam_arg or []), *(getattr(args, 'beam_args', None) or [])]
+    try:
+        config = load_config(args.config)
+        options = kubeflow_runner.CompileOptions(
+            target=args.target,
+            output=args.output,
+            image=args.image,
+            pipeline_root=args.pipeline_root,
+            beam_pipeline_args=tuple(beam_args) if beam_args else None,
+        )
+    except (ConfigError, ValueError) as error:
+        print(f'asynctrain compile: {error}')
+        return 2
+    document = kubeflow_runner.compile_pipeline(config, options)
+    tasks = document.get('pipelineSpec', document)['root']['dag']['tasks']
+    print(f'wrote {args.output}: {args.target} pipeline {config.pipeline_name!r}, {len(tasks)} steps, image {args.image}')
+    return 0

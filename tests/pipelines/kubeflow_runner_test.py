@@ -1,0 +1,169 @@
+"""Tests for pipelines/kubeflow_runner.py and `asynctrain compile`.
+
+The compiled files are read back with kfp's own protos (`pipeline_spec_pb2.PipelineSpec` for the
+KFP YAML, `PipelineJob` for the Vertex JSON) and compared, step by step, with the TFX pipeline
+`create_pipeline` builds: every component is a task whose executor runs the given image with
+TFX's Kubeflow V2 entrypoint, its own executor class and the Beam arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+import yaml
+from google.protobuf import json_format
+from kfp.pipeline_spec import pipeline_spec_pb2
+from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
+
+from pipelines import cli, kubeflow_runner
+from pipelines.config import load_config
+from pipelines.pipeline import PREPROCESSING_FN, create_pipeline
+
+IMAGE = 'registry.example/asynctrain:1.2.3'
+ROOT = 'gs://asynctrain-test/root'
+
+
+@pytest.fixture(scope='module')
+def config_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp('config') / 'deploy.yaml'
+    path.write_text(yaml.safe_dump({'pipeline_name': 'taxi-daily', 'beam_pipeline_args': ['--direct_num_workers=2']}))
+    return path
+
+
+@pytest.fixture(scope='module')
+def expected_components(config_file):
+    """Component id -> (executor class path, is Beam-based) from the TFX pipeline object itself."""
+    pipeline = create_pipeline(load_config(str(config_file)), pipeline_root=ROOT)
+    expected = {}
+    for component in pipeline.components:
+        executor = component.executor_spec.executor_class
+        expected[component.id] = f'{executor.__module__}.{executor.__name__}'
+    return expected
+
+
+@pytest.fixture(scope='module')
+def kubeflow_yaml(tmp_path_factory, config_file):
+    output = tmp_path_factory.mktemp('kfp') / 'pipeline.yaml'
+    code = cli.main([
+        'compile', '--target', 'kubeflow', '--output', str(output), '--image', IMAGE,
+        '--pipeline-root', ROOT, '--config', str(config_file),
+    ])
+    assert code == 0
+    return output
+
+
+def _executor_args(spec: pipeline_spec_pb2.PipelineSpec) -> dict:
+    deployment = json_format.MessageToDict(spec.deployment_spec)
+    return {label: executor['container'] for label, executor in deployment['executors'].items()}
+
+
+def test_kubeflow_yaml_loads_as_a_pipeline_spec_naming_every_component(kubeflow_yaml, expected_components):
+    text = kubeflow_yaml.read_text()
+    assert text.startswith('# PIPELINE DEFINITION\n# Name: taxi-daily\n')
+    (document,) = yaml.safe_load_all(text)  # one bare PipelineSpec, not a PipelineJob
+    spec = json_format.ParseDict(document, pipeline_spec_pb2.PipelineSpec())
+
+    assert spec.pipeline_info.name == 'taxi-daily'
+    assert spec.default_pipeline_root == ROOT
+    assert spec.schema_version == '2.0.0'
+    assert spec.sdk_version == 'tfx-1.16.0'
+    assert set(spec.root.dag.tasks) == set(expected_components)
+    assert len(expected_components) == 8
+    assert {'StatisticsGen', 'Transform', 'Evaluator', 'Pusher'} <= set(expected_components)
+    containers = _executor_args(spec)
+    for component_id, executor_class in expected_components.items():
+        assert spec.root.dag.tasks[component_id].component_ref.name == component_id
+        label = spec.components[component_id].executor_label
+        assert label == f'{component_id}_executor'
+        container = containers[label]
+        assert container['image'] == IMAGE
+        assert container['command'] == list(kubeflow_v2_dag_runner.KUBEFLOW_TFX_CMD)
+        assert container['args'] == [
+            '--executor_class_path', executor_class,
+            '--json_serialized_invocation_args', '{{$}}',
+            '--direct_num_workers=2',  # the config's Beam arguments
+        ], component_id
+
+
+def test_kubeflow_yaml_carries_the_components_parameters(kubeflow_yaml):
+    spec = json_format.ParseDict(yaml.safe_load(kubeflow_yaml.read_text()), pipeline_spec_pb2.PipelineSpec())
+    transform = json_format.MessageToDict(spec.root.dag.tasks['Transform'])
+    assert transform['inputs']['parameters']['preprocessing_fn'] == {'runtimeValue': {'constantValue': {'stringValue': PREPROCESSING_FN}}}
+    assert transform['inputs']['artifacts']['examples']['taskOutputArtifact']['outputArtifactKey'] == 'examples'
+    evaluator = json_format.MessageToDict(spec.root.dag.tasks['Evaluator'])
+    eval_config = json.loads(evaluator['inputs']['parameters']['eval_config']['runtimeValue']['constantValue']['stringValue'])
+    metrics = {m['class_name']: m for spec in eval_config['metrics_specs'] for m in spec['metrics']}
+    assert metrics['AUC']['threshold']['value_threshold']['lower_bound'] == 0.6  # the blessing rule
+
+
+def test_vertex_json_loads_as_a_pipeline_job_with_beam_args_replaced(tmp_path, config_file, expected_components):
+    output = tmp_path / 'pipeline.json'
+    code = cli.main([
+        'compile', '--target', 'vertex', '--output', str(output), '--image', IMAGE, '--pipeline-root', ROOT,
+        '--config', str(config_file), '--beam-arg=--runner=DataflowRunner', '--', '--project=p', '--region=r',
+    ])
+
+    assert code == 0
+    job = json_format.Parse(output.read_text(), pipeline_spec_pb2.PipelineJob())
+    assert job.display_name == 'taxi-daily'
+    assert job.runtime_config.gcs_output_directory == ROOT
+    spec = json_format.ParseDict(json_format.MessageToDict(job.pipeline_spec), pipeline_spec_pb2.PipelineSpec())
+    containers = _executor_args(spec)
+    assert set(spec.root.dag.tasks) == set(expected_components)
+    for component_id, executor_class in expected_components.items():
+        container = containers[f'{component_id}_executor']
+        assert container['image'] == IMAGE
+        assert container['args'] == [
+            '--executor_class_path', executor_class, '--json_serialized_invocation_args', '{{$}}',
+            '--runner=DataflowRunner', '--project=p', '--region=r',
+        ]
+
+
+def test_compiling_makes_no_network_call(tmp_path, config_file, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError(f'network access while compiling: {args!r}')
+
+    monkeypatch.setattr(socket.socket, 'connect', refuse)
+    monkeypatch.setattr(socket.socket, 'connect_ex', refuse)
+    monkeypatch.setattr(socket, 'getaddrinfo', refuse)
+    monkeypatch.chdir(tmp_path)
+
+    document = kubeflow_runner.compile_pipeline(
+        load_config(str(config_file)),
+        kubeflow_runner.CompileOptions(target='kubeflow', output='out.yaml', image=IMAGE, pipeline_root=ROOT),
+    )
+
+    assert document['defaultPipelineRoot'] == ROOT
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['out.yaml']  # nothing else written
+
+
+def test_a_module_file_with_a_remote_root_is_refused_before_uploading(tmp_path):
+    module = tmp_path / 'my_preprocessing.py'
+    module.write_text('def preprocessing_fn(inputs):\n  return inputs\n')
+    config = load_config(None, preprocessing_module=str(module))
+    options = kubeflow_runner.CompileOptions(target='kubeflow', output=str(tmp_path / 'p.yaml'), image=IMAGE, pipeline_root=ROOT)
+
+    with pytest.raises(ValueError, match='Transform: its module file would be uploaded to gs://asynctrain-test/root'):
+        kubeflow_runner.compile_pipeline(config, options)
+    assert not (tmp_path / 'p.yaml').exists()
+
+
+@pytest.mark.parametrize(
+    'args, message',
+    [
+        (['--target', 'kubeflow', '--output', 'p.json'], "output: the kubeflow target writes .yaml or .yml files, got 'p.json'"),
+        (['--target', 'vertex', '--output', 'p.yaml'], "output: the vertex target writes .json files, got 'p.yaml'"),
+    ],
+)
+def test_bad_options_name_the_field(tmp_path, capsys, args, message):
+    code = cli.main(['compile', *args, '--image', IMAGE, '--pipeline-root', ROOT])
+    assert code == 2
+    assert message in capsys.readouterr().out
+
+
+def test_image_must_be_tagged():
+    with pytest.raises(ValueError, match='image: expected a tagged image reference'):
+        kubeflow_runner.CompileOptions(target='kubeflow', output='p.yaml', image='registry.example:5000/asynctrain', pipeline_root=ROOT)
+    assert kubeflow_runner.CompileOptions(target='kubeflow', output='p.yaml', image='r.example:5000/a@sha256:ab', pipeline_root=ROOT)
