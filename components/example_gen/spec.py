@@ -1,0 +1,62 @@
+"""The contract of asynctrain's CSV ExampleGen: parameters, outputs, and the names of the row
+counts and files it records. Every key lives here, once.
+
+Stock ExampleGen's keys (input_base, input_config, output_config, range_config, output formats,
+examples) are reused as they are, so TFX's FileBasedDriver resolves spans and versions for this
+component exactly as for stock.
+"""
+
+from tfx.proto import example_gen_pb2, range_config_pb2
+from tfx.types import standard_artifacts, standard_component_specs
+from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
+
+INPUT_BASE_KEY = standard_component_specs.INPUT_BASE_KEY
+INPUT_CONFIG_KEY = standard_component_specs.INPUT_CONFIG_KEY
+OUTPUT_CONFIG_KEY = standard_component_specs.OUTPUT_CONFIG_KEY
+RANGE_CONFIG_KEY = standard_component_specs.RANGE_CONFIG_KEY
+OUTPUT_DATA_FORMAT_KEY = standard_component_specs.OUTPUT_DATA_FORMAT_KEY
+OUTPUT_FILE_FORMAT_KEY = standard_component_specs.OUTPUT_FILE_FORMAT_KEY
+EXAMPLES_KEY = standard_component_specs.EXAMPLES_KEY
+
+SCHEMA_PATH_KEY = 'schema_path'
+DELIMITER_KEY = 'delimiter'
+# '' means cells are never quoted.
+QUOTE_CHAR_KEY = 'quote_char'
+# JSON list of names; empty when every file starts with a header row.
+COLUMN_NAMES_KEY = 'column_names'
+# JSON list of cell texts that mean "missing" besides the empty cell.
+NULL_MARKERS_KEY = 'null_markers'
+MAX_BAD_FRACTION_KEY = 'max_bad_fraction'
+
+# Custom properties set on the examples artifact. rows_read == rows_written + rows_rejected.
+ROWS_READ_PROPERTY = 'rows_read'
+ROWS_REJECTED_PROPERTY = 'rows_rejected'
+ROWS_WRITTEN_PROPERTY = 'rows_written'
+ROWS_WRITTEN_SPLIT_PROPERTY_PREFIX = 'rows_written_'  # + split name, e.g. rows_written_train.
+
+# Beside `Split-<name>/` in the examples artifact's directory.
+DEAD_LETTER_DIR_NAME = 'dead_letter'
+SUMMARY_FILE_NAME = 'examplegen_summary.json'
+
+
+class CsvExampleGenSpec(ComponentSpec):
+  """Parameters and outputs of asynctrain's CSV ExampleGen."""
+
+  PARAMETERS = {
+      INPUT_BASE_KEY: ExecutionParameter(type=str),
+      INPUT_CONFIG_KEY: ExecutionParameter(type=example_gen_pb2.Input),
+      OUTPUT_CONFIG_KEY: ExecutionParameter(type=example_gen_pb2.Output),
+      OUTPUT_DATA_FORMAT_KEY: ExecutionParameter(type=int),
+      OUTPUT_FILE_FORMAT_KEY: ExecutionParameter(type=int),
+      RANGE_CONFIG_KEY: ExecutionParameter(type=range_config_pb2.RangeConfig, optional=True),
+      SCHEMA_PATH_KEY: ExecutionParameter(type=str, optional=True),
+      DELIMITER_KEY: ExecutionParameter(type=str),
+      QUOTE_CHAR_KEY: ExecutionParameter(type=str),
+      COLUMN_NAMES_KEY: ExecutionParameter(type=str),
+      NULL_MARKERS_KEY: ExecutionParameter(type=str),
+      MAX_BAD_FRACTION_KEY: ExecutionParameter(type=float),
+  }
+  INPUTS = {}
+  OUTPUTS = {
+      EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),
+  }
