@@ -237,3 +237,18 @@ def _cast_columns(table: pa.Table, data: bytes, rows: _Rows,
       columns[name] = pc.cast(raw_columns[name], ARROW_TYPES[column_type])
   rejected.sort(key=lambda row: row.line)
   return ConvertedChunk(columns, np.asarray(rows.lines, np.int64), rejected)
+
+
+def convert_file(path: str, dialect: csv_dialect.CsvDialect,
+                 column_types: Mapping[str, ColumnType],
+                 chunk_bytes: int = 16 << 20) -> list[ConvertedChunk]:
+  """Converts one local file chunk by chunk, in one process (for tests and tools)."""
+  _, data_start, first_line = csv_records.locate_data(path, lambda p: open(p, 'rb'), dialect)
+  results = []
+  for chunk in csv_records.plan_chunks(path, lambda p: open(p, 'rb'), dialect.quote_byte,
+                                       data_start, first_line, chunk_bytes):
+    with open(path, 'rb') as f:
+      f.seek(chunk.start)
+      data = f.read(chunk.end - chunk.start)
+    results.append(convert_chunk(data, chunk.first_line, dialect, column_types))
+  return results
