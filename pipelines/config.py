@@ -16,6 +16,8 @@ from typing import Any, Union
 
 import yaml
 
+from components.trainer.config import TrainerConfig
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 BUNDLED_DATA = 'bundled:chicago_taxi'
 
@@ -103,9 +105,9 @@ class PipelineConfig:
     work_dir: str = 'runs/local'
     dataset: str = 'taxi'
     preprocessing_module: str | None = None
-    example_gen: ExampleGenSettings = ExampleGenSettings()
-    trainer: dict = dataclasses.field(default_factory=dict)
-    evaluation: EvaluationSettings = EvaluationSettings()
+    example_gen: ExampleGenSettings = dataclasses.field(default_factory=ExampleGenSettings)
+    trainer: TrainerConfig = dataclasses.field(default_factory=TrainerConfig)
+    evaluation: EvaluationSettings = dataclasses.field(default_factory=EvaluationSettings)
     beam_pipeline_args: tuple[str, ...] = ('--direct_running_mode=in_memory',
                                            '--direct_num_workers=1')
     enable_cache: bool = True

@@ -1,0 +1,69 @@
+"""The feature configuration: parsing, and errors that name the feature and field."""
+
+import pytest
+from tensorflow_metadata.proto.v0 import schema_pb2
+
+from components.transform import feature_config as fc
+from pipelines.config import REPO_ROOT
+
+TAXI = REPO_ROOT / 'schemas' / 'taxi'
+
+
+def _schema(**types) -> schema_pb2.Schema:
+    schema = schema_pb2.Schema()
+    for name, kind in types.items():
+        schema.feature.add(name=name, type=schema_pb2.FeatureType.Value(kind))
+    return schema
+
+
+LABEL = {'name': 'label', 'rule': 'greater_than_fraction', 'value': 'tips', 'reference': 'fare',
+         'fraction': 0.2}
+SCHEMA = _schema(tips='FLOAT', fare='FLOAT', city='BYTES', hour='INT')
+
+
+def test_taxi_config_covers_every_transform_and_sizes_categoricals():
+    config = fc.load_feature_config(str(TAXI / 'features.yaml'), str(TAXI / 'schema.pbtxt'))
+    assert config.label.name == 'big_tipper'
+    by_transform = {t: [f.name for f in config.features if f.transform == t] for t in fc.TRANSFORMS}
+    assert by_transform['zscore'] == ['trip_miles', 'fare', 'trip_seconds']
+    assert 'company' in by_transform['vocabulary']
+    assert config.feature('trip_start_hour').cardinality == 25  # 24 hours + 1 out-of-range id
+    assert config.feature('company').cardinality == 1010
+    assert config.feature('pickup_latitude').cardinality == 10
+    assert config.feature('fare').cardinality is None
+
+
+@pytest.mark.parametrize('feature, message', [
+    ({'name': 'speed', 'transform': 'zscore'}, "features[0] (speed): unknown feature 'speed'"),
+    ({'name': 'fare', 'transform': 'log'}, "features[0] (fare): transform: unsupported transform 'log'"),
+    ({'name': 'city', 'transform': 'zscore'}, "transform 'zscore' does not accept a BYTES feature"),
+    ({'name': 'fare', 'transform': 'identity'}, "transform 'identity' does not accept a FLOAT"),
+    ({'name': 'fare', 'transform': 'zscore', 'fill': 'median'}, 'fill: expected "mean" or a number'),
+    ({'name': 'city', 'transform': 'vocabulary', 'top_k': 0}, 'top_k: expected a positive integer'),
+    ({'name': 'city', 'transform': 'vocabulary', 'oov_buckets': 0}, 'oov_buckets: expected an integer >= 1'),
+    ({'name': 'city', 'transform': 'vocabulary', 'topk': 3}, "unknown key(s) ['topk']"),
+])
+def test_bad_features_fail_naming_the_feature_and_field(feature, message):
+    with pytest.raises(fc.FeatureConfigError) as error:
+        fc.parse_feature_config({'label': LABEL, 'features': [feature]}, SCHEMA, 'f.yaml')
+    assert message in str(error.value)
+    assert str(error.value).startswith('f.yaml: ')
+
+
+def test_bad_label_and_duplicates_are_rejected():
+    feature = [{'name': 'fare', 'transform': 'zscore'}]
+    with pytest.raises(fc.FeatureConfigError, match="label.rule: unsupported rule 'sum'"):
+        fc.parse_feature_config({'label': dict(LABEL, rule='sum'), 'features': feature}, SCHEMA)
+    with pytest.raises(fc.FeatureConfigError, match="label.value: 'city' is not a numeric"):
+        fc.parse_feature_config({'label': dict(LABEL, value='city'), 'features': feature}, SCHEMA)
+    with pytest.raises(fc.FeatureConfigError, match=r"listed more than once: \['fare'\]"):
+        fc.parse_feature_config({'label': LABEL, 'features': feature * 2}, SCHEMA)
+
+
+def test_missing_or_malformed_files_name_the_file(tmp_path):
+    with pytest.raises(fc.FeatureConfigError, match='nope.yaml: cannot read'):
+        fc.load_feature_config(str(tmp_path / 'nope.yaml'), str(TAXI / 'schema.pbtxt'))
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text('label: [\n')
+    with pytest.raises(fc.FeatureConfigError, match='bad.yaml: not valid YAML'):
+        fc.load_feature_config(str(bad), str(TAXI / 'schema.pbtxt'))
