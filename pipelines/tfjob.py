@@ -303,7 +303,7 @@ def from_manifest(manifest: Mapping[str, Any]) -> models.KubeflowOrgV1TFJob:
     return ApiClient().deserialize(_Response(), models.KubeflowOrgV1TFJob)
 
 
-def _tensorflow_container(pod_spec: Any) -> Any:
+def tensorflow_container(pod_spec: Any) -> Any:
     for container in pod_spec.containers:
         if container.name == CONTAINER_NAME:
             return container
@@ -311,7 +311,7 @@ def _tensorflow_container(pod_spec: Any) -> Any:
 
 
 def _port_of(replica_spec: models.KubeflowOrgV1ReplicaSpec) -> int:
-    container = _tensorflow_container(replica_spec.template.spec)
+    container = tensorflow_container(replica_spec.template.spec)
     for port in (container.ports or []) if container is not None else []:
         if port.name == PORT_NAME:
             return port.container_port
