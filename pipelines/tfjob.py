@@ -20,6 +20,7 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import signal
 import threading
 import time
@@ -230,6 +231,19 @@ def _container(settings: TFJobSettings, replica: ReplicaSettings, image: str, ar
     )
 
 
+_DNS_LABEL = re.compile(r'^[a-z]([-a-z0-9]*[a-z0-9])?$')
+
+
+def _check_name(name: str, settings: TFJobSettings) -> None:
+    """The operator names a Service `<job>-<type>-<i>` per pod: that must be a DNS-1035 label."""
+    longest = max(f'{name}-{t.lower()}-{r.replicas - 1}' for t, r in settings.replicas.items())
+    if not _DNS_LABEL.match(name) or len(longest) > 63:
+        raise ValueError(
+            f'name: {name!r} must be lower-case letters, digits and "-", start with a letter, and '
+            f'leave the service name {longest!r} within 63 characters'
+        )
+
+
 def build_tfjob(
     settings: TFJobSettings, *, name: str, namespace: str, image: str, train: TrainArguments
 ) -> models.KubeflowOrgV1TFJob:
@@ -238,6 +252,7 @@ def build_tfjob(
     The replicas tell their role apart by the `TF_CONFIG` the operator injects (see
     `tf_config_for`), so their command lines are identical.
     """
+    _check_name(name, settings)
     argv = train.to_argv()
     replica_specs = {}
     for replica_type in REPLICA_TYPES:
@@ -439,3 +454,23 @@ def run_tfjob(
             logging.warning('Deleting TFJob %s/%s', namespace, name)
             training_client.delete_tfjob(name, namespace=namespace)
             raise
+
+
+def train_on_kubernetes(
+    *,
+    values_path: str | os.PathLike[str],
+    name: str,
+    namespace: str,
+    image: str,
+    train: TrainArguments,
+    timeout_s: float,
+    training_client: TrainingClient | None = None,
+) -> models.KubeflowOrgV1TFJob:
+    """What the Trainer's executor calls in a KFP pod: build the TFJob from the values file, run it.
+
+    The default `TrainingClient()` uses the pod's in-cluster service account (the
+    `asynctrain-pipeline` account of kubeflow/rbac.yaml). The chief writes the model under
+    `train.output`, so on return the executor publishes what is there.
+    """
+    tfjob = build_tfjob(load_tfjob_settings(values_path), name=name, namespace=namespace, image=image, train=train)
+    return run_tfjob(training_client or TrainingClient(), tfjob, timeout_s=timeout_s)

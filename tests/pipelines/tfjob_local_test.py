@@ -134,7 +134,11 @@ def test_the_chiefs_exit_status_is_the_jobs(tmp_path):
 @pytest.mark.integration
 def test_tfjob_trains_through_tf_config_and_exports_a_standalone_model(tmp_path):
     # The small transformed taxi dataset the Trainer's own tests use (tf.Transform on Beam).
-    from tests.components.trainer.trainer_testdata import make_transformed_data, raw_example, raw_feature_spec
+    from tests.components.trainer.trainer_testdata import (
+        make_transformed_data,
+        raw_example,
+        raw_feature_spec,
+    )
 
     data = make_transformed_data(str(tmp_path / 'data'), num_train=1000, num_eval=200)
     config = tmp_path / 'trainer.yaml'

@@ -347,3 +347,22 @@ def test_timeout_deletes_the_job(fake_api):
         tfjob_lib.run_tfjob(training_client, _tfjob(), timeout_s=0.05, poll_interval_s=0.01)
 
     assert server.requests[-1][0] == 'DELETE'
+
+
+@pytest.mark.parametrize('name', ['Taxi-train', '9train', 'taxi_train', 'a' * 50, 'taxi-'])
+def test_job_names_that_break_service_names_are_refused(name):
+    with pytest.raises(ValueError, match='name: .* must be lower-case letters'):
+        _tfjob(name=name)
+
+
+def test_train_on_kubernetes_builds_the_job_from_the_values_file_and_runs_it(fake_api):
+    server, training_client = fake_api
+    server.statuses = [{'conditions': [_condition('Succeeded')]}]
+
+    job = tfjob_lib.train_on_kubernetes(
+        values_path=VALUES, name='taxi-train-9', namespace='ml', image='registry.example/asynctrain:1',
+        train=TRAIN, timeout_s=30, training_client=training_client,
+    )
+
+    assert job.status.conditions[0].type == 'Succeeded'
+    assert server.requests[0][3] == tfjob_lib.to_manifest(_tfjob())
