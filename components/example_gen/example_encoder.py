@@ -98,7 +98,8 @@ def _prepare(name: str, column_type: ColumnType, array: pa.Array) -> _Column:
     value_size = np.where(valid, 4 + varint_sizes(values), 2)
     return _Column(key, column_type, valid, value_size, values)
   if column_type == ColumnType.FLOAT:
-    values = np.asarray(array.fill_null(0.0), np.float64).astype(np.float32)
+    with np.errstate(over='ignore'):  # Beyond float32 becomes inf, as in stock's FloatList.
+      values = np.asarray(array.fill_null(0.0), np.float64).astype(np.float32)
     return _Column(key, column_type, valid, np.where(valid, 8, 2).astype(np.int64), values)
   offset_type = np.int64 if array.type in (pa.large_string(), pa.large_binary()) else np.int32
   offsets = np.frombuffer(array.buffers()[1], offset_type)[array.offset:array.offset + n + 1]
