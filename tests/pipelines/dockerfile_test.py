@@ -57,7 +57,7 @@ def test_installs_the_lock_without_resolving_then_the_project_without_dependenci
     instructions = _instructions()
     runs = [rest for keyword, rest in instructions if keyword == 'RUN']
     lock_install = next(i for i, r in enumerate(runs) if '-r requirements.lock' in r)
-    project_install = next(i for i, r in enumerate(runs) if re.search(r'pip install --no-deps \.(\s|$)', r))
+    project_install = next(i for i, r in enumerate(runs) if re.search(r'pip install --no-deps (--editable )?\.(\s|$)', r))
     assert '--no-deps' in runs[lock_install]
     assert lock_install < project_install
     copies = [rest for keyword, rest in instructions if keyword == 'COPY']
@@ -66,8 +66,10 @@ def test_installs_the_lock_without_resolving_then_the_project_without_dependenci
     for copy in copies:
         for source in copy.split()[:-1]:
             assert (REPO / source).exists(), source
-    # The console script the TFJob runs is smoke-tested in the build.
+    # The console script the TFJob runs is smoke-tested in the build, and the schemas the
+    # pipeline reads sit where pipelines/config.py looks for them.
     assert 'asynctrain --help' in runs[project_install]
+    assert "(c.REPO_ROOT / 'schemas').is_dir()" in runs[project_install]
 
 
 def test_sets_legacy_keras_and_puts_the_venv_first_on_path():
