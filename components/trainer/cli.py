@@ -1,0 +1,120 @@
+"""`asynctrain train`: the Trainer outside a TFX pipeline, and what every Kubernetes replica runs.
+
+    asynctrain train --examples DIR --transform-graph DIR --output DIR [--config FILE]
+
+`--examples` is a transformed Examples artifact directory (`Split-train/`, `Split-eval/`),
+`--transform-graph` Transform's output. The serving SavedModel goes to
+`<output>/model/Format-Serving` (the Model artifact's layout) and summaries, checkpoints and
+`training_report.json` to `<output>/model_run/`; rerunning with the same `--output` resumes from
+the latest checkpoint. `--config` is YAML: a pipeline config with a `trainer:` section, or that
+section alone.
+
+With `TF_CONFIG` set, the process is the task it names: the chief trains (cluster mode
+`tf_config`), a worker or parameter server starts its server and waits until it is stopped.
+Also runnable as `python -m components.trainer.cli ...`.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Keras 3 cannot train under ParameterServerStrategy: select Keras 2 (tf_keras) before
+# TensorFlow is imported.
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+
+import argparse  # noqa: E402
+import dataclasses  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import sys  # noqa: E402
+from typing import Optional  # noqa: E402
+
+from components.trainer import cluster as cluster_lib  # noqa: E402
+from components.trainer import config as config_lib  # noqa: E402
+
+DEFAULT_LABEL_KEY = 'big_tipper'
+MODEL_SUBDIR = 'model'
+MODEL_RUN_SUBDIR = 'model_run'
+SERVING_SUBDIR = 'Format-Serving'
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds `train`'s arguments to `parser` (the main CLI mounts it as a subcommand)."""
+    parser.add_argument('--examples', required=True,
+                        help='Transformed examples directory with Split-train/ and Split-eval/.')
+    parser.add_argument('--transform-graph', required=True,
+                        help="Transform's output directory (transform_fn/, transformed_metadata/).")
+    parser.add_argument('--output', required=True,
+                        help='Output directory: model/Format-Serving/ and model_run/.')
+    parser.add_argument('--config', default=None,
+                        help='YAML file: a pipeline config with a "trainer:" section, or the '
+                             'section alone. Defaults apply to whatever it leaves out.')
+    parser.add_argument('--label-key', default=DEFAULT_LABEL_KEY,
+                        help=f'Transformed label feature (default: {DEFAULT_LABEL_KEY}).')
+    parser.add_argument('--base-model', default=None,
+                        help='A serving SavedModel directory to warm-start from.')
+
+
+def load_config(path: Optional[str]) -> config_lib.TrainerConfig:
+    """The TrainerConfig in a YAML file (its `trainer:` section if it has one)."""
+    if not path:
+        return config_lib.TrainerConfig()
+    import yaml
+    with open(path, encoding='utf-8') as f:
+        data = yaml.safe_load(f) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f'{path}: expected a mapping at the top level')
+    if 'trainer' in data:
+        data = data['trainer'] or {}
+    try:
+        return config_lib.from_dict(data)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f'{path}: {e}') from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs `train` as parsed by `add_arguments`; returns the exit code."""
+    try:
+        trainer_config = load_config(args.config)
+    except (OSError, ValueError) as e:
+        print(f'asynctrain train: {e}', file=sys.stderr)
+        return 2
+    task_type, task_id = cluster_lib.task_from_tf_config()
+    if task_type in (cluster_lib.WORKER, cluster_lib.PS):
+        cluster_spec = json.loads(os.environ['TF_CONFIG'])['cluster']
+        logging.info('Serving as %s %d', task_type, task_id)
+        cluster_lib.serve_forever(cluster_spec, task_type, task_id,
+                                  trainer_config.distribution.server_threads)
+        return 0
+    if task_type not in (None, cluster_lib.CHIEF):
+        print(f'asynctrain train: TF_CONFIG task type {task_type!r} is not supported; allowed: '
+              f'{[cluster_lib.CHIEF, cluster_lib.WORKER, cluster_lib.PS]}', file=sys.stderr)
+        return 2
+    if task_type == cluster_lib.CHIEF:
+        trainer_config = dataclasses.replace(
+            trainer_config,
+            distribution=dataclasses.replace(trainer_config.distribution, cluster='tf_config'))
+
+    from components.trainer import train_lib
+    report = train_lib.train_and_export(
+        examples_dir=args.examples,
+        transform_graph_dir=args.transform_graph,
+        serving_model_dir=os.path.join(args.output, MODEL_SUBDIR, SERVING_SUBDIR),
+        model_run_dir=os.path.join(args.output, MODEL_RUN_SUBDIR),
+        trainer_config=trainer_config,
+        label_key=args.label_key,
+        base_model_dir=args.base_model)
+    print(json.dumps(dataclasses.asdict(report), sort_keys=True))
+    return 0
+
+
+def main(argv: Optional[list] = None) -> int:
+    parser = argparse.ArgumentParser(prog='asynctrain train', description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    logging.basicConfig(level=logging.INFO)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == '__main__':
+    sys.exit(main())

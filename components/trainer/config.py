@@ -1,0 +1,269 @@
+"""`TrainerConfig`: everything the Trainer can be told, as frozen dataclasses.
+
+The pipeline loads it from YAML (the `trainer:` key of the pipeline config) with a generic
+dataclass loader, so the fields are plain: str, int, float, bool, tuples and Optional. Every field
+has a default; each section validates itself once, on construction, raising a `ValueError` that
+names the field path and the allowed values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+OPTIMIZERS = ('adagrad', 'adam', 'sgd')
+CACHE_MODES = ('none', 'memory', 'file')
+CLUSTER_MODES = ('in_process', 'local_processes', 'tf_config')
+PARTITIONERS = ('fixed_shards', 'min_shard_size')
+# tf.data.AUTOTUNE, spelled as the plain integer tf.data uses, so the config needs no TensorFlow.
+AUTOTUNE = -1
+
+# Optimizers for which scaling the gradient by 1/staleness scales the applied step the same way.
+# Adam normalizes the gradient's magnitude away, so the option would do nothing there.
+_STALENESS_AWARE_OPTIMIZERS = ('adagrad', 'sgd')
+
+
+def _fail(path: str, message: str) -> None:
+    raise ValueError(f'trainer.{path}: {message}')
+
+
+def _check_choice(path: str, value: str, allowed: tuple) -> None:
+    if value not in allowed:
+        _fail(path, f'got {value!r}; allowed: {list(allowed)}')
+
+
+def _check_positive(path: str, value, allow_zero: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        _fail(path, f'expected a number, got {value!r}')
+    if value < 0 or (value == 0 and not allow_zero):
+        _fail(path, f'got {value!r}; allowed: {"values >= 0" if allow_zero else "values > 0"}')
+
+
+def _check_autotune_or_positive(path: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or (value < 1 and value != AUTOTUNE):
+        _fail(path, f'got {value!r}; allowed: {AUTOTUNE} (AUTOTUNE) or an integer >= 1')
+
+
+def _as_tuple(instance, name: str) -> None:
+    # YAML gives lists; a frozen config keeps tuples so it stays hashable and immutable.
+    value = getattr(instance, name)
+    if isinstance(value, list):
+        object.__setattr__(instance, name, tuple(value))
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """The model: embeddings for categorical features, then a feed-forward tower.
+
+    Attributes:
+      hidden_units: Width of each hidden layer, in order.
+      embedding_dim: Embedding width for categorical features (each table has int_domain.max + 1
+        rows, from the transformed schema).
+      scale_embeddings: Narrow small vocabularies: each width becomes
+        min(embedding_dim, ceil(6 * rows ** 0.25)).
+      dropout: Dropout rate after each hidden layer, in [0, 1).
+    """
+
+    hidden_units: tuple[int, ...] = (64, 32)
+    embedding_dim: int = 8
+    scale_embeddings: bool = False
+    dropout: float = 0.0
+
+    def __post_init__(self):
+        _as_tuple(self, 'hidden_units')
+        if not isinstance(self.hidden_units, tuple) or not all(
+                isinstance(u, int) and not isinstance(u, bool) and u > 0
+                for u in self.hidden_units):
+            _fail('model.hidden_units', f'got {self.hidden_units!r}; allowed: a list of '
+                  'positive integers')
+        _check_positive('model.embedding_dim', self.embedding_dim)
+        if not 0 <= self.dropout < 1:
+            _fail('model.dropout', f'got {self.dropout!r}; allowed: [0, 1)')
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingConfig:
+    """The optimization.
+
+    Attributes:
+      train_steps: Total optimizer steps (over all workers) to reach; a resumed run continues
+        from its checkpoint's step up to this.
+      eval_steps: Batches of the eval split evaluated after training; 0 evaluates the whole split.
+      batch_size: Examples per step on each worker.
+      learning_rate: The optimizer's learning rate.
+      optimizer: One of `OPTIMIZERS`.
+      steps_per_execution: Steps run inside one scheduled `tf.function` call. The coordinator is
+        Python, so scheduling one closure per step would make it the bottleneck.
+      checkpoint_interval_steps: Save a checkpoint every this many steps (a crash repeats at most
+        this many); 0 saves only at the end.
+      summary_interval_steps: Write training summaries about every this many steps.
+      max_checkpoints_to_keep: Checkpoints kept in the run directory.
+      checkpoint_dir: Where checkpoints go; empty means `checkpoints/` in the run directory
+        (the ModelRun artifact). A rerun pointing at the same directory resumes from its latest
+        checkpoint and trains only up to `train_steps`.
+      staleness_aware_learning_rate: Scale each update by 1 / max(1, staleness), where staleness is
+        the number of updates other workers applied between this step's read of the parameters and
+        its own update (Zhang et al., 2016). Only for `sgd` and `adagrad`.
+      seed: Seed for weight initialization (data order stays random per worker).
+    """
+
+    train_steps: int = 1000
+    eval_steps: int = 0
+    batch_size: int = 256
+    learning_rate: float = 0.05
+    optimizer: str = 'adagrad'
+    steps_per_execution: int = 10
+    checkpoint_interval_steps: int = 500
+    summary_interval_steps: int = 100
+    max_checkpoints_to_keep: int = 3
+    checkpoint_dir: str = ''
+    staleness_aware_learning_rate: bool = False
+    seed: int = 0
+
+    def __post_init__(self):
+        _check_positive('training.train_steps', self.train_steps)
+        _check_positive('training.eval_steps', self.eval_steps, allow_zero=True)
+        _check_positive('training.batch_size', self.batch_size)
+        _check_positive('training.learning_rate', self.learning_rate)
+        _check_choice('training.optimizer', self.optimizer, OPTIMIZERS)
+        _check_positive('training.steps_per_execution', self.steps_per_execution)
+        _check_positive('training.checkpoint_interval_steps', self.checkpoint_interval_steps,
+                        allow_zero=True)
+        _check_positive('training.summary_interval_steps', self.summary_interval_steps)
+        _check_positive('training.max_checkpoints_to_keep', self.max_checkpoints_to_keep)
+        if self.staleness_aware_learning_rate and self.optimizer not in _STALENESS_AWARE_OPTIMIZERS:
+            _fail('training.staleness_aware_learning_rate',
+                  f'needs training.optimizer in {list(_STALENESS_AWARE_OPTIMIZERS)}, '
+                  f'got {self.optimizer!r}')
+
+
+@dataclasses.dataclass(frozen=True)
+class InputConfig:
+    """One worker's tf.data pipeline.
+
+    Attributes:
+      interleave_cycle_length: Files read concurrently.
+      num_parallel_calls: Parallelism of the interleave and of the per-batch parse;
+        -1 is AUTOTUNE.
+      shuffle_buffer: Examples in the shuffle buffer; 0 disables shuffling.
+      cache: One of `CACHE_MODES`: `none`; `memory` keeps the decompressed records in memory
+        after the first pass; `file` keeps them in `cache_dir`.
+      cache_dir: Directory for `cache: file`; empty means the run directory.
+      prefetch: Batches prefetched; -1 is AUTOTUNE.
+    """
+
+    interleave_cycle_length: int = 4
+    num_parallel_calls: int = AUTOTUNE
+    shuffle_buffer: int = 10000
+    cache: str = 'none'
+    cache_dir: str = ''
+    prefetch: int = AUTOTUNE
+
+    def __post_init__(self):
+        _check_positive('input.interleave_cycle_length', self.interleave_cycle_length)
+        _check_autotune_or_positive('input.num_parallel_calls', self.num_parallel_calls)
+        _check_positive('input.shuffle_buffer', self.shuffle_buffer, allow_zero=True)
+        _check_choice('input.cache', self.cache, CACHE_MODES)
+        _check_autotune_or_positive('input.prefetch', self.prefetch)
+
+
+@dataclasses.dataclass(frozen=True)
+class DistributionConfig:
+    """The ParameterServerStrategy cluster and how variables are sharded over it.
+
+    Attributes:
+      cluster: One of `CLUSTER_MODES`. `in_process`: worker and parameter-server servers inside
+        the trainer process on free loopback ports; `local_processes`: each a separate process on
+        127.0.0.1; `tf_config`: the cluster `TF_CONFIG` describes (Kubernetes TFJob, Vertex AI),
+        where this process is the task `TF_CONFIG` names.
+      num_workers: Workers for `in_process` and `local_processes` (TF_CONFIG brings its own).
+      num_ps: Parameter servers for `in_process` and `local_processes`.
+      partitioner: One of `PARTITIONERS`: `fixed_shards` splits each variable into `num_shards`
+        along its first axis; `min_shard_size` makes shards of at least `min_shard_bytes`, at most
+        `max_shards` of them.
+      num_shards: Shards per variable for `fixed_shards`; 0 means one per parameter server.
+      min_shard_bytes: Smallest shard for `min_shard_size`.
+      max_shards: Most shards per variable for `min_shard_size`; 0 means one per parameter server.
+      server_threads: inter-op threads of each in-process or local server; 0 means
+        num_workers + 1, which an in-process cluster needs on a small machine not to deadlock.
+      startup_timeout_seconds: How long `local_processes` waits for its servers to listen.
+    """
+
+    cluster: str = 'in_process'
+    num_workers: int = 2
+    num_ps: int = 2
+    partitioner: str = 'fixed_shards'
+    num_shards: int = 0
+    min_shard_bytes: int = 256 << 10
+    max_shards: int = 0
+    server_threads: int = 0
+    startup_timeout_seconds: float = 120.0
+
+    def __post_init__(self):
+        _check_choice('distribution.cluster', self.cluster, CLUSTER_MODES)
+        _check_positive('distribution.num_workers', self.num_workers)
+        _check_positive('distribution.num_ps', self.num_ps)
+        _check_choice('distribution.partitioner', self.partitioner, PARTITIONERS)
+        _check_positive('distribution.num_shards', self.num_shards, allow_zero=True)
+        _check_positive('distribution.min_shard_bytes', self.min_shard_bytes)
+        _check_positive('distribution.max_shards', self.max_shards, allow_zero=True)
+        _check_positive('distribution.server_threads', self.server_threads, allow_zero=True)
+        _check_positive('distribution.startup_timeout_seconds', self.startup_timeout_seconds)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainerConfig:
+    """The Trainer's configuration (`trainer:` in the pipeline config).
+
+    Attributes:
+      model: The model's shape.
+      training: Steps, batch size, optimizer, checkpoints.
+      input: The per-worker input pipeline.
+      distribution: The cluster and variable sharding.
+      warm_start: Initialize from the base model when the component is given one (and no
+        checkpoint is restored).
+    """
+
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    training: TrainingConfig = dataclasses.field(default_factory=TrainingConfig)
+    input: InputConfig = dataclasses.field(default_factory=InputConfig)
+    distribution: DistributionConfig = dataclasses.field(default_factory=DistributionConfig)
+    warm_start: bool = True
+    label_key: str | None = None
+
+    def __post_init__(self):
+        for name, cls in (('model', ModelConfig), ('training', TrainingConfig),
+                          ('input', InputConfig), ('distribution', DistributionConfig)):
+            if not isinstance(getattr(self, name), cls):
+                _fail(name, f'expected a {cls.__name__}, got {type(getattr(self, name)).__name__}')
+
+
+def to_dict(config: TrainerConfig) -> dict:
+    """The config as plain JSON-able data (tuples become lists)."""
+    return dataclasses.asdict(config)
+
+
+def from_dict(data: dict | None) -> TrainerConfig:
+    """The inverse of `to_dict`; unknown keys raise a ValueError naming them."""
+    data = dict(data or {})
+    sections = {'model': ModelConfig, 'training': TrainingConfig, 'input': InputConfig,
+                'distribution': DistributionConfig}
+    kwargs = {}
+    for key, value in data.items():
+        if key in sections:
+            kwargs[key] = _build(sections[key], value, key)
+        else:
+            kwargs[key] = value
+    return _build(TrainerConfig, kwargs, '')
+
+
+def _build(cls, data, path: str):
+    if isinstance(data, cls):
+        return data
+    if not isinstance(data, dict):
+        _fail(path or '<root>', f'expected a mapping, got {type(data).__name__}')
+    allowed = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        where = f'{path}.{unknown[0]}' if path else unknown[0]
+        _fail(where, f'unknown key; allowed: {sorted(allowed)}')
+    return cls(**data)

@@ -1,0 +1,80 @@
+"""One worker's input pipeline over transformed examples (GZIP TFRecords of tf.Examples).
+
+Files are interleaved in parallel, records optionally cached, shuffled, repeated, batched, then
+parsed in one vectorized `parse_example` call per batch, and prefetched: no Python runs per
+example, and reading overlaps the train step. The pipeline is built once per worker, by the
+coordinator's `create_per_worker_dataset`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import tensorflow as tf
+
+from components.trainer import config as config_lib
+
+TRAIN_SPLIT = 'train'
+EVAL_SPLIT = 'eval'
+
+
+def split_file_pattern(examples_dir: str, split: str) -> str:
+    """Where TFX writes one split of an Examples artifact."""
+    return os.path.join(examples_dir, f'Split-{split}', '*.gz')
+
+
+def element_spec(feature_spec: Mapping[str, tf.io.FixedLenFeature],
+                 label_key: str) -> tuple[dict, tf.TensorSpec]:
+    """(features, label) specs of one batch, with the batch dimension unknown so that a partial
+    last batch matches the same `tf.function` signature."""
+    features = {name: tf.TensorSpec([None] + list(spec.shape), spec.dtype, name=name)
+                for name, spec in sorted(feature_spec.items()) if name != label_key}
+    label = feature_spec[label_key]
+    return features, tf.TensorSpec([None] + list(label.shape), label.dtype, name=label_key)
+
+
+def make_dataset(file_pattern: str,
+                 feature_spec: Mapping[str, tf.io.FixedLenFeature],
+                 label_key: str,
+                 batch_size: int,
+                 input_config: config_lib.InputConfig,
+                 training: bool = True,
+                 cache_path: str | None = None) -> tf.data.Dataset:
+    """Batches of (features, label) from the files matching `file_pattern`.
+
+    Training datasets shuffle and repeat forever (the loop schedules a fixed number of steps, as
+    the coordinator expects); evaluation reads each example once, in order, and keeps the partial
+    last batch.
+    """
+    files = tf.data.Dataset.list_files(file_pattern, shuffle=training)
+    records = files.interleave(
+        lambda path: tf.data.TFRecordDataset(path, compression_type='GZIP'),
+        cycle_length=input_config.interleave_cycle_length,
+        num_parallel_calls=input_config.num_parallel_calls,
+        deterministic=not training)
+    # Cache the decompressed records, before the shuffle: caching after it would freeze one
+    # shuffle order for every epoch, and caching before parsing keeps the cache compact.
+    if input_config.cache == 'memory':
+        records = records.cache()
+    elif input_config.cache == 'file':
+        records = records.cache(cache_path or '')
+    if training:
+        if input_config.shuffle_buffer:
+            records = records.shuffle(input_config.shuffle_buffer, reshuffle_each_iteration=True)
+        records = records.repeat()
+    # Repeat before batch so that every training batch is full; the eval split's last batch may be
+    # partial, which the None batch dimension of the step's signature allows.
+    batches = records.batch(batch_size, drop_remainder=False)
+    parse_spec = dict(feature_spec)
+
+    def parse(serialized: tf.Tensor):
+        parsed = tf.io.parse_example(serialized, parse_spec)
+        label = parsed.pop(label_key)
+        return parsed, label
+
+    batches = batches.map(parse, num_parallel_calls=input_config.num_parallel_calls,
+                          deterministic=not training)
+    options = tf.data.Options()
+    options.deterministic = not training
+    return batches.prefetch(input_config.prefetch).with_options(options)

@@ -1,0 +1,57 @@
+"""TrainerConfig: defaults, YAML-shaped input, and validation errors that name the field."""
+
+import dataclasses
+
+import pytest
+
+from components.trainer import config as config_lib
+
+
+def test_defaults_are_valid_and_round_trip():
+    config = config_lib.TrainerConfig()
+    assert config.distribution.cluster == 'in_process'
+    assert config.training.steps_per_execution == 10
+    assert config_lib.from_dict(config_lib.to_dict(config)) == config
+
+
+def test_from_dict_fills_defaults_and_turns_lists_into_tuples():
+    config = config_lib.from_dict({
+        'model': {'hidden_units': [16, 8]},
+        'training': {'train_steps': 50, 'optimizer': 'sgd',
+                     'staleness_aware_learning_rate': True},
+        'distribution': {'num_workers': 3, 'partitioner': 'min_shard_size'},
+    })
+    assert config.model.hidden_units == (16, 8)
+    assert config.model.embedding_dim == config_lib.ModelConfig().embedding_dim
+    assert config.training.train_steps == 50
+    assert config.distribution.num_workers == 3
+    assert config.distribution.num_ps == 2
+    hash(config)  # frozen and hashable, lists included
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.training.train_steps = 1
+
+
+@pytest.mark.parametrize('data, message', [
+    ({'training': {'optimizer': 'rmsprop'}},
+     "trainer.training.optimizer: got 'rmsprop'; allowed: ['adagrad', 'adam', 'sgd']"),
+    ({'input': {'cache': 'disk'}},
+     "trainer.input.cache: got 'disk'; allowed: ['none', 'memory', 'file']"),
+    ({'distribution': {'cluster': 'k8s'}},
+     "trainer.distribution.cluster: got 'k8s'; allowed: ['in_process', 'local_processes', "
+     "'tf_config']"),
+    ({'distribution': {'partitioner': 'round_robin'}},
+     "trainer.distribution.partitioner: got 'round_robin'"),
+    ({'training': {'batch_size': 0}}, 'trainer.training.batch_size: got 0; allowed: values > 0'),
+    ({'input': {'prefetch': 0}}, 'trainer.input.prefetch: got 0; allowed: -1 (AUTOTUNE)'),
+    ({'model': {'hidden_units': [8, -1]}}, 'trainer.model.hidden_units'),
+    ({'model': {'dropout': 1.0}}, 'trainer.model.dropout: got 1.0; allowed: [0, 1)'),
+    ({'training': {'optimizer': 'adam', 'staleness_aware_learning_rate': True}},
+     "trainer.training.staleness_aware_learning_rate: needs training.optimizer in "
+     "['adagrad', 'sgd'], got 'adam'"),
+    ({'training': {'trian_steps': 5}}, 'trainer.training.trian_steps: unknown key; allowed:'),
+    ({'optimiser': 'sgd'}, 'trainer.optimiser: unknown key'),
+])
+def test_invalid_values_name_the_field_and_the_allowed_values(data, message):
+    with pytest.raises(ValueError) as error:
+        config_lib.from_dict(data)
+    assert message in str(error.value)

@@ -1,0 +1,40 @@
+"""Session fixtures for the Trainer tests: the transformed taxi sample, and one trained model
+that the tests which only inspect outputs share (training is the expensive part)."""
+
+import shutil
+
+import pytest
+from tests.components.trainer.trainer_testdata import (
+    LABEL_KEY,
+    TRAIN_STEPS,
+    TrainedModel,
+    TransformedData,
+    make_transformed_data,
+)
+
+
+@pytest.fixture(scope='session')
+def transformed_data(tmp_path_factory) -> TransformedData:
+    return make_transformed_data(str(tmp_path_factory.mktemp('taxi')))
+
+
+@pytest.fixture(scope='session')
+def trained_model(transformed_data, tmp_path_factory) -> TrainedModel:
+    from components.trainer import config as config_lib
+    from components.trainer import train_lib
+
+    root = tmp_path_factory.mktemp('trained')
+    transform_graph = str(root / 'transform_graph')
+    shutil.copytree(transformed_data.transform_graph, transform_graph)
+    config = config_lib.TrainerConfig(training=config_lib.TrainingConfig(
+        train_steps=TRAIN_STEPS, steps_per_execution=10, checkpoint_interval_steps=100,
+        summary_interval_steps=50))
+    serving_model_dir = str(root / 'model' / 'Format-Serving')
+    model_run_dir = str(root / 'model_run')
+    report = train_lib.train_and_export(
+        transformed_data.examples, transform_graph, serving_model_dir, model_run_dir, config,
+        LABEL_KEY)
+    return TrainedModel(report=report, serving_model_dir=serving_model_dir,
+                        model_run_dir=model_run_dir, transform_graph=transform_graph)
+
+
