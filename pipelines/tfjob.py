@@ -474,3 +474,29 @@ def train_on_kubernetes(
     """
     tfjob = build_tfjob(load_tfjob_settings(values_path), name=name, namespace=namespace, image=image, train=train)
     return run_tfjob(training_client or TrainingClient(), tfjob, timeout_s=timeout_s)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m pipelines.tfjob ...`: print the TFJob YAML for review or `kubectl apply --dry-run`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog='python -m pipelines.tfjob', description=main.__doc__)
+    parser.add_argument('--values', default='kubeflow/tfjob-values.yaml')
+    parser.add_argument('--name', required=True)
+    parser.add_argument('--namespace', required=True)
+    parser.add_argument('--image', required=True)
+    parser.add_argument('--examples', required=True)
+    parser.add_argument('--transform-graph', required=True)
+    parser.add_argument('--output', required=True)
+    parser.add_argument('--config', required=True)
+    args = parser.parse_args(argv)
+    train = TrainArguments(args.examples, args.transform_graph, args.output, args.config)
+    tfjob = build_tfjob(
+        load_tfjob_settings(args.values), name=args.name, namespace=args.namespace, image=args.image, train=train
+    )
+    print(yaml.safe_dump(to_manifest(tfjob), sort_keys=False), end='')
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
