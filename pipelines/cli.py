@@ -21,6 +21,11 @@ os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 os.environ.setdefault('GRPC_FAIL_FAST', 'use_caller')
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
+import warnings  # noqa: E402
+
+# google-api-core warns at import that Python 3.10 support is ending; TFX 1.16 requires 3.10.
+warnings.filterwarnings('ignore', category=FutureWarning, module=r'google\..*')
+
 import argparse  # noqa: E402
 import importlib  # noqa: E402
 import sys  # noqa: E402

@@ -69,11 +69,15 @@ def _component_logs(log_path: str, progress: ComponentProgress):
         lg.setLevel(logging.INFO)
         lg.propagate = False
         lg.handlers = [file_handler]
+        # Executors (Transform's, through the libraries it loads) lower these loggers to WARNING
+        # mid-run, which would silence the 'Component X is running' lines the progress reads.
+        lg.setLevel = lambda level: None
     loggers[0].addHandler(progress)
     try:
         yield
     finally:
         for lg, level, propagate, handlers in saved:
+            del lg.setLevel
             lg.setLevel(level)
             lg.propagate = propagate
             lg.handlers = handlers
@@ -98,4 +102,4 @@ def run_local(config: PipelineConfig, out: TextIO = sys.stdout) -> run_summary.R
             tfx.orchestration.LocalDagRunner().run(pipeline)
         except Exception as e:  # Re-raised with the failing component named.
             raise PipelineRunError(progress.current, e) from e
-    return run_summary.read_summary(config, started)
+        return run_summary.read_summary(config, started)

@@ -16,6 +16,7 @@ import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
 from tfx.proto import example_gen_pb2
 
+from components.example_gen.component import CsvExampleGen
 from components.transform import feature_config as fc
 from components.transform import preprocessing
 from pipelines import stand_ins
@@ -70,9 +71,11 @@ def create_pipeline(
     features = fc.load_feature_config(config.feature_config_path, config.schema_path)
     label_key = features.label.name
 
-    example_gen = stand_ins.example_gen(
-        config.data_dir, input_config=input_config(config), output_config=output_config(config),
-        settings=config.example_gen, schema_path=config.schema_path)
+    example_gen = CsvExampleGen(
+        input_base=config.data_dir, schema_path=config.schema_path,
+        input_config=input_config(config), output_config=output_config(config),
+        delimiter=config.example_gen.delimiter, null_markers=config.example_gen.null_markers,
+        max_bad_fraction=config.example_gen.max_bad_fraction)
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs['examples'])
     schema_gen = tfx.components.ImportSchemaGen(schema_file=config.schema_path)
     example_validator = tfx.components.ExampleValidator(

@@ -1,16 +1,10 @@
-"""Stock TFX components standing in for asynctrain's own ExampleGen and Trainer until they land."""
+"""The stock TFX Trainer standing in for asynctrain's own Trainer until it lands."""
 
 from __future__ import annotations
 
 from tfx import v1 as tfx
 
 from benchmarks import reference_trainer
-
-
-def example_gen(data_dir, *, input_config, output_config, settings, schema_path):
-    del settings, schema_path  # Stock CsvExampleGen infers types and has no dead-letter output.
-    return tfx.components.CsvExampleGen(
-        input_base=data_dir, input_config=input_config, output_config=output_config)
 
 
 def trainer(*, transformed_examples, transform_graph, schema, config, label_key):
