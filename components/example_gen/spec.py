@@ -10,6 +10,8 @@ from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
 
+from components.example_gen import dead_letter
+
 INPUT_BASE_KEY = standard_component_specs.INPUT_BASE_KEY
 INPUT_CONFIG_KEY = standard_component_specs.INPUT_CONFIG_KEY
 OUTPUT_CONFIG_KEY = standard_component_specs.OUTPUT_CONFIG_KEY
@@ -34,9 +36,10 @@ ROWS_REJECTED_PROPERTY = 'rows_rejected'
 ROWS_WRITTEN_PROPERTY = 'rows_written'
 ROWS_WRITTEN_SPLIT_PROPERTY_PREFIX = 'rows_written_'  # + split name, e.g. rows_written_train.
 
-# Beside `Split-<name>/` in the examples artifact's directory.
-DEAD_LETTER_DIR_NAME = 'dead_letter'
-SUMMARY_FILE_NAME = 'examplegen_summary.json'
+# Beside `Split-<name>/` in the examples artifact's directory (defined with the framework-free
+# writer so that the CLI and Beam workers need not import TFX).
+DEAD_LETTER_DIR_NAME = dead_letter.DEAD_LETTER_DIR_NAME
+SUMMARY_FILE_NAME = dead_letter.SUMMARY_FILE_NAME
 
 
 class CsvExampleGenSpec(ComponentSpec):
