@@ -366,3 +366,13 @@ def test_train_on_kubernetes_builds_the_job_from_the_values_file_and_runs_it(fak
 
     assert job.status.conditions[0].type == 'Succeeded'
     assert server.requests[0][3] == tfjob_lib.to_manifest(_tfjob())
+
+
+def test_module_entry_prints_the_manifest_build_tfjob_makes(capsys):
+    code = tfjob_lib.main([
+        '--values', str(VALUES), '--name', 'taxi-train-9', '--namespace', 'ml', '--image', 'registry.example/asynctrain:1',
+        '--examples', TRAIN.examples, '--transform-graph', TRAIN.transform_graph, '--output', TRAIN.output, '--config', TRAIN.config,
+    ])
+
+    assert code == 0
+    assert yaml.safe_load(capsys.readouterr().out) == tfjob_lib.to_manifest(_tfjob())
