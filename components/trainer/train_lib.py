@@ -319,13 +319,20 @@ def evaluate(task: BinaryClassificationTask, keras_model: tf.keras.Model,
     dataset = task.build_inputs(examples_dir, data.EVAL_SPLIT, training=False)
     if task.config.training.eval_steps:
         dataset = dataset.take(task.config.training.eval_steps)
-    examples = 0
-    for features, labels in dataset:
-        examples += int(eval_step(features, labels))
+
+    # The whole pass in one call: once connected to a cluster, every eager call from the
+    # coordinator costs a round of remote bookkeeping.
+    @tf.function
+    def evaluate_all():
+        examples = tf.constant(0)
+        for features, labels in dataset:
+            examples += eval_step(features, labels)
+        return examples
+
+    examples = int(evaluate_all())
     result = {name: float(metric.result()) for name, metric in metrics.items()}
     result['examples'] = examples
     return result
-
 
 def train_and_export(examples_dir: str,
                      transform_graph_dir: str,

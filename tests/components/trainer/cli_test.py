@@ -1,0 +1,113 @@
+"""`asynctrain train`: arguments and config files, and the process-based cluster modes run
+through it (local processes, and a chief, a worker and a parameter server from TF_CONFIG)."""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import portpicker
+import pytest
+
+from components.trainer import cli, cluster
+from components.trainer import config as config_lib
+from tests.components.trainer.trainer_testdata import REPO_ROOT
+
+
+def _parse(argv):
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def test_arguments():
+    args = _parse(['--examples', 'e', '--transform-graph', 't', '--output', 'o'])
+    assert (args.examples, args.transform_graph, args.output) == ('e', 't', 'o')
+    assert args.config is None and args.label_key == 'big_tipper'
+
+
+def test_config_file_trainer_section_or_bare(tmp_path):
+    pipeline = tmp_path / 'pipeline.yaml'
+    pipeline.write_text('pipeline_name: taxi\ntrainer:\n  training: {train_steps: 42}\n'
+                        '  model: {hidden_units: [8]}\n')
+    bare = tmp_path / 'trainer.yaml'
+    bare.write_text('distribution: {cluster: local_processes, num_workers: 1}\n')
+    assert cli.load_config(str(pipeline)).training.train_steps == 42
+    assert cli.load_config(str(pipeline)).model.hidden_units == (8,)
+    assert cli.load_config(str(bare)).distribution.cluster == 'local_processes'
+    assert cli.load_config(None) == config_lib.TrainerConfig()
+
+
+def test_invalid_config_exits_2_naming_the_field(tmp_path, capsys):
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text('trainer:\n  input: {cache: disk}\n')
+    code = cli.run(_parse(['--examples', 'e', '--transform-graph', 't', '--output', 'o',
+                           '--config', str(bad)]))
+    assert code == 2
+    assert "trainer.input.cache: got 'disk'" in capsys.readouterr().err
+
+
+def _env(tf_config=None):
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get('PYTHONPATH')) if p)
+    env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+    env.pop('TF_CONFIG', None)
+    if tf_config is not None:
+        env['TF_CONFIG'] = json.dumps(tf_config)
+    return env
+
+
+def _train_command(transformed_data, output, config_path):
+    return [sys.executable, '-m', 'components.trainer.cli', '--examples',
+            transformed_data.examples, '--transform-graph', transformed_data.transform_graph,
+            '--output', str(output), '--config', str(config_path)]
+
+
+def _check_output(output, steps, num_workers, num_ps):
+    with open(os.path.join(output, 'model_run', 'training_report.json')) as f:
+        report = json.load(f)
+    assert report['steps'] == steps
+    assert (report['num_workers'], report['num_ps']) == (num_workers, num_ps)
+    assert report['eval']['auc'] > 0.6
+    assert os.path.exists(os.path.join(output, 'model', 'Format-Serving', 'saved_model.pb'))
+
+
+@pytest.mark.integration
+def test_local_processes_cluster(transformed_data, tmp_path):
+    config_path = tmp_path / 'trainer.yaml'
+    config_path.write_text('training: {train_steps: 40, steps_per_execution: 5}\n'
+                           'distribution: {cluster: local_processes, num_workers: 2, num_ps: 1}\n')
+    result = subprocess.run(_train_command(transformed_data, tmp_path / 'out', config_path),
+                            env=_env(), cwd=REPO_ROOT, timeout=300, capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    _check_output(str(tmp_path / 'out'), 40, 2, 1)
+
+
+@pytest.mark.integration
+def test_tf_config_chief_worker_and_ps_processes(transformed_data, tmp_path):
+    ports = [portpicker.pick_unused_port() for _ in range(3)]
+    cluster_spec = {'chief': [f'127.0.0.1:{ports[0]}'], 'worker': [f'127.0.0.1:{ports[1]}'],
+                    'ps': [f'127.0.0.1:{ports[2]}']}
+    config_path = tmp_path / 'trainer.yaml'
+    # The config asks for in_process; TF_CONFIG overrides the cluster mode, as on Kubernetes.
+    config_path.write_text('training: {train_steps: 40, steps_per_execution: 5}\n')
+    command = _train_command(transformed_data, tmp_path / 'out', config_path)
+    servers = {}
+    try:
+        for task_type in ('ps', 'worker'):
+            servers[(task_type, 0)] = subprocess.Popen(
+                command, env=_env({'cluster': cluster_spec,
+                                   'task': {'type': task_type, 'index': 0}}),
+                cwd=REPO_ROOT, stdin=subprocess.DEVNULL)
+        cluster.wait_for_servers(cluster_spec, servers, timeout_seconds=120)
+        chief = subprocess.run(
+            command, env=_env({'cluster': cluster_spec, 'task': {'type': 'chief', 'index': 0}}),
+            cwd=REPO_ROOT, timeout=300, capture_output=True, text=True)
+        assert chief.returncode == 0, chief.stderr[-3000:]
+        # Workers and parameter servers serve until stopped (on Kubernetes, by the TFJob).
+        assert all(p.poll() is None for p in servers.values())
+    finally:
+        cluster.stop_processes(servers)
+    _check_output(str(tmp_path / 'out'), 40, 1, 1)
