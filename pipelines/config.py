@@ -8,6 +8,7 @@ work starts, with an error naming the field, e.g. `trainer.training.batch_size: 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import os
 import pathlib
 import types
@@ -98,6 +99,8 @@ class PipelineConfig:
       evaluation: The blessing rule.
       beam_pipeline_args: Passed to every Beam-based component untouched (runner, workers).
       enable_cache: Reuse a component's outputs when its inputs and settings are unchanged.
+      date: One day's cycle, `YYYY-MM-DD`: ExampleGen reads that day's span only (the input
+        pattern must hold `{YYYY}`, `{MM}` and `{DD}`). Unset: the latest span.
     """
 
     pipeline_name: str = 'asynctrain-taxi'
@@ -111,6 +114,18 @@ class PipelineConfig:
     beam_pipeline_args: tuple[str, ...] = ('--direct_running_mode=in_memory',
                                            '--direct_num_workers=1')
     enable_cache: bool = True
+    date: str | None = None
+
+    def __post_init__(self):
+        if self.date is not None:
+            try:
+                datetime.date.fromisoformat(self.date)
+            except ValueError:
+                raise ConfigError(f'date: expected YYYY-MM-DD, got {self.date!r}') from None
+            if not all(s in self.example_gen.input_pattern for s in ('{YYYY}', '{MM}', '{DD}')):
+                raise ConfigError(
+                    'example_gen.input_pattern: a run for one date needs {YYYY}, {MM} and {DD} '
+                    f'in the pattern, got {self.example_gen.input_pattern!r}')
 
     @property
     def data_dir(self) -> str:

@@ -12,9 +12,12 @@ network and runs nothing. The runners (local, Kubeflow) add paths, metadata and 
 
 from __future__ import annotations
 
+import datetime
+
 import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
-from tfx.proto import example_gen_pb2
+from tfx.components.example_gen import utils as example_gen_utils
+from tfx.proto import example_gen_pb2, range_config_pb2
 
 from components.example_gen.component import CsvExampleGen
 from components.transform import feature_config as fc
@@ -40,6 +43,16 @@ def output_config(config: PipelineConfig) -> example_gen_pb2.Output:
 def input_config(config: PipelineConfig) -> example_gen_pb2.Input:
     return example_gen_pb2.Input(splits=[
         example_gen_pb2.Input.Split(name='single_split', pattern=config.example_gen.input_pattern)])
+
+
+def range_config(config: PipelineConfig) -> range_config_pb2.RangeConfig | None:
+    """The span of `config.date`, or None to let ExampleGen take the latest span."""
+    if config.date is None:
+        return None
+    day = datetime.date.fromisoformat(config.date)
+    span = example_gen_utils.date_to_span_number(day.year, day.month, day.day)
+    return range_config_pb2.RangeConfig(static_range=range_config_pb2.StaticRange(
+        start_span_number=span, end_span_number=span))
 
 
 def eval_config(config: PipelineConfig, label_key: str) -> tfma.EvalConfig:
@@ -74,7 +87,7 @@ def create_pipeline(
     example_gen = CsvExampleGen(
         input_base=config.data_dir, schema_path=config.schema_path,
         input_config=input_config(config), output_config=output_config(config),
-        delimiter=config.example_gen.delimiter, null_markers=config.example_gen.null_markers,
+        range_config=range_config(config), delimiter=config.example_gen.delimiter, null_markers=config.example_gen.null_markers,
         max_bad_fraction=config.example_gen.max_bad_fraction)
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs['examples'])
     schema_gen = tfx.components.ImportSchemaGen(schema_file=config.schema_path)
@@ -86,14 +99,28 @@ def create_pipeline(
     else:
         transform_fn = {'preprocessing_fn': PREPROCESSING_FN,
                         'custom_config': preprocessing.config_to_custom_config(features)}
+    # Daily runs: Transform reuses the analyzer cache of the previous run, and the Trainer
+    # warm-starts from the latest blessed model. Both resolve to nothing on a first run. These are
+    # the two resolver kinds that KubeflowV2DagRunner compiles.
+    latest_cache = tfx.dsl.Resolver(
+        strategy_class=tfx.dsl.experimental.LatestArtifactStrategy,
+        cache=tfx.dsl.Channel(type=tfx.types.standard_artifacts.TransformCache),
+    ).with_id('latest_transform_cache')
+    latest_blessed_model = tfx.dsl.Resolver(
+        strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
+        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
+        model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
+    ).with_id('latest_blessed_model')
+
     transform = tfx.components.Transform(
         examples=example_gen.outputs['examples'], schema=schema_gen.outputs['schema'],
-        **transform_fn)
+        analyzer_cache=latest_cache.outputs['cache'], **transform_fn)
 
     trainer = stand_ins.trainer(
         transformed_examples=transform.outputs['transformed_examples'],
         transform_graph=transform.outputs['transform_graph'],
         schema=schema_gen.outputs['schema'],
+        base_model=latest_blessed_model.outputs['model'],
         config=config.trainer, label_key=label_key)
 
     evaluator = tfx.components.Evaluator(
@@ -107,8 +134,8 @@ def create_pipeline(
     return tfx.dsl.Pipeline(
         pipeline_name=config.pipeline_name,
         pipeline_root=pipeline_root or config.pipeline_root,
-        components=[example_gen, statistics_gen, schema_gen, example_validator, transform,
-                    trainer, evaluator, pusher],
+        components=[example_gen, statistics_gen, schema_gen, example_validator, latest_cache,
+                    transform, latest_blessed_model, trainer, evaluator, pusher],
         enable_cache=config.enable_cache,
         metadata_connection_config=metadata_connection_config,
         beam_pipeline_args=list(config.beam_pipeline_args))

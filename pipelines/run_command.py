@@ -15,13 +15,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--work-dir', metavar='DIR', default=None,
                         help='run directory: artifacts, ML Metadata, pushed model '
                              '(default: ./runs/local)')
+    parser.add_argument('--date', metavar='YYYY-MM-DD', default=None,
+                        help="one day's cycle: ExampleGen reads that day's span "
+                             '(the input pattern must hold {YYYY}{MM}{DD})')
     parser.add_argument('--config', metavar='FILE', default=None,
                         help='pipeline configuration as YAML (fields of PipelineConfig)')
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        config = load_config(args.config, data=args.data, work_dir=args.work_dir)
+        config = load_config(args.config, data=args.data, work_dir=args.work_dir,
+                             date=args.date)
     except ConfigError as e:
         print(f'asynctrain run: invalid configuration: {e}', file=sys.stderr)
         return 2

@@ -2,8 +2,15 @@
 
 import pytest
 
-from pipelines.config import (BUNDLED_DATA, ConfigError, EvaluationSettings, ExampleGenSettings,
-                              PipelineConfig, from_dict, load_config)
+from pipelines.config import (
+    BUNDLED_DATA,
+    ConfigError,
+    EvaluationSettings,
+    ExampleGenSettings,
+    PipelineConfig,
+    from_dict,
+    load_config,
+)
 
 
 def test_defaults_point_at_the_bundled_sample_and_taxi_schema():

@@ -24,8 +24,10 @@ def test_components_are_wired_in_pipeline_order(config):
         'StatisticsGen': [example_gen],
         'ImportSchemaGen': [],
         'ExampleValidator': ['ImportSchemaGen', 'StatisticsGen'],
-        'Transform': sorted([example_gen, 'ImportSchemaGen']),
-        'Trainer': ['ImportSchemaGen', 'Transform'],
+        'latest_transform_cache': [],
+        'Transform': sorted([example_gen, 'ImportSchemaGen', 'latest_transform_cache']),
+        'latest_blessed_model': [],
+        'Trainer': ['ImportSchemaGen', 'Transform', 'latest_blessed_model'],
         'Evaluator': sorted([example_gen, 'Trainer']),
         'Pusher': ['Evaluator', 'Trainer'],
     }
@@ -80,3 +82,24 @@ def test_an_unknown_feature_fails_at_build_time_naming_it(tmp_path):
     config = load_config(work_dir=str(tmp_path), dataset=str(dataset))
     with pytest.raises(FeatureConfigError, match=r"features\[0\] \(speed\): unknown feature 'speed'"):
         pipeline_lib.create_pipeline(config)
+
+
+def test_a_date_selects_that_days_span_and_the_trainer_warm_starts(tmp_path):
+    config = load_config(work_dir=str(tmp_path), date='2024-01-02',
+                         example_gen={'input_pattern': '{YYYY}-{MM}-{DD}/*.csv'})
+    components = {c.id: c for c in pipeline_lib.create_pipeline(config).components}
+    example_gen = next(c for i, c in components.items() if i.endswith('ExampleGen'))
+    span = json.loads(example_gen.exec_properties['range_config'])['static_range']
+    assert span == {'start_span_number': 19724, 'end_span_number': 19724}  # days since 1970-01-01
+    assert components['Trainer'].inputs['base_model'].producer_component_id == 'latest_blessed_model'
+    assert components['Transform'].inputs['analyzer_cache'].producer_component_id == (
+        'latest_transform_cache')
+
+
+def test_a_date_without_a_dated_input_pattern_is_rejected(tmp_path):
+    from pipelines.config import ConfigError
+    with pytest.raises(ConfigError, match=r'example_gen.input_pattern: a run for one date needs'):
+        load_config(work_dir=str(tmp_path), date='2024-01-02')
+    with pytest.raises(ConfigError, match=r"date: expected YYYY-MM-DD, got '2024-13-01'"):
+        load_config(work_dir=str(tmp_path), date='2024-13-01',
+                    example_gen={'input_pattern': '{YYYY}{MM}{DD}/*'})
