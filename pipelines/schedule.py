@@ -17,6 +17,7 @@ import datetime
 import re
 
 import kfp
+import kfp_server_api
 import yaml
 
 # KFP's ScheduledWorkflow controller parses schedules with robfig/cron: seconds come first.
@@ -154,16 +155,20 @@ def run(args: argparse.Namespace) -> int:
         print(f'asynctrain schedule: {error}')
         return 2
     client = kfp.Client(host=args.host, namespace=args.namespace or 'kubeflow', existing_token=args.existing_token)
-    created = schedule(
-        client,
-        pipeline_file=args.pipeline,
-        cron=args.cron,
-        pipeline_name=args.pipeline_name,
-        experiment=args.experiment,
-        job_name=args.job_name,
-        namespace=args.namespace,
-        service_account=args.service_account,
-    )
+    try:
+        created = schedule(
+            client,
+            pipeline_file=args.pipeline,
+            cron=args.cron,
+            pipeline_name=args.pipeline_name,
+            experiment=args.experiment,
+            job_name=args.job_name,
+            namespace=args.namespace,
+            service_account=args.service_account,
+        )
+    except kfp_server_api.ApiException as error:
+        print(f'asynctrain schedule: the KFP API at {args.host} answered {error.status} {error.reason}: {error.body}')
+        return 1
     print(
         f'recurring run {created.recurring_run_id}: pipeline {created.pipeline_id} version '
         f'{created.pipeline_version_id}, experiment {created.experiment_id}, cron {args.cron!r}, '

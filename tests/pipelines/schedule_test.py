@@ -36,8 +36,9 @@ sdkVersion: tfx-1.16.0
 
 class _FakeKfpApi(http.server.BaseHTTPRequestHandler):
     def _reply(self, body: dict) -> None:
+        code = body.get('code', 200)
         data = json.dumps(body).encode()
-        self.send_response(200)
+        self.send_response(200 if code == 200 else 403)
         self.send_header('Content-Type', 'application/json')
         self.send_header('Content-Length', str(len(data)))
         self.end_headers()
@@ -181,3 +182,15 @@ def test_invalid_cron_is_refused_before_any_request(kfp_server, pipeline_file, c
 @pytest.mark.parametrize('cron', ['0 0 3 * * *', '0 0 3 ? * *', '*/30 0,15,30,45 0-6/2 1-31 JAN-DEC SUN,sat', '0 0 3 * * ?'])
 def test_valid_cron_is_returned_unchanged(cron):
     assert schedule_lib.validate_cron(cron) == cron
+
+
+def test_an_api_error_is_reported_with_the_servers_answer(kfp_server, pipeline_file, capsys):
+    kfp_server.answers[('POST', '/apis/v2beta1/pipelines/upload')] = {'pipeline_id': 'pipe-1'}
+    kfp_server.answers[('GET', '/apis/v2beta1/pipelines/pipe-1/versions')] = {'pipeline_versions': [{'pipeline_version_id': 'ver-1'}]}
+    kfp_server.answers[('POST', '/apis/v2beta1/recurringruns')] = {'code': 7, 'message': 'service account asynctrain-pipeline not allowed'}
+
+    assert schedule_lib.run(_args(kfp_server, pipeline_file)) == 1
+
+    out = capsys.readouterr().out
+    assert 'the KFP API at http://127.0.0.1:' in out
+    assert '403' in out and 'service account asynctrain-pipeline not allowed' in out
