@@ -4,10 +4,12 @@ Eight daily spans of taxi-like examples are resampled from the bundled CSV. Run 
 window of spans 1-7 with the analyzer cache on, as a daily pipeline does, and writes its cache.
 The window then moves by one day (spans 2-8) and the stock Transform executor runs twice on it:
 B reads A's cache, so only span 8 is analyzed afresh; C has the cache disabled and re-analyzes all
-seven spans. B's and C's wall times are reported side by side with their ratio, and both transform
-graphs are applied to the same raw examples to check that they agree feature by feature.
+seven spans (`--window` changes the seven, for quick checks). B's and C's wall times are reported
+side by side with their ratio, and both transform graphs are applied to the same raw examples to
+check that they agree feature by feature.
 
-    asynctrain bench transform [--rows-per-span N] [--output DIR] [-- BEAM_ARGS...]
+    asynctrain bench transform [--rows-per-span N] [--window DAYS] [--output DIR]
+                               [--disable-statistics] [-- BEAM_ARGS...]
 """
 
 from __future__ import annotations
@@ -20,8 +22,7 @@ import shutil
 import sys
 import time
 
-SPANS = 8
-WINDOW = 7
+DEFAULT_WINDOW = 7
 DEFAULT_ROWS_PER_SPAN = 20000
 DEFAULT_OUTPUT = os.path.join('bench_out', 'transform')
 
@@ -30,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--rows-per-span', type=int, default=DEFAULT_ROWS_PER_SPAN,
                         help='examples per daily span, 2/3 train and 1/3 eval '
                              f'(default {DEFAULT_ROWS_PER_SPAN})')
+    parser.add_argument('--window', type=int, default=DEFAULT_WINDOW,
+                        help=f'spans per window (default {DEFAULT_WINDOW}); window + 1 are written')
     parser.add_argument('--output', default=DEFAULT_OUTPUT,
                         help=f'directory for spans, runs, result.json and the chart '
                              f'(default {DEFAULT_OUTPUT}); emptied first')
@@ -68,6 +71,11 @@ def run(args: argparse.Namespace) -> int:
     if args.rows_per_span < 3:
         print('--rows-per-span: expected at least 3 (train and eval need rows)', file=sys.stderr)
         return 2
+    if args.window < 1:
+        print('--window: expected a positive number of spans', file=sys.stderr)
+        return 2
+    window = args.window
+    spans = window + 1
     _progress('loading TensorFlow Transform and TFX')
     from benchmarks import transform_runs as runs
     from components.transform import feature_config as fc
@@ -82,40 +90,40 @@ def run(args: argparse.Namespace) -> int:
     table = runs.read_taxi_table(schema_proto)
     _progress(f'read {table.num_rows} rows of {runs.taxi_csv_path()}')
     examples = {}
-    for span in range(1, SPANS + 1):
+    for span in range(1, spans + 1):
         uri = runs.write_span(os.path.join(output, 'examples'), span,
                               runs.resample_span(table, span, args.rows_per_span))
         examples[span] = runs.examples_artifact(uri, span)
-        _progress(f'wrote span {span}/{SPANS}: {args.rows_per_span} examples')
+        _progress(f'wrote span {span}/{spans}: {args.rows_per_span} examples')
     schema = runs.schema_artifact(runs.TAXI_SCHEMA, os.path.join(output, 'schema'))
-    window_a = [examples[s] for s in range(1, WINDOW + 1)]
-    window_b = [examples[s] for s in range(2, WINDOW + 2)]
+    window_a = [examples[s] for s in range(1, window + 1)]
+    window_b = [examples[s] for s in range(2, window + 2)]
     common = dict(config=config, disable_statistics=args.disable_statistics, beam_args=beam_args)
 
-    _progress(f'run A: spans 1-{WINDOW}, analyzer cache written')
+    _progress(f'run A: spans 1-{window}, analyzer cache written')
     a = runs.run_transform(window_a, schema, os.path.join(output, 'a'), **common)
     _progress(f'run A: {a.seconds:.1f} s')
-    _progress(f"run B: spans 2-{WINDOW + 1} with A's cache (analyzes span {WINDOW + 1} only)")
+    _progress(f"run B: spans 2-{window + 1} with A's cache (analyzes span {window + 1} only)")
     b = runs.run_transform(window_b, schema, os.path.join(output, 'b'),
                            analyzer_cache=a.updated_analyzer_cache, **common)
     _progress(f'run B: {b.seconds:.1f} s')
-    _progress(f'run C: spans 2-{WINDOW + 1}, cache disabled (analyzes all {WINDOW} spans)')
+    _progress(f'run C: spans 2-{window + 1}, cache disabled (analyzes all {window} spans)')
     c = runs.run_transform(window_b, schema, os.path.join(output, 'c'),
                            disable_analyzer_cache=True, **common)
     _progress(f'run C: {c.seconds:.1f} s')
 
-    _progress('comparing B and C on the raw eval examples of spans 2-8')
+    _progress(f'comparing B and C on the raw eval examples of spans 2-{spans}')
     raw = []
-    for span in range(2, WINDOW + 2):
+    for span in range(2, window + 2):
         raw += runs.read_tfrecord_gzip(os.path.join(examples[span].uri, 'Split-eval', '*'))
     comparison = runs.compare_transform_graphs(b.transform_graph, c.transform_graph, raw, config)
 
     result = {
         'benchmark': 'transform',
         'rows_per_span': args.rows_per_span,
-        'spans': SPANS,
-        'window_a': f'1-{WINDOW}',
-        'window_b': f'2-{WINDOW + 1}',
+        'spans': spans,
+        'window_a': f'1-{window}',
+        'window_b': f'2-{window + 1}',
         'statistics': not args.disable_statistics,
         'beam_args': beam_args,
         'seconds': {'a_first_window': a.seconds, 'b_with_cache': b.seconds,
@@ -140,10 +148,10 @@ def run(args: argparse.Namespace) -> int:
     write_chart(result, chart_path)
 
     print(f"\n{'run':<34}{'wall time':>12}")
-    print(f"{'B  spans 2-8, with cache':<34}{b.seconds:>10.1f} s")
-    print(f"{'C  spans 2-8, cache disabled':<34}{c.seconds:>10.1f} s")
+    print(f"{f'B  spans 2-{spans}, with cache':<34}{b.seconds:>10.1f} s")
+    print(f"{f'C  spans 2-{spans}, cache disabled':<34}{c.seconds:>10.1f} s")
     print(f"B/C = {result['ratio_b_over_c']:.2f} (C/B = {result['speedup_c_over_b']:.2f}x); "
-          f"A (spans 1-7, cold) {a.seconds:.1f} s")
+          f"A (spans 1-{window}) {a.seconds:.1f} s")
     verdict = 'match' if comparison.outputs_match else (
         f'DIFFER: {", ".join(comparison.mismatched_features) or "vocabularies"}')
     print(f'outputs of B and C on {comparison.rows} raw examples: {verdict}')

@@ -1,0 +1,37 @@
+"""`asynctrain bench transform` at a tiny size: the report it writes, not the speed it measures."""
+
+import json
+
+import pytest
+
+from pipelines import cli
+
+pytestmark = pytest.mark.integration
+
+
+def test_bench_writes_side_by_side_times_and_checks_outputs_agree(tmp_path, capsys):
+    output = tmp_path / 'bench'
+    # Two-span windows keep the three executor runs short; the default is seven.
+    code = cli.main(['bench', 'transform', '--rows-per-span', '60', '--window', '2',
+                     '--disable-statistics', '--output', str(output)])
+
+    assert code == 0
+    result = json.loads((output / 'result.json').read_text())
+    assert result['rows_per_span'] == 60
+    assert (result['spans'], result['window_a'], result['window_b']) == (3, '1-2', '2-3')
+    seconds = result['seconds']
+    assert set(seconds) == {'a_first_window', 'b_with_cache', 'c_without_cache'}
+    assert all(value > 0 for value in seconds.values())
+    assert result['ratio_b_over_c'] == pytest.approx(
+        seconds['b_with_cache'] / seconds['c_without_cache'])
+    assert result['outputs_match'] is True
+    assert result['mismatched_features'] == []
+    assert result['compared_rows'] == 2 * 20  # the eval third of spans 2 and 3
+    assert len(result['feature_max_abs_diff']) == 17  # 16 features and the label
+    assert len(result['vocabularies_equal']) == 6 and all(result['vocabularies_equal'].values())
+    assert result['cache_written'] == {'a': ['Span-1/Split-train', 'Span-2/Split-train'],
+                                       'b': ['Span-2/Split-train', 'Span-3/Split-train']}
+    png = (output / 'transform.png').read_bytes()
+    assert png.startswith(b'\x89PNG\r\n\x1a\n') and len(png) > 5000
+    printed = capsys.readouterr().out
+    assert '[bench transform] run B' in printed and 'B/C = ' in printed
