@@ -1,8 +1,12 @@
 """`asynctrain compile`: write the pipeline for Kubeflow Pipelines or Vertex AI.
 
     asynctrain compile --target kubeflow --output pipeline.yaml \\
-        --image gcr.io/PROJECT/asynctrain:1 --pipeline-root gs://BUCKET/asynctrain \\
-        --config deploy.yaml [--beam-arg=--runner=DataflowRunner ...] [-- BEAM ARGS]
+        [--image gcr.io/PROJECT/asynctrain:1] [--pipeline-root gs://BUCKET/asynctrain] \\
+        [--config deploy.yaml] [--beam-arg=--runner=DataflowRunner ...] [-- BEAM ARGS]
+
+Without `--image`, every step runs the local tag `asynctrain:<version>` (for clusters that load
+local images, such as kind or minikube; pass the pushed image otherwise); without
+`--pipeline-root`, the config's `<work_dir>/pipeline_root`.
 
 Beam arguments given with `--beam-arg` (repeatable) or after `--` replace the config's
 `beam_pipeline_args`; with neither, the config's are compiled in.
@@ -20,8 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--target', choices=kubeflow_runner.TARGETS, default='kubeflow',
                         help='kubeflow: PipelineSpec YAML for open-source KFP; vertex: PipelineJob JSON')
     parser.add_argument('--output', required=True, help='file to write (.yaml for kubeflow, .json for vertex)')
-    parser.add_argument('--image', required=True, help=f'container image of every step: {kubeflow_runner.DEFAULT_IMAGE_HINT}')
-    parser.add_argument('--pipeline-root', required=True, help='artifact root the cluster writes, e.g. gs://bucket/asynctrain')
+    parser.add_argument('--image', help=f'container image of every step: {kubeflow_runner.DEFAULT_IMAGE_HINT}; '
+                        'default the local tag asynctrain:<version>')
+    parser.add_argument('--pipeline-root', help="artifact root the cluster writes, e.g. gs://bucket/asynctrain; "
+                        "default the config's pipeline root (<work_dir>/pipeline_root)")
     parser.add_argument('--config', help='pipeline config YAML (pipelines/config.py); defaults otherwise')
     parser.add_argument('--beam-arg', action='append', dest='beam_arg', metavar='ARG',
                         help='a Beam pipeline argument for every Beam-based step, e.g. --beam-arg=--runner=DataflowRunner')
@@ -34,8 +40,8 @@ def run(args: argparse.Namespace) -> int:
         options = kubeflow_runner.CompileOptions(
             target=args.target,
             output=args.output,
-            image=args.image,
-            pipeline_root=args.pipeline_root,
+            image=args.image or kubeflow_runner.default_image(),
+            pipeline_root=args.pipeline_root or config.pipeline_root,
             beam_pipeline_args=tuple(beam_args) if beam_args else None,
         )
     except (ConfigError, ValueError) as error:
@@ -43,5 +49,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     document = kubeflow_runner.compile_pipeline(config, options)
     tasks = document.get('pipelineSpec', document)['root']['dag']['tasks']
-    print(f'wrote {args.output}: {args.target} pipeline {config.pipeline_name!r}, {len(tasks)} steps, image {args.image}')
+    print(
+        f'wrote {args.output}: {args.target} pipeline {config.pipeline_name!r}, {len(tasks)} steps, '
+        f'image {options.image}, pipeline root {options.pipeline_root}'
+    )
     return 0

@@ -14,6 +14,7 @@ placed in the spec, never opened here.
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import json
 from typing import Any
 
@@ -64,6 +65,11 @@ class CompileOptions:
             raise ValueError(f'image: expected a tagged image reference like {DEFAULT_IMAGE_HINT}, got {self.image!r}')
         if not self.pipeline_root:
             raise ValueError('pipeline_root: required, e.g. gs://bucket/asynctrain')
+
+
+def default_image() -> str:
+    """`asynctrain:<installed version>`, a local tag of the kubeflow/Dockerfile image (kind, minikube)."""
+    return f'asynctrain:{importlib.metadata.version("asynctrain")}'
 
 
 def _refuse_module_file_upload(pipeline: Any, pipeline_root: str) -> None:

@@ -8,6 +8,7 @@ TFX's Kubeflow V2 entrypoint, its own executor class and the Beam arguments.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import socket
 
@@ -176,3 +177,15 @@ def test_image_must_be_tagged():
     with pytest.raises(ValueError, match='image: expected a tagged image reference'):
         kubeflow_runner.CompileOptions(target='kubeflow', output='p.yaml', image='registry.example:5000/asynctrain', pipeline_root=ROOT)
     assert kubeflow_runner.CompileOptions(target='kubeflow', output='p.yaml', image='r.example:5000/a@sha256:ab', pipeline_root=ROOT)
+
+
+def test_image_and_pipeline_root_default_to_the_local_tag_and_the_configs_root(tmp_path, config_file, capsys):
+    output = tmp_path / 'pipeline.yaml'
+
+    assert cli.main(['compile', '--target', 'kubeflow', '--output', str(output), '--config', str(config_file)]) == 0
+
+    spec = json_format.ParseDict(yaml.safe_load(output.read_text()), pipeline_spec_pb2.PipelineSpec())
+    assert spec.default_pipeline_root == load_config(str(config_file)).pipeline_root
+    images = {c['image'] for c in _executor_args(spec).values()}
+    assert images == {f'asynctrain:{importlib.metadata.version("asynctrain")}'}
+    assert f'image asynctrain:{importlib.metadata.version("asynctrain")}' in capsys.readouterr().out
