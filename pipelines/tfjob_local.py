@@ -39,7 +39,7 @@ class ReplicaResult:
     Attributes:
       replica_type: `Chief`, `Worker` or `PS`.
       index: Index within its type.
-      tf_config: The `TF_CONFIG` it was started with.
+      tf_config: The `TF_CONFIG` it was started with (empty for a single-pod job, which gets none).
       returncode: Its exit status; negative for a signal (-15 when stopped after the chief).
       log_path: File holding its stdout and stderr.
     """
@@ -69,7 +69,8 @@ class LocalRunResult:
 def loopback_addresses(tfjob: models.KubeflowOrgV1TFJob) -> dict[str, str]:
     """Each cluster address the operator would use, mapped to a free `127.0.0.1` port."""
     any_type = next(iter(tfjob.spec.tf_replica_specs))
-    cluster = tfjob_lib.tf_config_for(tfjob, any_type, 0)['cluster']
+    tf_config = tfjob_lib.tf_config_for(tfjob, any_type, 0)
+    cluster = tf_config['cluster'] if tf_config else {}
     return {address: f'127.0.0.1:{portpicker.pick_unused_port()}' for hosts in cluster.values() for address in hosts}
 
 
@@ -131,12 +132,14 @@ def run_local(
             container = tfjob_lib.tensorflow_container(specs[replica_type].template.spec)
             command = _command(container)
             for index in range(specs[replica_type].replicas):
-                tf_config = on_loopback(tfjob_lib.tf_config_for(tfjob, replica_type, index), addresses)
+                operator_config = tfjob_lib.tf_config_for(tfjob, replica_type, index)
+                # A single-pod job gets no TF_CONFIG from the operator, so none here either.
+                tf_config = on_loopback(operator_config, addresses) if operator_config else {}
                 env = {
-                    **os.environ,
+                    **{k: v for k, v in os.environ.items() if k != 'TF_CONFIG'},
                     **{e.name: e.value for e in container.env or []},
                     **(extra_env or {}),
-                    'TF_CONFIG': json.dumps(tf_config),
+                    **({'TF_CONFIG': json.dumps(tf_config)} if tf_config else {}),
                 }
                 log_path = os.path.join(log_dir, f'{replica_type.lower()}-{index}.log')
                 with open(log_path, 'wb') as log:

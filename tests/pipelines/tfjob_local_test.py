@@ -131,6 +131,21 @@ def test_the_chiefs_exit_status_is_the_jobs(tmp_path):
     assert (result.succeeded, result.message) == (False, 'Chief 0 exited with status 4')
 
 
+def test_a_single_pod_job_runs_without_tf_config(tmp_path, monkeypatch):
+    monkeypatch.setenv('TF_CONFIG', '{"leaked": true}')  # the caller's own must not reach the pod
+    job = _tfjob()
+    for replica_type in ('Worker', 'PS'):
+        del job.spec.tf_replica_specs[replica_type]
+    container = tfjob_lib.tensorflow_container(job.spec.tf_replica_specs['Chief'].template.spec)
+    container.command = ['python', '-c', 'import os, sys; sys.exit(3 if "TF_CONFIG" in os.environ else 0)']
+    container.args = []
+
+    result = tfjob_local.run_local(job, log_dir=str(tmp_path / 'logs'), timeout_s=60)
+
+    assert result.succeeded, result.message
+    assert [(r.replica_type, r.tf_config) for r in result.replicas] == [('Chief', {})]
+
+
 @pytest.mark.integration
 def test_tfjob_trains_through_tf_config_and_exports_a_standalone_model(tmp_path):
     # The small transformed taxi dataset the Trainer's own tests use (tf.Transform on Beam).
