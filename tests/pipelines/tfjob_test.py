@@ -376,3 +376,21 @@ def test_module_entry_prints_the_manifest_build_tfjob_makes(capsys):
 
     assert code == 0
     assert yaml.safe_load(capsys.readouterr().out) == tfjob_lib.to_manifest(_tfjob())
+
+
+def test_tolerations_from_the_values_file_reach_the_pods(tmp_path):
+    values = yaml.safe_load(VALUES.read_text())
+    toleration = {'key': 'dedicated', 'operator': 'Equal', 'value': 'training', 'effect': 'NoSchedule', 'tolerationSeconds': 30}
+    values['replicas']['Worker']['tolerations'] = [toleration]
+    path = tmp_path / 'values.yaml'
+    path.write_text(yaml.safe_dump(values))
+
+    job = tfjob_lib.build_tfjob(tfjob_lib.load_tfjob_settings(path), name='j', namespace='ml', image='r/a:1', train=TRAIN)
+    specs = tfjob_lib.to_manifest(job)['spec']['tfReplicaSpecs']
+
+    assert specs['Worker']['template']['spec']['tolerations'] == [toleration]
+    assert 'tolerations' not in specs['PS']['template']['spec']
+    kubernetes_validate.validate(
+        {'apiVersion': 'v1', 'kind': 'PodTemplate', 'metadata': {'name': 'w'}, 'template': specs['Worker']['template']},
+        K8S_VERSION, strict=True,
+    )
