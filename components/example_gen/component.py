@@ -5,7 +5,7 @@ validation and defaults.
 """
 
 import json
-from typing import Optional, Sequence, Union
+from collections.abc import Sequence
 
 from tfx import types
 from tfx.components.example_gen import driver, utils
@@ -53,16 +53,14 @@ class CsvExampleGen(base_beam_component.BaseBeamComponent):
   def __init__(
       self,
       input_base: str,
-      schema_path: Optional[str] = None,
-      input_config: Optional[Union[example_gen_pb2.Input, data_types.RuntimeParameter]] = None,
-      output_config: Optional[Union[example_gen_pb2.Output,
-                                    data_types.RuntimeParameter]] = None,
-      range_config: Optional[Union[range_config_pb2.RangeConfig,
-                                   data_types.RuntimeParameter]] = None,
+      schema_path: str | None = None,
+      input_config: example_gen_pb2.Input | data_types.RuntimeParameter | None = None,
+      output_config: example_gen_pb2.Output | data_types.RuntimeParameter | None = None,
+      range_config: range_config_pb2.RangeConfig | data_types.RuntimeParameter | None = None,
       delimiter: str = ',',
-      quote_char: Optional[str] = '"',
-      column_names: Optional[Sequence[str]] = None,
-      null_markers: Optional[Sequence[str]] = None,
+      quote_char: str | None = '"',
+      column_names: Sequence[str] | None = None,
+      null_markers: Sequence[str] | None = None,
       max_bad_fraction: float = 0.0):
     """Constructs a CsvExampleGen.
 

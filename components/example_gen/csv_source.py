@@ -16,16 +16,23 @@ through untouched. No TFX imports.
 import dataclasses
 import json
 import os
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from collections.abc import Iterable, Mapping, Sequence
 
 import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from components.example_gen import (csv_convert, csv_dialect, csv_records, dead_letter,
-                                    example_encoder, feature_types, split_assignment,
-                                    tfrecord_writer)
+from components.example_gen import (
+  csv_convert,
+  csv_dialect,
+  csv_records,
+  dead_letter,
+  example_encoder,
+  feature_types,
+  split_assignment,
+  tfrecord_writer,
+)
 from components.example_gen.feature_types import ColumnType
 
 DEFAULT_CHUNK_BYTES = 16 << 20
@@ -48,19 +55,19 @@ class CsvSourceConfig:
     chunk_bytes: Target size of the byte ranges parsed as one unit.
     compression_level: zlib level of the output files.
   """
-  input_splits: Tuple[Tuple[str, str], ...]
-  output_splits: Tuple[Tuple[str, int], ...]
+  input_splits: tuple[tuple[str, str], ...]
+  output_splits: tuple[tuple[str, int], ...]
   examples_dir: str
   dead_letter_dir: str
   summary_path: str
   dialect: csv_dialect.CsvDialect = csv_dialect.CsvDialect()
-  column_types: Optional[Mapping[str, ColumnType]] = None
+  column_types: Mapping[str, ColumnType] | None = None
   partition_feature_name: str = ''
   chunk_bytes: int = DEFAULT_CHUNK_BYTES
   compression_level: int = tfrecord_writer.DEFAULT_COMPRESSION_LEVEL
 
   @property
-  def split_names(self) -> List[str]:
+  def split_names(self) -> list[str]:
     if self.output_splits:
       return [name for name, _ in self.output_splits]
     return [name for name, _ in self.input_splits]
@@ -91,14 +98,14 @@ class _FileInfo:
   first_line: int
 
 
-def find_input_files(config: CsvSourceConfig) -> Tuple[Tuple[str, ...], List[_FileInfo]]:
+def find_input_files(config: CsvSourceConfig) -> tuple[tuple[str, ...], list[_FileInfo]]:
   """Globs every input split and reads the headers; fails early with a clear error.
 
   Raises:
     FileNotFoundError: a pattern matches no file.
     ValueError: files disagree on the header, or no file holds any data row.
   """
-  files: List[_FileInfo] = []
+  files: list[_FileInfo] = []
   headers = []
   for split, pattern in config.input_splits:
     matched = FileSystems.match([pattern])[0].metadata_list
@@ -118,7 +125,7 @@ def find_input_files(config: CsvSourceConfig) -> Tuple[Tuple[str, ...], List[_Fi
 
 
 def _plan(file: _FileInfo, dialect: csv_dialect.CsvDialect,
-          chunk_bytes: int) -> Iterable[Tuple[str, int, csv_records.Chunk]]:
+          chunk_bytes: int) -> Iterable[tuple[str, int, csv_records.Chunk]]:
   for chunk in csv_records.plan_chunks(file.path, _open, dialect.quote_byte, file.data_start,
                                        file.first_line, chunk_bytes):
     yield file.split, file.file_index, chunk
@@ -130,9 +137,9 @@ def _read_chunk(chunk: csv_records.Chunk) -> bytes:
     return f.read(chunk.end - chunk.start)
 
 
-def _infer_chunk_types(element: Tuple[str, int, csv_records.Chunk],
+def _infer_chunk_types(element: tuple[str, int, csv_records.Chunk],
                        dialect: csv_dialect.CsvDialect,
-                       names: Sequence[str]) -> Dict[str, ColumnType]:
+                       names: Sequence[str]) -> dict[str, ColumnType]:
   """Types of one chunk's columns, parsed as UTF-8 text; bad rows do not vote."""
   _, _, chunk = element
   as_text = {name: ColumnType.BYTES for name in names}
@@ -146,7 +153,7 @@ class _ConvertChunk(beam.DoFn):
   def __init__(self, config: CsvSourceConfig):
     self._config = config
 
-  def process(self, element: Tuple[str, int, csv_records.Chunk],
+  def process(self, element: tuple[str, int, csv_records.Chunk],
               column_types: Mapping[str, ColumnType]) -> Iterable[dead_letter.ChunkReport]:
     input_split, file_index, chunk = element
     config = self._config
@@ -189,7 +196,7 @@ class _ConvertChunk(beam.DoFn):
                                   len(converted.rejected), written, first)
 
 
-def _merge_types(per_chunk: Iterable[Dict[str, ColumnType]]) -> Dict[str, ColumnType]:
+def _merge_types(per_chunk: Iterable[dict[str, ColumnType]]) -> dict[str, ColumnType]:
   return feature_types.merge_column_types(per_chunk)
 
 
@@ -223,7 +230,7 @@ class CsvToExampleFiles(beam.PTransform):
         FileSystems.mkdirs(directory)
 
   @property
-  def column_names(self) -> Tuple[str, ...]:
+  def column_names(self) -> tuple[str, ...]:
     return self._names
 
   def _chunks_and_types(self, pipeline: beam.Pipeline):
@@ -265,7 +272,7 @@ class _ChunkToExamples(beam.DoFn):
   def __init__(self, config: CsvSourceConfig):
     self._config = config
 
-  def process(self, element: Tuple[str, int, csv_records.Chunk],
+  def process(self, element: tuple[str, int, csv_records.Chunk],
               column_types: Mapping[str, ColumnType]) -> Iterable[bytes]:
     input_split, file_index, chunk = element
     converted = csv_convert.convert_chunk(_read_chunk(chunk), chunk.first_line,

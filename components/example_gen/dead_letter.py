@@ -8,7 +8,8 @@ TFX or Beam; `open_fn` lets callers pass Beam's FileSystems for remote storage.
 import base64
 import dataclasses
 import json
-from typing import IO, Callable, Dict, Iterable, List, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import IO
 
 from components.example_gen.csv_convert import RejectedRow
 
@@ -50,8 +51,8 @@ class ChunkReport:
   """
   rows_read: int = 0
   rows_rejected: int = 0
-  rows_written: Dict[str, int] = dataclasses.field(default_factory=dict)
-  first_rejected: List[tuple] = dataclasses.field(default_factory=list)
+  rows_written: dict[str, int] = dataclasses.field(default_factory=dict)
+  first_rejected: list[tuple] = dataclasses.field(default_factory=list)
 
   def merge(self, other: 'ChunkReport') -> 'ChunkReport':
     written = dict(self.rows_written)

@@ -10,7 +10,7 @@ is one Beam element that writes its own files, with split assignment kept identi
 
 import json
 import os
-from typing import Any, Dict, List
+from typing import Any
 
 import apache_beam as beam
 from absl import logging
@@ -27,7 +27,7 @@ from tfx.utils import proto_utils
 from components.example_gen import csv_dialect, csv_source, dead_letter, feature_types, spec
 
 
-def dialect_from_exec_properties(exec_properties: Dict[str, Any]) -> csv_dialect.CsvDialect:
+def dialect_from_exec_properties(exec_properties: dict[str, Any]) -> csv_dialect.CsvDialect:
   quote_char = exec_properties.get(spec.QUOTE_CHAR_KEY, '"')
   return csv_dialect.CsvDialect(
       delimiter=exec_properties.get(spec.DELIMITER_KEY) or ',',
@@ -36,7 +36,7 @@ def dialect_from_exec_properties(exec_properties: Dict[str, Any]) -> csv_dialect
       null_markers=tuple(json.loads(exec_properties.get(spec.NULL_MARKERS_KEY) or '[]')))
 
 
-def config_from_exec_properties(exec_properties: Dict[str, Any],
+def config_from_exec_properties(exec_properties: dict[str, Any],
                                 output_dir: str) -> csv_source.CsvSourceConfig:
   """Resolves TFX's protos and this component's parameters into the transform's config."""
   input_base = exec_properties[spec.INPUT_BASE_KEY]
@@ -64,7 +64,7 @@ def config_from_exec_properties(exec_properties: Dict[str, Any],
       partition_feature_name=output_config.split_config.partition_feature_name)
 
 
-def check_summary(summary: Dict[str, Any], max_bad_fraction: float,
+def check_summary(summary: dict[str, Any], max_bad_fraction: float,
                   config: csv_source.CsvSourceConfig) -> None:
   """Raises when no row was read, or when too many rows were rejected (naming file:line)."""
   if summary['rows_read'] == 0:
@@ -75,25 +75,37 @@ def check_summary(summary: Dict[str, Any], max_bad_fraction: float,
     raise RuntimeError(error)
 
 
-def read_summary(config: csv_source.CsvSourceConfig) -> Dict[str, Any]:
+def read_summary(config: csv_source.CsvSourceConfig) -> dict[str, Any]:
   return dead_letter.read_summary(
       lambda p: FileSystems.open(p, compression_type=CompressionTypes.UNCOMPRESSED),
       config.summary_path)
 
 
+# exec_properties key naming where the per-example path writes rejected rows; TFX's generic
+# `GenerateExamplesByBeam` knows no output directory, so a caller of that path sets it.
+DEAD_LETTER_DIR_EXEC_PROPERTY = '_dead_letter_dir'
+
+
 @beam.ptransform_fn
 def _CsvToSerializedExamples(  # pylint: disable=invalid-name
-    pipeline: beam.Pipeline, exec_properties: Dict[str, Any],
+    pipeline: beam.Pipeline, exec_properties: dict[str, Any],
     split_pattern: str) -> beam.PCollection:
-  """Per-example form for TFX's generic `GenerateExamplesByBeam`; `Do` does not use it."""
-  output_dir = exec_properties.get('_examples_dir', '/tmp')
-  config = config_from_exec_properties(exec_properties, output_dir)
+  """Per-example form for TFX's generic `GenerateExamplesByBeam`; `Do` does not use it.
+
+  Rejected rows go to exec_properties['_dead_letter_dir'] (required: no row is dropped
+  silently); row counts are not recorded on this path.
+  """
+  dead_letter_dir = exec_properties.get(DEAD_LETTER_DIR_EXEC_PROPERTY)
+  if not dead_letter_dir:
+    raise ValueError(f'exec_properties[{DEAD_LETTER_DIR_EXEC_PROPERTY!r}] must name the '
+                     'directory for rejected rows.')
+  config = config_from_exec_properties(exec_properties, dead_letter_dir)
   config = csv_source.CsvSourceConfig(
       input_splits=(('input', os.path.join(exec_properties[spec.INPUT_BASE_KEY],
                                            split_pattern)),),
-      output_splits=(), examples_dir=output_dir, dead_letter_dir=config.dead_letter_dir,
-      summary_path=config.summary_path, dialect=config.dialect,
-      column_types=config.column_types)
+      output_splits=(), examples_dir=dead_letter_dir, dead_letter_dir=dead_letter_dir,
+      summary_path=os.path.join(dead_letter_dir, spec.SUMMARY_FILE_NAME),
+      dialect=config.dialect, column_types=config.column_types)
   return pipeline | 'CsvToExamples' >> csv_source.CsvToSerializedExamples(config)
 
 
@@ -103,9 +115,9 @@ class Executor(BaseExampleGenExecutor):
   def GetInputSourceToExamplePTransform(self) -> beam.PTransform:
     return _CsvToSerializedExamples
 
-  def Do(self, input_dict: Dict[str, List[types.Artifact]],
-         output_dict: Dict[str, List[types.Artifact]],
-         exec_properties: Dict[str, Any]) -> None:
+  def Do(self, input_dict: dict[str, list[types.Artifact]],
+         output_dict: dict[str, list[types.Artifact]],
+         exec_properties: dict[str, Any]) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
     examples = artifact_utils.get_single_instance(output_dict[spec.EXAMPLES_KEY])
     config = config_from_exec_properties(exec_properties, examples.uri)

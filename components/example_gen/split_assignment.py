@@ -8,7 +8,7 @@ Python step per row is the hash itself.
 """
 
 import hashlib
-from typing import List, Sequence, Tuple
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -34,13 +34,13 @@ def splits_of_keys(keys: Sequence[bytes], bounds: np.ndarray) -> np.ndarray:
 
 
 def example_keys_and_crcs(data: bytes, starts: np.ndarray,
-                          ends: np.ndarray, crc_fn) -> Tuple[List[bytes], List[int]]:
+                          ends: np.ndarray, crc_fn) -> tuple[list[bytes], list[int]]:
   """Each example's bytes (its partition key) and its CRC32C, in one pass over the rows."""
   keys = [data[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
   return keys, [crc_fn(key) for key in keys]
 
 
-def _read_varint(data: bytes, pos: int) -> Tuple[int, int]:
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
   value, shift = 0, 0
   while True:
     byte = data[pos]
@@ -51,7 +51,7 @@ def _read_varint(data: bytes, pos: int) -> Tuple[int, int]:
     shift += 7
 
 
-def feature_keys(name: str, column_type: ColumnType, column: pa.Array) -> List[bytes]:
+def feature_keys(name: str, column_type: ColumnType, column: pa.Array) -> list[bytes]:
   """Each row's `Feature.SerializeToString(deterministic=True)` for the partition feature.
 
   Raises:

@@ -9,7 +9,7 @@ workers light to start.
 """
 
 import zlib
-from typing import List, Sequence
+from collections.abc import Sequence
 
 import google_crc32c
 import numpy as np
@@ -68,7 +68,7 @@ def frame(encoded: EncodedExamples, data_crcs: Sequence[int]) -> None:
   buffer[encoded.ends[:, None] + np.arange(FOOTER_BYTES)] = footer
 
 
-def crc32c_each(data: bytes, starts: np.ndarray, ends: np.ndarray) -> List[int]:
+def crc32c_each(data: bytes, starts: np.ndarray, ends: np.ndarray) -> list[int]:
   """Unmasked CRC32C of each `data[start:end]`."""
   value = google_crc32c.value
   return [value(data[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]

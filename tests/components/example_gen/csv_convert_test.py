@@ -11,7 +11,10 @@ FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'data', 'csv')
 TYPES = {'id': ColumnType.INT, 'price': ColumnType.FLOAT, 'name': ColumnType.BYTES}
 
 
-def convert(name, dialect=csv_dialect.CsvDialect(), chunk_bytes=16 << 20):
+DEFAULT_DIALECT = csv_dialect.CsvDialect()
+
+
+def convert(name, dialect=DEFAULT_DIALECT, chunk_bytes=16 << 20):
   """Returns (rows as dicts with their line, rejected rows) of a fixture."""
   chunks = csv_convert.convert_file(os.path.join(FIXTURES, name), dialect, TYPES, chunk_bytes)
   rows, rejected = [], []
