@@ -35,6 +35,9 @@ class RunSummary:
       blessed: Whether the Evaluator blessed the model.
       training: The Trainer's report (examples/s, steps, ...), where recorded.
       pushed_model: Directory of the pushed model, or None if nothing was pushed.
+      span: The span ExampleGen read (days since 1970-01-01 for dated input).
+      model: Directory of the model the Trainer produced.
+      base_model: Directory of the blessed model the Trainer warm-started from, if any.
     """
 
     executed: list[str]
@@ -44,6 +47,9 @@ class RunSummary:
     blessed: bool | None
     training: dict[str, Any]
     pushed_model: str | None
+    span: int | None = None
+    model: str | None = None
+    base_model: str | None = None
 
     def format(self) -> str:
         lines = [f'components executed: {len(self.executed)}, from cache: {len(self.cached)}']
@@ -120,6 +126,9 @@ def read_summary(config: PipelineConfig, started: float) -> RunSummary:
         blessing = _latest(store, 'ModelBlessing', 'Evaluator', config.pipeline_name)
         model_run = _latest(store, 'ModelRun', 'Trainer', config.pipeline_name)
         pushed = _latest(store, 'PushedModel', 'Pusher', config.pipeline_name)
+        model = _latest(store, 'Model', 'Trainer', config.pipeline_name)
+        base_model = _input_of_latest_execution(store, config.pipeline_name, 'Trainer',
+                                                'base_model')
     training: dict[str, Any] = {}
     if model_run is not None and os.path.exists(os.path.join(model_run.uri, TRAINING_REPORT)):
         with open(os.path.join(model_run.uri, TRAINING_REPORT)) as f:
@@ -131,7 +140,10 @@ def read_summary(config: PipelineConfig, started: float) -> RunSummary:
         executed=sorted(executed), cached=sorted(cached), rows=rows,
         eval_metric=_eval_metric(evaluation.uri, config.evaluation.metric) if evaluation else None,
         blessed=bool(_custom(blessing, 'blessed')) if blessing is not None else None,
-        training=training, pushed_model=pushed_path)
+        training=training, pushed_model=pushed_path,
+        span=_custom(examples, 'span') if examples is not None else None,
+        model=model.uri if model is not None else None,
+        base_model=base_model.uri if base_model is not None else None)
 
 
 def _execution_node(store, execution, pipeline_name: str) -> str:
@@ -140,3 +152,20 @@ def _execution_node(store, execution, pipeline_name: str) -> str:
         if context.name.startswith(prefix):
             return context.name[len(prefix):]
     return str(execution.type_id)
+
+
+def _input_of_latest_execution(store, pipeline_name: str, node: str, key: str):
+    """The artifact the newest execution of `node` read as input `key`, or None."""
+    context = store.get_context_by_type_and_name('node', f'{pipeline_name}.{node}')
+    if context is None:
+        return None
+    executions = store.get_executions_by_context(context.id)
+    if not executions:
+        return None
+    latest = max(executions, key=lambda e: e.id)
+    for event in store.get_events_by_execution_ids([latest.id]):
+        if event.type != metadata_store_pb2.Event.INPUT:
+            continue
+        if any(step.HasField('key') and step.key == key for step in event.path.steps):
+            return store.get_artifacts_by_id([event.artifact_id])[0]
+    return None
