@@ -143,15 +143,20 @@ def _raw_limit(csv_path: str, output_dir: str) -> None:
         writer.write(record)
 
 
-def _canonical_splits(uri: str) -> dict:
-  """Per split, a multiset of example digests over their deterministic serialization."""
+def _canonical_splits(uri: str, already_canonical: bool = False) -> dict:
+  """Per split, a multiset of example digests over their deterministic serialization.
+
+  Our records are already deterministic serializations, so they are hashed as they are (if
+  they were not, the check would fail, never pass wrongly); stock's are re-serialized.
+  """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   result = {}
   for split_dir in sorted(glob.glob(os.path.join(uri, 'Split-*'))):
     counter = collections.Counter()
     for path in glob.glob(os.path.join(split_dir, '*.gz')):
       for record in tf.data.TFRecordDataset(path, compression_type='GZIP').as_numpy_iterator():
-        canonical = tf.train.Example.FromString(record).SerializeToString(deterministic=True)
+        canonical = record if already_canonical else tf.train.Example.FromString(
+            record).SerializeToString(deterministic=True)
         counter[hashlib.sha1(canonical).digest()] += 1
     result[os.path.basename(split_dir)] = counter
   return result
@@ -234,7 +239,7 @@ def _finish(results: dict, output: str) -> None:
     _log('checking that stock and ours wrote the same examples per split')
     os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
     stock_splits = _canonical_splits(os.path.join(output, 'stock'))
-    our_splits = _canonical_splits(os.path.join(output, 'ours'))
+    our_splits = _canonical_splits(os.path.join(output, 'ours'), already_canonical=True)
     results['outputs_agree'] = stock_splits == our_splits
     results['rows_per_split'] = {k: sum(v.values()) for k, v in our_splits.items()}
   with open(os.path.join(output, 'examplegen.json'), 'w') as f:

@@ -4,7 +4,7 @@ runs `CsvToExampleFiles`, and records the row counts on the examples artifact.
 It subclasses TFX's `BaseExampleGenExecutor` and overrides `Do` as well as providing
 `GetInputSourceToExamplePTransform`, because the measured speed needs it: the base class hands
 every example to Beam one by one (partition, reshuffle, WriteToTFRecord), which costs more per
-row than parsing and encoding together (see benchmarks/examplegen.py). Here each chunk of ~16 MB
+row than parsing and encoding together (see benchmarks/examplegen.py). Here each chunk of ~8 MB
 is one Beam element that writes its own files, with split assignment kept identical to stock.
 """
 

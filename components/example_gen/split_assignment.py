@@ -33,11 +33,26 @@ def splits_of_keys(keys: Sequence[bytes], bounds: np.ndarray) -> np.ndarray:
   return np.searchsorted(bounds, buckets, side='right')
 
 
-def example_keys_and_crcs(data: bytes, starts: np.ndarray,
-                          ends: np.ndarray, crc_fn) -> tuple[list[bytes], list[int]]:
-  """Each example's bytes (its partition key) and its CRC32C, in one pass over the rows."""
-  keys = [data[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
-  return keys, [crc_fn(key) for key in keys]
+def hash_splits_and_crcs(data: bytes, starts: np.ndarray, ends: np.ndarray,
+                         bounds: np.ndarray | None, crc_fn) -> tuple[np.ndarray | None, list]:
+  """Split index of each example (hashing its bytes, as stock) and its CRC32C, in one pass.
+
+  With `bounds` None only CRCs are computed (input splits are kept, nothing to hash). Row bytes
+  are sliced once and not kept, so memory stays at one chunk's buffer.
+  """
+  crcs = []
+  if bounds is None:
+    for a, b in zip(starts.tolist(), ends.tolist()):
+      crcs.append(crc_fn(data[a:b]))
+    return None, crcs
+  total = int(bounds[-1])
+  buckets = np.empty(len(starts), np.int64)
+  sha256 = hashlib.sha256
+  for i, (a, b) in enumerate(zip(starts.tolist(), ends.tolist())):
+    row = data[a:b]
+    crcs.append(crc_fn(row))
+    buckets[i] = int.from_bytes(sha256(row).digest(), 'big') % total
+  return np.searchsorted(bounds, buckets, side='right'), crcs
 
 
 def _read_varint(data: bytes, pos: int) -> tuple[int, int]:

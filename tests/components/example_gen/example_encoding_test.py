@@ -5,6 +5,7 @@ import os
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
+import google_crc32c  # noqa: E402
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -93,6 +94,11 @@ def test_split_of_each_row_matches_stock_partition_fn(rows, hash_buckets):
   encoded = encode(rows)
   keys = [encoded.example(i) for i in range(len(rows))]
   ours = split_assignment.splits_of_keys(keys, bounds).tolist()
+  data = encoded.buffer.tobytes()
+  one_pass, crcs = split_assignment.hash_splits_and_crcs(data, encoded.starts, encoded.ends,
+                                                         bounds, google_crc32c.value)
+  assert one_pass.tolist() == ours
+  assert crcs == [google_crc32c.value(key) for key in keys]
   stock = [base_example_gen_executor._PartitionFn(  # pylint: disable=protected-access
       stock_example(row), len(hash_buckets), bounds.tolist(), split_config) for row in rows]
   assert ours == stock
