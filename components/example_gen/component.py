@@ -40,7 +40,11 @@ class CsvExampleGen(base_beam_component.BaseBeamComponent):
   - Row counts are custom properties of the examples artifact: `rows_read`, `rows_rejected`,
     `rows_written`, `rows_written_<split>`; rows_read == rows_written + rows_rejected. The same
     counts are in `<examples uri>/examplegen_summary.json`.
-  - Files are parsed in parallel byte-range chunks with pyarrow and encoded with numpy.
+  - Blank lines are skipped and are not rows (as stock skips them).
+  - Every column must be in the schema when one is given (an unknown column is an error at
+    the start of the run, naming it).
+  - Files are parsed in parallel byte-range chunks with pyarrow and encoded with numpy; memory
+    is bounded by the chunk size, not the file size.
 
   Component `outputs` contains:
    - `examples`: Channel of type `standard_artifacts.Examples`.
