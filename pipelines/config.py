@@ -27,6 +27,11 @@ class ConfigError(ValueError):
     """A configuration value that cannot be used; the message names the field."""
 
 
+def _absolute(path: str) -> str:
+    """A local path made absolute; a URI (gs://, s3://, hdfs://) passes through unchanged."""
+    return path if '://' in path else os.path.abspath(path)
+
+
 def bundled_data_dir() -> str:
     """The Chicago taxi sample that ships inside the installed tfx package (15,002 rows)."""
     import tfx  # Imported here: resolving the default must not load TFX for `--help`.
@@ -129,7 +134,7 @@ class PipelineConfig:
 
     @property
     def data_dir(self) -> str:
-        return bundled_data_dir() if self.data == BUNDLED_DATA else os.path.abspath(self.data)
+        return bundled_data_dir() if self.data == BUNDLED_DATA else _absolute(self.data)
 
     @property
     def dataset_dir(self) -> pathlib.Path:
@@ -147,15 +152,15 @@ class PipelineConfig:
 
     @property
     def pipeline_root(self) -> str:
-        return os.path.join(os.path.abspath(self.work_dir), 'pipeline_root')
+        return os.path.join(_absolute(self.work_dir), 'pipeline_root')
 
     @property
     def metadata_path(self) -> str:
-        return os.path.join(os.path.abspath(self.work_dir), 'metadata.sqlite')
+        return os.path.join(_absolute(self.work_dir), 'metadata.sqlite')
 
     @property
     def serving_dir(self) -> str:
-        return os.path.join(os.path.abspath(self.work_dir), 'serving_model')
+        return os.path.join(_absolute(self.work_dir), 'serving_model')
 
 
 def _convert(value: Any, tp: Any, where: str) -> Any:

@@ -20,9 +20,9 @@ from tfx.components.example_gen import utils as example_gen_utils
 from tfx.proto import example_gen_pb2, range_config_pb2
 
 from components.example_gen.component import CsvExampleGen
+from components.trainer.component import Trainer
 from components.transform import feature_config as fc
 from components.transform import preprocessing
-from pipelines import stand_ins
 from pipelines.config import PipelineConfig
 
 # Name of the generated preprocessing_fn, imported by path inside the Transform executor.
@@ -116,8 +116,8 @@ def create_pipeline(
         examples=example_gen.outputs['examples'], schema=schema_gen.outputs['schema'],
         analyzer_cache=latest_cache.outputs['cache'], **transform_fn)
 
-    trainer = stand_ins.trainer(
-        transformed_examples=transform.outputs['transformed_examples'],
+    trainer = Trainer(
+        examples=transform.outputs['transformed_examples'],
         transform_graph=transform.outputs['transform_graph'],
         schema=schema_gen.outputs['schema'],
         base_model=latest_blessed_model.outputs['model'],

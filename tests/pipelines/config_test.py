@@ -76,3 +76,14 @@ def test_yaml_is_loaded_safely(tmp_path):
     path.write_text('pipeline_name: !!python/object/apply:os.system ["echo pwned"]\n')
     with pytest.raises(ConfigError, match='not valid YAML'):
         load_config(str(path))
+
+
+def test_uris_pass_through_and_local_paths_become_absolute(tmp_path, monkeypatch):
+    config = load_config(data='gs://bucket/taxi', work_dir='gs://bucket/runs')
+    assert config.data_dir == 'gs://bucket/taxi'
+    assert config.pipeline_root == 'gs://bucket/runs/pipeline_root'
+    assert config.serving_dir == 'gs://bucket/runs/serving_model'
+    monkeypatch.chdir(tmp_path)
+    local = load_config(data='data', work_dir='runs')
+    assert local.data_dir == str(tmp_path / 'data')
+    assert local.pipeline_root == str(tmp_path / 'runs' / 'pipeline_root')
