@@ -27,7 +27,6 @@ import dataclasses  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import sys  # noqa: E402
-from typing import Optional  # noqa: E402
 
 from components.trainer import cluster as cluster_lib  # noqa: E402
 from components.trainer import config as config_lib  # noqa: E402
@@ -55,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='A serving SavedModel directory to warm-start from.')
 
 
-def load_config(path: Optional[str]) -> config_lib.TrainerConfig:
+def load_config(path: str | None) -> config_lib.TrainerConfig:
     """The TrainerConfig in a YAML file (its `trainer:` section if it has one)."""
     if not path:
         return config_lib.TrainerConfig()
@@ -108,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Optional[list] = None) -> int:
+def main(argv: list | None = None) -> int:
     parser = argparse.ArgumentParser(prog='asynctrain train', description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)

@@ -10,7 +10,6 @@ consume it unchanged.
 from __future__ import annotations
 
 import json
-from typing import Optional
 
 from tfx.dsl.components.base import base_component, executor_spec
 from tfx.types import channel, standard_artifacts
@@ -50,8 +49,8 @@ class Trainer(base_component.BaseComponent):
                  transform_graph: channel.BaseChannel,
                  schema: channel.BaseChannel,
                  label_key: str,
-                 config: Optional[config_lib.TrainerConfig] = None,
-                 base_model: Optional[channel.BaseChannel] = None):
+                 config: config_lib.TrainerConfig | None = None,
+                 base_model: channel.BaseChannel | None = None):
         """Constructs a Trainer.
 
         Args:

@@ -214,7 +214,7 @@ class Trainer:
                 in_flight = in_flight[len(ready):]
                 interval_totals = _Totals()
                 for remote_value in ready:
-                    interval_totals.add(remote_value.fetch())
+                    interval_totals.add_remote(remote_value)
                 totals.merge(interval_totals)
                 now = time.monotonic()
                 step = int(self.optimizer.iterations.numpy())
@@ -232,7 +232,7 @@ class Trainer:
                 next_summary = scheduled + training.summary_interval_steps
         self.coordinator.join()
         for remote_value in in_flight:
-            totals.add(remote_value.fetch())
+            totals.add_remote(remote_value)
         seconds = time.monotonic() - started
         final_step = int(self.optimizer.iterations.numpy())
         if final_step > initial_step or not self.checkpoint_manager.latest_checkpoint:
@@ -275,6 +275,16 @@ class _Totals:
         self.staleness_max = max(self.staleness_max, int(result['staleness_max']))
         self.input_wait_seconds += float(result['input_wait_seconds'])
         self.seconds += float(result['seconds'])
+
+    def add_remote(self, remote_value) -> None:
+        """Adds a closure's measurements. Its updates are applied whatever happens here; only
+        its measurements are lost if the worker that holds them died since (then the
+        measurements cover fewer steps than were trained)."""
+        try:
+            self.add(remote_value.fetch())
+        except (tf.errors.UnavailableError, tf.errors.CancelledError) as e:
+            logging.warning('Measurements of one execution lost with its worker: %s',
+                            str(e).splitlines()[0])
 
     def merge(self, other: _Totals) -> None:
         self.steps += other.steps

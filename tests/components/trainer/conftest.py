@@ -4,6 +4,7 @@ that the tests which only inspect outputs share (training is the expensive part)
 import shutil
 
 import pytest
+
 from tests.components.trainer.trainer_testdata import (
     LABEL_KEY,
     TRAIN_STEPS,

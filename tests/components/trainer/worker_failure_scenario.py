@@ -1,0 +1,59 @@
+"""Run as a process by cli_test: trains on a `local_processes` cluster of two workers and one
+parameter server, kills worker 1 once training is under way, and prints what it measured.
+
+It runs in its own process because a coordinator that lost a worker keeps trying to reach it in
+background threads: no place for the pytest process, which hosts the in-process clusters.
+
+    python -m tests.components.trainer.worker_failure_scenario EXAMPLES TRANSFORM_GRAPH OUTPUT
+"""
+
+import os
+
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+
+import json  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+from components.trainer import cluster as cluster_lib  # noqa: E402
+from components.trainer import config as config_lib  # noqa: E402
+from components.trainer import export, task, train_lib  # noqa: E402
+
+TRAIN_STEPS = 60
+KILL_AT_STEP = 15
+
+
+def main(examples: str, transform_graph: str, output: str) -> dict:
+    config = config_lib.TrainerConfig(
+        training=config_lib.TrainingConfig(train_steps=TRAIN_STEPS, steps_per_execution=5,
+                                           checkpoint_interval_steps=0),
+        distribution=config_lib.DistributionConfig(cluster='local_processes', num_workers=2,
+                                                   num_ps=1))
+    schema = task.load_transformed_schema(transform_graph, 'big_tipper')
+    with cluster_lib.start(config.distribution) as cluster:
+        trainer = train_lib.Trainer(task.BinaryClassificationTask(schema, config), cluster,
+                                    examples, os.path.join(output, 'model_run'))
+        victim = cluster.processes[(cluster_lib.WORKER, 1)]
+        killed_at = []
+
+        def kill_once_training():
+            while int(trainer.optimizer.iterations.numpy()) < KILL_AT_STEP:
+                time.sleep(0.1)
+            killed_at.append(int(trainer.optimizer.iterations.numpy()))
+            victim.kill()
+
+        threading.Thread(target=kill_once_training, daemon=True).start()
+        measured = trainer.train()
+        victim_exit = victim.wait(timeout=30)
+        serving_model = trainer.serving_model()
+    export.export_serving_model(serving_model, transform_graph,
+                                os.path.join(output, 'model', 'Format-Serving'))
+    return {'steps': measured['steps'], 'killed_at': killed_at[0], 'victim_exit': victim_exit}
+
+
+if __name__ == '__main__':
+    print(json.dumps(main(*sys.argv[1:4])), flush=True)
+    sys.stdout.flush()
+    # The coordinator's threads still retry the killed worker; end without waiting for them.
+    os._exit(0)
