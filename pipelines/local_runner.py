@@ -19,6 +19,7 @@ from tfx import v1 as tfx
 from pipelines import run_summary
 from pipelines.config import PipelineConfig
 from pipelines.pipeline import create_pipeline
+from pipelines.work_dir_lock import exclusive_work_dir
 
 
 class PipelineRunError(RuntimeError):
@@ -85,8 +86,17 @@ def _component_logs(log_path: str, progress: ComponentProgress):
 
 
 def run_local(config: PipelineConfig, out: TextIO = sys.stdout) -> run_summary.RunSummary:
-    """Runs the whole pipeline; returns what it produced. Raises PipelineRunError on failure."""
-    os.makedirs(config.work_dir, exist_ok=True)
+    """Runs the whole pipeline; returns what it produced.
+
+    Raises:
+      WorkDirBusyError: another run holds the work directory.
+      PipelineRunError: a component failed (it published no artifact).
+    """
+    with exclusive_work_dir(config.work_dir):
+        return _run_locked(config, out)
+
+
+def _run_locked(config: PipelineConfig, out: TextIO) -> run_summary.RunSummary:
     pipeline = create_pipeline(
         config,
         metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(

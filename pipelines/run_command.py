@@ -30,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
         print(f'asynctrain run: invalid configuration: {e}', file=sys.stderr)
         return 2
     from pipelines.local_runner import PipelineRunError, run_local
+    from pipelines.work_dir_lock import WorkDirBusyError
     print(f'asynctrain: running pipeline {config.pipeline_name!r} on {config.data_dir}\n'
           f'            work dir {config.work_dir}', flush=True)
     from components.transform.feature_config import FeatureConfigError
@@ -38,6 +39,9 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, FeatureConfigError) as e:
         print(f'asynctrain run: invalid configuration: {e}', file=sys.stderr)
         return 2
+    except WorkDirBusyError as e:
+        print(f'asynctrain run: {e}', file=sys.stderr)
+        return 3
     except PipelineRunError as e:
         print(f'asynctrain run: {e}', file=sys.stderr)
         return 1

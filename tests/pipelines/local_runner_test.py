@@ -1,0 +1,45 @@
+"""The local runner's guard: one run at a time per work directory, refused clearly."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pipelines.config import load_config
+from pipelines.local_runner import run_local
+from pipelines.work_dir_lock import WorkDirBusyError, exclusive_work_dir
+
+HOLD_LOCK = '''
+import sys, time
+from pipelines.work_dir_lock import exclusive_work_dir
+with exclusive_work_dir(sys.argv[1]):
+    print('locked', flush=True)
+    time.sleep(60)
+'''
+
+
+def test_a_second_run_on_a_busy_work_dir_fails_naming_the_holder(tmp_path):
+    holder = subprocess.Popen([sys.executable, '-c', HOLD_LOCK, str(tmp_path)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == 'locked'
+        config = load_config(work_dir=str(tmp_path))
+        started = time.monotonic()
+        with pytest.raises(WorkDirBusyError, match=rf'pid {holder.pid}\) is using {tmp_path}'):
+            run_local(config)
+        assert time.monotonic() - started < 30  # Refused before building or running anything.
+        assert not (tmp_path / 'metadata.sqlite').exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    # Once the holder is gone (even killed), the lock is free again.
+    with exclusive_work_dir(str(tmp_path)):
+        pass
+
+
+def test_the_lock_is_exclusive_within_one_process_too(tmp_path):
+    with exclusive_work_dir(str(tmp_path)):
+        with pytest.raises(WorkDirBusyError):
+            with exclusive_work_dir(str(tmp_path)):
+                pass
