@@ -121,6 +121,14 @@ def test_given_column_names_and_pipe_delimiter():
                   {'id': 2, 'price': 3.5, 'name': 'beta', 'line': 2}]
 
 
+def test_tab_delimiter_without_quoting_keeps_quote_characters():
+  dialect = csv_dialect.CsvDialect(delimiter='\t', quote_char=None)
+  rows, rejected = convert('tab_no_quoting.tsv', dialect, chunk_bytes=5)
+  assert rejected == []
+  assert [(r['id'], r['name'], r['line']) for r in rows] == [(1, 'say "hi', 2),
+                                                             (2, '5" screen', 3)]
+
+
 @pytest.mark.parametrize('kwargs, field', [
     ({'delimiter': ',,'}, 'delimiter'),
     ({'quote_char': ','}, 'quote_char'),

@@ -8,7 +8,7 @@ os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from apache_beam.testing.test_pipeline import TestPipeline  # noqa: E402
+from apache_beam.testing import test_pipeline  # noqa: E402
 from apache_beam.testing.util import assert_that, equal_to  # noqa: E402
 
 from components.example_gen import csv_dialect, csv_source  # noqa: E402
@@ -44,7 +44,7 @@ def example(id_, price, name):
 def test_serialized_examples_equal_stock_shaped_examples(tmp_path):
   config = config_for(tmp_path, 'null_marker_na.csv', 'quoted_delimiters_newlines.csv',
                       dialect=csv_dialect.CsvDialect(null_markers=('NA',)), column_types=TYPES)
-  with TestPipeline() as pipeline:
+  with test_pipeline.TestPipeline() as pipeline:
     examples = pipeline | csv_source.CsvToSerializedExamples(config)
     assert_that(examples, equal_to([
         example(1, None, b'alpha'), example(None, 3.5, None), example(3, 4.5, b'gamma'),
@@ -67,7 +67,7 @@ def test_example_files_report_counts_every_row(tmp_path):
         'unbalanced_quote.csv:3: unbalanced quote: a quoted cell opened on this line never '
         'closes within a row of the right column count']
 
-  with TestPipeline() as pipeline:
+  with test_pipeline.TestPipeline() as pipeline:
     assert_that(pipeline | csv_source.CsvToExampleFiles(config), check)
   with open(config.summary_path) as f:
     summary = json.load(f)
@@ -77,7 +77,7 @@ def test_example_files_report_counts_every_row(tmp_path):
 def test_inferred_types_follow_stock_lattice(tmp_path):
   # Without a schema: id is INT, price FLOAT, name BYTES (as stock infers them).
   config = config_for(tmp_path, 'empty_cells.csv')
-  with TestPipeline() as pipeline:
+  with test_pipeline.TestPipeline() as pipeline:
     examples = pipeline | csv_source.CsvToSerializedExamples(config)
     assert_that(examples, equal_to([example(1, None, b'alpha'), example(None, 3.5, None),
                                     example(3, 4.5, None)]))
