@@ -28,10 +28,10 @@ def element_spec(feature_spec: Mapping[str, tf.io.FixedLenFeature],
                  label_key: str) -> tuple[dict, tf.TensorSpec]:
     """(features, label) specs of one batch, with the batch dimension unknown so that a partial
     last batch matches the same `tf.function` signature."""
-    features = {name: tf.TensorSpec([None] + list(spec.shape), spec.dtype, name=name)
+    features = {name: tf.TensorSpec([None] + list(spec.shape), spec.dtype)
                 for name, spec in sorted(feature_spec.items()) if name != label_key}
     label = feature_spec[label_key]
-    return features, tf.TensorSpec([None] + list(label.shape), label.dtype, name=label_key)
+    return features, tf.TensorSpec([None] + list(label.shape), label.dtype)
 
 
 def make_dataset(file_pattern: str,

@@ -113,8 +113,8 @@ class Trainer:
         self.checkpoint_manager = tf.train.CheckpointManager(
             self.checkpoint, self.checkpoint_dir,
             max_to_keep=training.max_checkpoints_to_keep,
-            step_counter=self.optimizer.iterations,
-            checkpoint_interval=training.checkpoint_interval_steps or None)
+            step_counter=self.optimizer.iterations)
+        self._saved_step = -1
         self.train_steps = self._make_train_function()
 
     def _make_train_function(self) -> Callable:
@@ -169,14 +169,18 @@ class Trainer:
                                       cache_path=cache_path)
 
     def _save_checkpoint(self) -> None:
-        # Numbered by global step, so a checkpoint's name says where a resume starts.
-        self.checkpoint_manager.save(checkpoint_number=self.optimizer.iterations,
-                                     check_interval=False)
+        # Called after `coordinator.join()`, when no update is in flight. Numbered by global step,
+        # so a checkpoint's name says where a resume starts.
+        step = int(self.optimizer.iterations.numpy())
+        if step != self._saved_step:
+            self.checkpoint_manager.save(checkpoint_number=step, check_interval=False)
+            self._saved_step = step
 
     def restore(self) -> int:
         """Restores the latest checkpoint if there is one; returns the step it holds (or 0)."""
         path = self.checkpoint_manager.restore_or_initialize()
         step = int(self.optimizer.iterations.numpy())
+        self._saved_step = step if path else -1
         if path:
             logging.info('Restored %s at step %d', path, step)
         return step
@@ -235,8 +239,7 @@ class Trainer:
             totals.add_remote(remote_value)
         seconds = time.monotonic() - started
         final_step = int(self.optimizer.iterations.numpy())
-        if final_step > initial_step or not self.checkpoint_manager.latest_checkpoint:
-            self._save_checkpoint()
+        self._save_checkpoint()
         steps_this_run = final_step - initial_step
         return {
             'steps': final_step,
@@ -255,7 +258,8 @@ class Trainer:
         no cluster, and evaluating it reads no weights over the network."""
         plain = self.task.build_model()
         latest = self.checkpoint_manager.latest_checkpoint
-        tf.train.Checkpoint(model=plain).read(latest).expect_partial().assert_existing_objects_matched()
+        status = tf.train.Checkpoint(model=plain).read(latest)
+        status.expect_partial().assert_existing_objects_matched()
         return plain
 
 
@@ -313,7 +317,8 @@ def make_eval_step(task: BinaryClassificationTask, keras_model: tf.keras.Model,
     last batch of the eval split runs the same graph."""
     features_spec, label_spec = task.element_spec
 
-    @tf.function(input_signature=[features_spec, label_spec])
+    # No Python control flow to convert; AutoGraph would only warn about the closure.
+    @tf.function(input_signature=[features_spec, label_spec], autograph=False)
     def eval_step(features, labels):
         task.eval_step(features, labels, keras_model, metrics)
         return tf.shape(labels)[0]
