@@ -1,0 +1,44 @@
+"""`asynctrain bench input` at a tiny size: the report it writes, not the speed it measures."""
+
+import json
+
+import pytest
+
+from pipelines import cli
+
+pytestmark = pytest.mark.integration
+
+
+def test_bench_reports_every_pipeline_against_the_upper_bound(tmp_path, capsys):
+    output = tmp_path / 'bench'
+    code = cli.main(['bench', 'input', '--examples', '3000', '--steps', '8', '--naive-steps', '2',
+                     '--sample-rows', '120', '--sweep', '16', '32,16', '--output', str(output)])
+
+    assert code == 0
+    result = json.loads((output / 'result.json').read_text())
+    assert result['data']['examples'] == 3000 and result['data']['files'] == 8
+    assert result['data']['bytes'] > 0
+    variants = result['variants']
+    assert set(variants) == {'upper_bound', 'ours', 'tfx', 'naive'}
+    assert [variants[v]['steps'] for v in ('upper_bound', 'ours', 'tfx', 'naive')] == [8, 8, 8, 2]
+    for name, measured in variants.items():
+        assert measured['examples_per_sec'] > 0, name
+        assert 0 <= measured['input_stall_fraction'] <= 1, name
+        assert measured['ratio_to_upper_bound'] == pytest.approx(
+            measured['examples_per_sec'] / variants['upper_bound']['examples_per_sec'])
+    assert variants['upper_bound']['ratio_to_upper_bound'] == 1
+    assert variants['tfx']['fit_in_memory_examples_per_sec'] > 0
+    assert result['ours_vs_tfx'] == pytest.approx(
+        variants['ours']['examples_per_sec'] / variants['tfx']['examples_per_sec'])
+    assert set(result['input_only_examples_per_sec']) == {'ours', 'tfx', 'naive'}
+    assert all(v > 0 for v in result['input_only_examples_per_sec'].values())
+    points = result['model_sweep']['points']
+    assert [p['hidden_units'] for p in points] == [[16], [32, 16]]
+    assert points[0]['parameters'] < points[1]['parameters']
+    assert all(p['upper_bound_examples_per_sec'] > 0 and p['ours_examples_per_sec'] > 0
+               for p in points)
+    png = (output / 'input_pipeline.png').read_bytes()
+    assert png.startswith(b'\x89PNG\r\n\x1a\n') and len(png) > 5000
+    assert not (output / 'data').exists()
+    printed = capsys.readouterr().out
+    assert '[bench input' in printed and 'ours / tfx = ' in printed
