@@ -45,7 +45,7 @@ import time
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'input')
 DEFAULT_EXAMPLES = 1_000_000
-DEFAULT_STEPS = 600
+DEFAULT_STEPS = 2000
 # The naive pipeline runs about 1,000 examples/s here; its rate is steady after a few steps, so
 # it runs fewer (reported as its own `steps`) to keep the bench within minutes.
 DEFAULT_NAIVE_STEPS = 30
@@ -66,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f'transformed examples to generate (default {DEFAULT_EXAMPLES:,})')
     parser.add_argument('--steps', type=int, default=DEFAULT_STEPS,
                         help=f'timed train steps per variant (default {DEFAULT_STEPS}); the '
-                             'model sweep runs a quarter of them per width')
+                             'model sweep runs an eighth of them per width')
     parser.add_argument('--naive-steps', type=int, default=DEFAULT_NAIVE_STEPS,
                         help=f'timed steps of the naive pipeline (default {DEFAULT_NAIVE_STEPS})')
     parser.add_argument('--sweep', nargs='+', default=[','.join(map(str, w)) for w in SWEEP],
@@ -185,6 +185,7 @@ def _rate(steps: int, seconds: float) -> float:
 def in_memory_batches(task, data: TransformedExamples):
     """`UPPER_BOUND_BATCHES` parsed batches of our dataset, repeated from memory."""
     import tensorflow as tf
+
     from components.trainer import data as data_lib
 
     batches = list(task.build_inputs(data.examples_dir, data_lib.TRAIN_SPLIT, training=True)
@@ -266,6 +267,7 @@ def train_naive(task, data: TransformedExamples, steps: int) -> dict:
     import glob
 
     import tensorflow as tf
+
     from components.trainer import data as data_lib
 
     keras_model = task.build_model()
@@ -317,6 +319,7 @@ def naive_input_only_rate(task, data: TransformedExamples, steps: int) -> float:
     import glob
 
     import tensorflow as tf
+
     from components.trainer import data as data_lib
 
     spec = dict(task.schema.feature_spec)
@@ -457,7 +460,7 @@ def run(args: argparse.Namespace) -> int:
     }
     _log('input alone: ' + ', '.join(f'{k} {v:,.0f}/s' for k, v in input_only.items()))
     _log(f'model sweep over hidden widths {[list(w) for w in widths]}')
-    sweep = run_sweep(data, widths, max(1, steps // 4), input_only['ours'])
+    sweep = run_sweep(data, widths, max(1, steps // 8), input_only['ours'])
 
     result = {
         'benchmark': 'input',
