@@ -115,7 +115,9 @@ def find_input_files(config: CsvSourceConfig) -> tuple[tuple[str, ...], list[_Fi
   headers = []
   for split, pattern in config.input_splits:
     matched = FileSystems.match([pattern])[0].metadata_list
-    paths = sorted(m.path for m in matched if not m.path.endswith('/'))
+    # A local glob also matches directories (e.g. other spans' folders); they hold no rows.
+    paths = sorted(m.path for m in matched
+                   if not m.path.endswith('/') and not os.path.isdir(m.path))
     if not paths:
       raise FileNotFoundError(f'input split {split!r}: pattern {pattern} matches no file')
     for i, path in enumerate(paths):
