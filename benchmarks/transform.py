@@ -102,15 +102,15 @@ def run(args: argparse.Namespace) -> int:
 
     _progress(f'run A: spans 1-{window}, analyzer cache written')
     a = runs.run_transform(window_a, schema, os.path.join(output, 'a'), **common)
-    _progress(f'run A: {a.seconds:.1f} s')
+    _progress(f'run A: {a.seconds:.1f} s ({a.cpu_seconds:.1f} s CPU)')
     _progress(f"run B: spans 2-{window + 1} with A's cache (analyzes span {window + 1} only)")
     b = runs.run_transform(window_b, schema, os.path.join(output, 'b'),
                            analyzer_cache=a.updated_analyzer_cache, **common)
-    _progress(f'run B: {b.seconds:.1f} s')
+    _progress(f'run B: {b.seconds:.1f} s ({b.cpu_seconds:.1f} s CPU)')
     _progress(f'run C: spans 2-{window + 1}, cache disabled (analyzes all {window} spans)')
     c = runs.run_transform(window_b, schema, os.path.join(output, 'c'),
                            disable_analyzer_cache=True, **common)
-    _progress(f'run C: {c.seconds:.1f} s')
+    _progress(f'run C: {c.seconds:.1f} s ({c.cpu_seconds:.1f} s CPU)')
 
     _progress(f'comparing B and C on the raw eval examples of spans 2-{spans}')
     raw = []
@@ -128,8 +128,11 @@ def run(args: argparse.Namespace) -> int:
         'beam_args': beam_args,
         'seconds': {'a_first_window': a.seconds, 'b_with_cache': b.seconds,
                     'c_without_cache': c.seconds},
+        'cpu_seconds': {'a_first_window': a.cpu_seconds, 'b_with_cache': b.cpu_seconds,
+                        'c_without_cache': c.cpu_seconds},
         'ratio_b_over_c': b.seconds / c.seconds,
         'speedup_c_over_b': c.seconds / b.seconds,
+        'cpu_ratio_b_over_c': b.cpu_seconds / c.cpu_seconds,
         'cache_written': {'a': runs.cached_datasets(a.updated_analyzer_cache),
                           'b': runs.cached_datasets(b.updated_analyzer_cache)},
         'outputs_match': comparison.outputs_match,
@@ -147,11 +150,12 @@ def run(args: argparse.Namespace) -> int:
     chart_path = os.path.join(output, 'transform.png')
     write_chart(result, chart_path)
 
-    print(f"\n{'run':<34}{'wall time':>12}")
-    print(f"{f'B  spans 2-{spans}, with cache':<34}{b.seconds:>10.1f} s")
-    print(f"{f'C  spans 2-{spans}, cache disabled':<34}{c.seconds:>10.1f} s")
-    print(f"B/C = {result['ratio_b_over_c']:.2f} (C/B = {result['speedup_c_over_b']:.2f}x); "
-          f"A (spans 1-{window}) {a.seconds:.1f} s")
+    print(f"\n{'run':<34}{'wall time':>12}{'CPU time':>12}")
+    print(f"{f'B  spans 2-{spans}, with cache':<34}{b.seconds:>10.1f} s{b.cpu_seconds:>10.1f} s")
+    print(f"{f'C  spans 2-{spans}, cache disabled':<34}{c.seconds:>10.1f} s{c.cpu_seconds:>10.1f} s")
+    print(f"B/C = {result['ratio_b_over_c']:.2f} wall, {result['cpu_ratio_b_over_c']:.2f} CPU "
+          f"(C/B = {result['speedup_c_over_b']:.2f}x wall); A (spans 1-{window}) "
+          f"{a.seconds:.1f} s")
     verdict = 'match' if comparison.outputs_match else (
         f'DIFFER: {", ".join(comparison.mismatched_features) or "vocabularies"}')
     print(f'outputs of B and C on {comparison.rows} raw examples: {verdict}')

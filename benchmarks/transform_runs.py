@@ -178,12 +178,15 @@ class TransformRun:
 
     Attributes:
       seconds: Wall time of `Executor.Do`.
+      cpu_seconds: CPU time this process spent in it (Beam's DirectRunner works in-process), which
+        other load on a shared machine disturbs less than the wall time.
       transform_graph: URI of the transform graph (a `tft.TFTransformOutput` directory).
       transformed_examples: URIs of the materialized examples, one per input span, in order.
       updated_analyzer_cache: URI of the written cache, or None when the cache was disabled.
     """
 
     seconds: float
+    cpu_seconds: float
     transform_graph: str
     transformed_examples: tuple[str, ...]
     updated_analyzer_cache: str | None
@@ -229,12 +232,13 @@ def run_transform(examples: Sequence[standard_artifacts.Examples],
     context = base_beam_executor.BaseBeamExecutor.Context(
         beam_pipeline_args=list(beam_args), tmp_dir=os.path.join(output_dir, '.temp'),
         unique_id='transform')
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     transform_executor.Executor(context).Do(input_dict, output_dict, exec_properties)
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     cache = output_dict.get(specs.UPDATED_ANALYZER_CACHE_KEY)
     return TransformRun(
         seconds=seconds,
+        cpu_seconds=cpu_seconds,
         transform_graph=output_dict[specs.TRANSFORM_GRAPH_KEY][0].uri,
         transformed_examples=tuple(a.uri for a in output_dict[specs.TRANSFORMED_EXAMPLES_KEY]),
         updated_analyzer_cache=cache[0].uri if cache else None)
