@@ -335,19 +335,17 @@ def evaluate(task: BinaryClassificationTask, keras_model: tf.keras.Model,
     if task.config.training.eval_steps:
         dataset = dataset.take(task.config.training.eval_steps)
 
-    # The whole pass in one call: once connected to a cluster, every eager call from the
-    # coordinator costs a round of remote bookkeeping.
-    @tf.function
+    # The whole pass in one call (`reduce`, no Python loop to convert): once connected to a
+    # cluster, every eager call from the coordinator costs a round of remote bookkeeping.
+    @tf.function(autograph=False)
     def evaluate_all():
-        examples = tf.constant(0)
-        for features, labels in dataset:
-            examples += eval_step(features, labels)
-        return examples
+        return dataset.reduce(tf.constant(0), lambda n, batch: n + eval_step(*batch))
 
     examples = int(evaluate_all())
     result = {name: float(metric.result()) for name, metric in metrics.items()}
     result['examples'] = examples
     return result
+
 
 def train_and_export(examples_dir: str,
                      transform_graph_dir: str,
