@@ -22,6 +22,8 @@ def test_bench_writes_side_by_side_times_and_checks_outputs_agree(tmp_path, caps
     seconds = result['seconds']
     assert set(seconds) == {'a_first_window', 'b_with_cache', 'c_without_cache'}
     assert all(value > 0 for value in seconds.values())
+    assert set(result['cpu_seconds']) == set(seconds)
+    assert all(value > 0 for value in result['cpu_seconds'].values())
     assert result['ratio_b_over_c'] == pytest.approx(
         seconds['b_with_cache'] / seconds['c_without_cache'])
     assert result['outputs_match'] is True
