@@ -21,6 +21,7 @@ from pipelines.config import PipelineConfig
 # Properties our ExampleGen records on the examples artifact.
 ROW_COUNT_PROPERTIES = ('rows_read', 'rows_written', 'rows_rejected')
 TRAINING_REPORT = 'training_report.json'
+RESOLVER_TYPE = 'tfx.dsl.components.common.resolver.Resolver'
 
 
 @dataclasses.dataclass
@@ -28,7 +29,7 @@ class RunSummary:
     """One run's results.
 
     Attributes:
-      executed: Component ids that ran in this run.
+      executed: Component ids that ran in this run (resolver nodes are not components).
       cached: Component ids whose outputs were reused from an earlier run.
       rows: Row counts from ExampleGen (read, written, rejected), where recorded.
       eval_metric: (name, value) of the blessing metric on the eval split.
@@ -109,6 +110,9 @@ def read_summary(config: PipelineConfig, started: float) -> RunSummary:
         executed, cached = [], []
         for execution in store.get_executions():
             if execution.create_time_since_epoch / 1000.0 < started - 1:
+                continue
+            # Resolver nodes (latest blessed model, latest cache) only look up artifacts.
+            if store.get_execution_types_by_id([execution.type_id])[0].name == RESOLVER_TYPE:
                 continue
             name = _execution_node(store, execution, config.pipeline_name)
             if execution.last_known_state == metadata_store_pb2.Execution.CACHED:
