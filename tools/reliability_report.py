@@ -88,7 +88,7 @@ def run_tests(xml_path: str, targets: Sequence[str]) -> int:
   return subprocess.call(command, cwd=REPO)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _docstrings(path: str) -> dict[str, str]:
   """First docstring line of every test function in one file, by name (methods as Class.name)."""
   try:

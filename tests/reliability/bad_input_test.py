@@ -7,8 +7,6 @@ hand-built artifacts, and one through the standalone command `asynctrain example
 """
 
 import base64
-import contextlib
-import io
 import json
 import os
 
@@ -232,3 +230,20 @@ def test_examplegen_command_fails_on_empty_input(corpus_input, tmp_path, capsys)
   assert status == 1
   err = capsys.readouterr().err
   assert 'input is empty' in err and 'empty.csv' in err
+
+
+def test_executor_on_a_missing_input_dir_fails_naming_it(tmp_path):
+  """Input directory that does not exist: executor fails naming it, nothing written"""
+  from tfx.types import standard_artifacts
+  from tfx.utils import proto_utils
+
+  from components.example_gen import component, executor, spec
+  missing = str(tmp_path / 'no_such_dir')
+  props = dict(component.CsvExampleGen(input_base=missing).exec_properties)
+  props = {k: proto_utils.proto_to_json(v) if hasattr(v, 'DESCRIPTOR') else v
+           for k, v in props.items()}
+  examples = standard_artifacts.Examples()
+  examples.uri = str(tmp_path / 'examples')
+  with pytest.raises(FileNotFoundError, match=f'input_base {missing} does not exist'):
+    executor.Executor().Do({}, {spec.EXAMPLES_KEY: [examples]}, props)
+  assert not (tmp_path / 'examples').exists()
