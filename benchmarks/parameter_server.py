@@ -1,0 +1,236 @@
+"""`asynctrain bench ps`: how asynchronous parameter-server training scales, config by config.
+
+The Trainer's own training loop (`components.trainer.train_lib.Trainer`, in-process cluster)
+trains the default model on transformed taxi examples (made as `bench input` makes them) under
+ParameterServerStrategy, for every combination of:
+
+- `steps_per_execution` 1, 10, 100 (steps per scheduled `tf.function` call);
+- 1 and 2 workers;
+- 1 parameter server, or 2 with `fixed_shards` (every variable split in two) versus
+  `min_shard_size` (shards of at least 256 KiB: the taxi model's tables are smaller, so each
+  variable stays whole on one server, placed round-robin). With 1 server both partitioners
+  give one shard per variable, so it runs once.
+
+Each config first runs one closure per worker (tracing, dataset start) untimed, then `--steps`
+timed steps; reported are steps/s, examples/s, the mean and max staleness of the updates (steps
+other workers applied between a step's read of the weights and its own update), and the share
+of loop time workers waited for input, as the Trainer measures them.
+
+Every server and the coordinator share this machine's cores, so more workers or servers add
+contention here rather than capacity; the figures show the per-step overheads (scheduling, RPCs
+per shard) that more machines would not remove.
+
+    asynctrain bench ps [--steps N] [--examples N] [--output DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+
+DEFAULT_OUTPUT = os.path.join('bench_out', 'ps')
+DEFAULT_STEPS = 400
+DEFAULT_EXAMPLES = 100_000
+DEFAULT_SAMPLE_ROWS = 2000
+BATCH_SIZE = 256
+# (parameter servers, partitioner); one server holds every variable whole either way.
+LAYOUTS = ((1, 'fixed_shards'), (2, 'fixed_shards'), (2, 'min_shard_size'))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--steps', type=int, default=DEFAULT_STEPS,
+                        help=f'timed steps per config (default {DEFAULT_STEPS})')
+    parser.add_argument('--steps-per-execution', type=int, nargs='+', default=[1, 10, 100],
+                        metavar='N', help='values of steps_per_execution (default 1 10 100)')
+    parser.add_argument('--workers', type=int, nargs='+', default=[1, 2], metavar='N',
+                        help='worker counts (default 1 2)')
+    parser.add_argument('--examples', type=int, default=DEFAULT_EXAMPLES,
+                        help=f'transformed examples to generate (default {DEFAULT_EXAMPLES:,})')
+    parser.add_argument('--sample-rows', type=int, default=DEFAULT_SAMPLE_ROWS,
+                        help='taxi rows transformed, then resampled '
+                             f'(default {DEFAULT_SAMPLE_ROWS})')
+    parser.add_argument('--output', default=DEFAULT_OUTPUT,
+                        help=f'directory for the data, result.json and parameter_server.png '
+                             f'(default {DEFAULT_OUTPUT}); emptied first')
+
+
+def _log(message: str) -> None:
+    print(f'[bench ps {time.strftime("%H:%M:%S")}] {message}', flush=True)
+
+
+def layout_name(num_ps: int, partitioner: str) -> str:
+    return f'{num_ps} ps' if num_ps == 1 else f'{num_ps} ps {partitioner}'
+
+
+def _variable_shards(keras_model) -> int:
+    """Pieces the model's variables are split into on the parameter servers."""
+    return sum(len(getattr(v, 'variables', [v])) for v in keras_model.variables)
+
+
+def run_config(data, cluster, run_dir: str, steps: int, steps_per_execution: int,
+               partitioner: str, server_threads: int = 0) -> dict:
+    """One timed training run on a running cluster; returns what the Trainer measured."""
+    from benchmarks import input_pipeline
+    from components.trainer import config as config_lib
+    from components.trainer import train_lib
+
+    warm = steps_per_execution * cluster.num_workers
+    config = config_lib.TrainerConfig(
+        training=config_lib.TrainingConfig(
+            train_steps=warm + steps, batch_size=BATCH_SIZE,
+            steps_per_execution=steps_per_execution, checkpoint_interval_steps=0,
+            summary_interval_steps=warm + steps),
+        distribution=config_lib.DistributionConfig(
+            num_workers=cluster.num_workers, num_ps=cluster.num_ps, partitioner=partitioner,
+            server_threads=server_threads))
+    task = input_pipeline.make_task(data, trainer_config=config)
+    trainer = train_lib.Trainer(task, cluster, data.examples_dir, run_dir)
+    # Untimed: one closure per worker traces the step and starts each worker's dataset. The
+    # Trainer trains up to its config's train_steps, so it runs first with a smaller target.
+    trainer.config = dataclasses.replace(
+        config, training=dataclasses.replace(config.training, train_steps=warm))
+    trainer.train()
+    trainer.config = config
+    measured = trainer.train()
+    seconds = measured['seconds']
+    return {
+        'steps_per_execution': steps_per_execution,
+        'num_workers': cluster.num_workers,
+        'num_ps': cluster.num_ps,
+        'partitioner': partitioner,
+        'variable_shards': _variable_shards(trainer.model),
+        'steps': measured['steps_this_run'],
+        'seconds': seconds,
+        'steps_per_sec': measured['steps_this_run'] / seconds,
+        'examples_per_sec': measured['examples_per_sec'],
+        'staleness_mean': measured['staleness_mean'],
+        'staleness_max': measured['staleness_max'],
+        'input_wait_fraction': measured['input_wait_fraction'],
+    }
+
+
+def write_chart(result: dict, path: str) -> None:
+    import matplotlib
+    matplotlib.use('Agg')
+    from matplotlib import pyplot as plt
+
+    configs = result['configs']
+    groups = []
+    for c in configs:
+        key = (c['num_workers'], layout_name(c['num_ps'], c['partitioner']))
+        if key not in groups:
+            groups.append(key)
+    spes = sorted({c['steps_per_execution'] for c in configs})
+    figure, (speed, staleness) = plt.subplots(1, 2, figsize=(13, 4.5))
+    width = 0.8 / len(spes)
+    for i, spe in enumerate(spes):
+        rates, stale = [], []
+        for workers, layout in groups:
+            match = [c for c in configs if c['steps_per_execution'] == spe
+                     and (c['num_workers'], layout_name(c['num_ps'], c['partitioner']))
+                     == (workers, layout)]
+            rates.append(match[0]['steps_per_sec'] if match else 0)
+            stale.append(match[0]['staleness_mean'] if match else 0)
+        positions = [g + (i - (len(spes) - 1) / 2) * width for g in range(len(groups))]
+        speed.bar(positions, rates, width, label=f'steps_per_execution {spe}')
+        staleness.bar(positions, stale, width, label=f'steps_per_execution {spe}')
+    labels = [f'{w} worker{"s" if w > 1 else ""}\n{layout}' for w, layout in groups]
+    for axes, title in ((speed, 'steps/s (x batch 256 = examples/s)'),
+                        (staleness, 'mean staleness (updates)')):
+        axes.set_xticks(range(len(groups)))
+        axes.set_xticklabels(labels, fontsize=8)
+        axes.set_title(title)
+        axes.legend(fontsize=8)
+    figure.suptitle(f"ParameterServerStrategy, in-process cluster on {result['machine']['cpus']} "
+                    f"CPUs, {result['steps']} timed steps per config")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.steps < 1 or any(n < 1 for n in args.steps_per_execution + args.workers):
+        print('--steps, --steps-per-execution and --workers: positive integers', file=sys.stderr)
+        return 2
+    output = os.path.abspath(args.output)
+    shutil.rmtree(output, ignore_errors=True)
+    os.makedirs(output)
+    started = time.monotonic()
+    _log(f'transforming {args.sample_rows:,} taxi rows, resampling to {args.examples:,} examples')
+    from benchmarks import input_pipeline
+    from components.trainer import cluster as cluster_lib
+    from components.trainer import config as config_lib
+
+    data = input_pipeline.make_transformed_examples(os.path.join(output, 'data'), args.examples,
+                                                    args.sample_rows)
+    _log(f'data: {data.num_examples:,} examples in {data.seconds:.1f} s')
+    configs = []
+    for num_workers in args.workers:
+        for num_ps in sorted({n for n, _ in LAYOUTS}):
+            # One cluster per shape: in-process servers live as long as the process, so configs
+            # that differ only in partitioner or steps_per_execution share one.
+            # Every cluster gets the thread count the largest one needs: the first in-process
+            # server fixes the process's inter-op pool, and a later, larger cluster with fewer
+            # threads than num_workers + 1 deadlocks.
+            with cluster_lib.start(config_lib.DistributionConfig(
+                    num_workers=num_workers, num_ps=num_ps,
+                    server_threads=max(args.workers) + 1)) as cluster:
+                for partitioner in [p for n, p in LAYOUTS if n == num_ps]:
+                    for spe in args.steps_per_execution:
+                        run_dir = os.path.join(output, 'runs', f'{num_workers}w-{num_ps}ps-'
+                                               f'{partitioner}-spe{spe}')
+                        measured = run_config(data, cluster, run_dir, args.steps, spe,
+                                              partitioner, max(args.workers) + 1)
+                        configs.append(measured)
+                        _log(f'{num_workers} worker(s), {layout_name(num_ps, partitioner)} '
+                             f'({measured["variable_shards"]} shards), spe {spe}: '
+                             f'{measured["steps_per_sec"]:.1f} steps/s, '
+                             f'{measured["examples_per_sec"]:,.0f} examples/s, staleness mean '
+                             f'{measured["staleness_mean"]:.2f} max {measured["staleness_max"]}, '
+                             f'input wait {measured["input_wait_fraction"]:.1%}')
+
+    result = {
+        'benchmark': 'ps',
+        'steps': args.steps,
+        'batch_size': BATCH_SIZE,
+        'examples': data.num_examples,
+        'model_hidden_units': list(config_lib.ModelConfig().hidden_units),
+        'configs': configs,
+        'machine': {'cpus': os.cpu_count(), 'platform': platform.platform(),
+                    'python': platform.python_version()},
+        'seconds_total': time.monotonic() - started,
+        'finished_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+    }
+    result_path = os.path.join(output, 'result.json')
+    with open(result_path, 'w', encoding='utf-8') as f:
+        json.dump(result, f, indent=2)
+    chart_path = os.path.join(output, 'parameter_server.png')
+    write_chart(result, chart_path)
+    shutil.rmtree(os.path.join(output, 'data'), ignore_errors=True)
+    shutil.rmtree(os.path.join(output, 'runs'), ignore_errors=True)
+
+    print(f"\n{'workers':>7} {'layout':<22}{'spe':>5}{'steps/s':>9}{'examples/s':>12}"
+          f"{'stale mean':>11}{'max':>5}{'input wait':>11}")
+    for c in configs:
+        print(f"{c['num_workers']:>7} {layout_name(c['num_ps'], c['partitioner']):<22}"
+              f"{c['steps_per_execution']:>5}{c['steps_per_sec']:>9.1f}"
+              f"{c['examples_per_sec']:>12,.0f}{c['staleness_mean']:>11.2f}"
+              f"{c['staleness_max']:>5}{c['input_wait_fraction']:>11.1%}")
+    print(f'wrote {result_path} and {chart_path}')
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog='bench ps', description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args())
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,267 @@
+"""`asynctrain bench pipeline`: the whole local pipeline, ours versus stock components, one run.
+
+Both pipelines read the same CSV (rows resampled from the bundled taxi sample) and run under
+LocalDagRunner with ML Metadata in SQLite, each in a fresh interpreter so that neither inherits
+the other's imports or TensorFlow state:
+
+- `ours`: `create_pipeline(config)`, as `asynctrain run` runs it (our CsvExampleGen, our
+  parameter-server Trainer, an in-process cluster).
+- `stock`: the same graph built here from the same pieces (schema, preprocessing_fn, split and
+  eval configs), with stock `CsvExampleGen` and the stock `Trainer` running
+  `benchmarks.reference_trainer.run_fn` (`tf_dataset_factory` + `model.fit`, default strategy),
+  without the two resolvers (they resolve to nothing on a first run).
+
+Per-component wall time is read from ML Metadata (an execution's creation to its last update:
+driver, executor and publisher); the total is the runner's wall time. Both train the same number
+of steps with the same batch size.
+
+    asynctrain bench pipeline [--rows N] [--train-steps N] [--output DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+
+DEFAULT_OUTPUT = os.path.join('bench_out', 'pipeline')
+DEFAULT_ROWS = 15000
+DEFAULT_TRAIN_STEPS = 500
+VARIANTS = ('stock', 'ours')
+# Components in pipeline order; both pipelines give them these ids.
+COMPONENTS = ('CsvExampleGen', 'StatisticsGen', 'ImportSchemaGen', 'ExampleValidator',
+              'Transform', 'Trainer', 'Evaluator', 'Pusher')
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--rows', type=int, default=DEFAULT_ROWS,
+                        help=f'CSV rows to generate (default {DEFAULT_ROWS:,})')
+    parser.add_argument('--train-steps', type=int, default=DEFAULT_TRAIN_STEPS,
+                        help=f'training steps of both Trainers (default {DEFAULT_TRAIN_STEPS})')
+    parser.add_argument('--output', default=DEFAULT_OUTPUT,
+                        help=f'directory for the CSV, both runs, result.json and pipeline.png '
+                             f'(default {DEFAULT_OUTPUT}); emptied first')
+    parser.add_argument('--variant', choices=VARIANTS, help=argparse.SUPPRESS)
+
+
+def _log(message: str) -> None:
+    print(f'[bench pipeline {time.strftime("%H:%M:%S")}] {message}', flush=True)
+
+
+def bench_config(input_dir: str, work_dir: str, train_steps: int, name: str):
+    """The pipeline config both variants share (ours reads all of it, stock what applies)."""
+    from pipelines.config import load_config
+    return load_config(None, data=input_dir, work_dir=work_dir, pipeline_name=name,
+                       trainer={'training': {'train_steps': train_steps}})
+
+
+def stock_pipeline(config, metadata_connection_config):
+    """Stock CsvExampleGen and Trainer (reference run_fn) in the graph `create_pipeline` wires."""
+    from tfx import v1 as tfx
+
+    from benchmarks import reference_trainer
+    from components.transform import feature_config as fc
+    from components.transform import preprocessing
+    from pipelines import pipeline as pipeline_lib
+
+    features = fc.load_feature_config(config.feature_config_path, config.schema_path)
+    label_key = features.label.name
+    example_gen = tfx.components.CsvExampleGen(
+        input_base=config.data_dir, input_config=pipeline_lib.input_config(config),
+        output_config=pipeline_lib.output_config(config))
+    statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs['examples'])
+    schema_gen = tfx.components.ImportSchemaGen(schema_file=config.schema_path)
+    example_validator = tfx.components.ExampleValidator(
+        statistics=statistics_gen.outputs['statistics'], schema=schema_gen.outputs['schema'])
+    transform = tfx.components.Transform(
+        examples=example_gen.outputs['examples'], schema=schema_gen.outputs['schema'],
+        preprocessing_fn=pipeline_lib.PREPROCESSING_FN,
+        custom_config=preprocessing.config_to_custom_config(features))
+    training = config.trainer.training
+    trainer = tfx.components.Trainer(
+        run_fn='benchmarks.reference_trainer.run_fn',
+        examples=transform.outputs['transformed_examples'],
+        transform_graph=transform.outputs['transform_graph'],
+        schema=schema_gen.outputs['schema'],
+        train_args=tfx.proto.TrainArgs(num_steps=training.train_steps),
+        eval_args=tfx.proto.EvalArgs(num_steps=10),
+        custom_config={reference_trainer.LABEL_KEY: label_key,
+                       reference_trainer.BATCH_SIZE: training.batch_size,
+                       reference_trainer.HIDDEN_UNITS: list(config.trainer.model.hidden_units)})
+    evaluator = tfx.components.Evaluator(
+        examples=example_gen.outputs['examples'], model=trainer.outputs['model'],
+        eval_config=pipeline_lib.eval_config(config, label_key))
+    pusher = tfx.components.Pusher(
+        model=trainer.outputs['model'], model_blessing=evaluator.outputs['blessing'],
+        push_destination=tfx.proto.PushDestination(
+            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.serving_dir)))
+    return tfx.dsl.Pipeline(
+        pipeline_name=config.pipeline_name, pipeline_root=config.pipeline_root,
+        components=[example_gen, statistics_gen, schema_gen, example_validator, transform,
+                    trainer, evaluator, pusher],
+        enable_cache=False, metadata_connection_config=metadata_connection_config,
+        beam_pipeline_args=list(config.beam_pipeline_args))
+
+
+def component_seconds(config) -> dict:
+    """Wall time of each component's execution, from ML Metadata's timestamps."""
+    from tfx import v1 as tfx
+    from tfx.orchestration import metadata
+
+    prefix = f'{config.pipeline_name}.'
+    seconds = {}
+    connection = tfx.orchestration.metadata.sqlite_metadata_connection_config(
+        config.metadata_path)
+    with metadata.Metadata(connection) as m:
+        for execution in m.store.get_executions():
+            for context in m.store.get_contexts_by_execution(execution.id):
+                if context.name.startswith(prefix):
+                    seconds[context.name[len(prefix):]] = (
+                        execution.last_update_time_since_epoch
+                        - execution.create_time_since_epoch) / 1000.0
+    return seconds
+
+
+def run_variant(variant: str, input_dir: str, work_dir: str, train_steps: int) -> dict:
+    """Runs one pipeline in this process; returns its total and per-component seconds."""
+    config = bench_config(input_dir, work_dir, train_steps, f'bench-{variant}')
+    started = time.monotonic()
+    if variant == 'ours':
+        from pipelines.local_runner import run_local
+        summary = run_local(config, out=sys.stderr)
+        outcome = {'blessed': summary.blessed, 'eval_metric': summary.eval_metric,
+                   'executed': len(summary.executed)}
+    else:
+        from tfx import v1 as tfx
+
+        from pipelines import local_runner
+        os.makedirs(config.work_dir, exist_ok=True)
+        pipeline = stock_pipeline(config, tfx.orchestration.metadata
+                                  .sqlite_metadata_connection_config(config.metadata_path))
+        progress = local_runner.ComponentProgress([c.id for c in pipeline.components],
+                                                  sys.stderr)
+        os.makedirs(os.path.join(config.work_dir, 'logs'), exist_ok=True)
+        # The same log routing as `asynctrain run`: TFX's logs to a file, progress lines out.
+        with local_runner._component_logs(os.path.join(config.work_dir, 'logs', 'run.log'),
+                                          progress):
+            tfx.orchestration.LocalDagRunner().run(pipeline)
+        outcome = {}
+    total = time.monotonic() - started
+    return {'total_seconds': total, 'component_seconds': component_seconds(config), **outcome}
+
+
+def _run_in_child(variant: str, args: argparse.Namespace, output: str) -> dict | None:
+    command = [sys.executable, '-m', 'benchmarks.pipeline', '--variant', variant,
+               '--rows', str(args.rows), '--train-steps', str(args.train_steps),
+               '--output', output]
+    env = dict(os.environ)
+    env.setdefault('TF_USE_LEGACY_KERAS', '1')
+    env.setdefault('GRPC_FAIL_FAST', 'use_caller')
+    env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=_REPO_ROOT,
+                          env=env)
+    for line in done.stderr.splitlines():
+        if line.startswith('['):  # The component progress lines.
+            _log(f'{variant} {line}')
+    if done.returncode != 0:
+        _log(f'{variant} failed:\n{done.stderr[-3000:]}')
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def write_chart(result: dict, path: str) -> None:
+    import matplotlib
+    matplotlib.use('Agg')
+    from matplotlib import pyplot as plt
+
+    variants = result['variants']
+    figure, axes = plt.subplots(figsize=(11, 4.5))
+    width = 0.4
+    names = list(COMPONENTS) + ['total']
+    for i, (variant, color) in enumerate((('stock', '#9e9e9e'), ('ours', '#1f77b4'))):
+        values = [variants[variant]['component_seconds'].get(c, 0.0) for c in COMPONENTS]
+        values.append(variants[variant]['total_seconds'])
+        bars = axes.bar([x + (i - 0.5) * width for x in range(len(names))], values, width,
+                        color=color, label=variant)
+        axes.bar_label(bars, fmt='%.0f', fontsize=7)
+    axes.set_xticks(range(len(names)))
+    axes.set_xticklabels(names, fontsize=8)
+    axes.set_ylabel('wall time (s)')
+    axes.set_title(f"Local pipeline, {result['rows']:,} CSV rows, {result['train_steps']} "
+                   f"train steps: total stock/ours = {result['total_stock_over_ours']:.2f}")
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.rows < 10 or args.train_steps < 1:
+        print('--rows: at least 10; --train-steps: at least 1', file=sys.stderr)
+        return 2
+    output = os.path.abspath(args.output)
+    input_dir = os.path.join(output, 'input')
+    if args.variant:  # Child process: one pipeline, the result as JSON on stdout.
+        result = run_variant(args.variant, input_dir, os.path.join(output, args.variant),
+                             args.train_steps)
+        print(json.dumps(result))
+        return 0
+
+    from benchmarks import examplegen
+
+    shutil.rmtree(output, ignore_errors=True)
+    _log(f'generating {args.rows:,} taxi-like CSV rows')
+    examplegen.generate_csv(args.rows, os.path.join(input_dir, 'data.csv'))
+    variants = {}
+    for variant in VARIANTS:
+        _log(f'running the {variant} pipeline')
+        measured = _run_in_child(variant, args, output)
+        if measured is None:
+            return 1
+        variants[variant] = measured
+        _log(f'{variant}: {measured["total_seconds"]:.1f} s')
+    result = {
+        'benchmark': 'pipeline',
+        'rows': args.rows,
+        'train_steps': args.train_steps,
+        'variants': variants,
+        'total_stock_over_ours': (variants['stock']['total_seconds']
+                                  / variants['ours']['total_seconds']),
+        'machine': {'cpus': os.cpu_count(), 'platform': platform.platform(),
+                    'python': platform.python_version()},
+        'finished_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+    }
+    result_path = os.path.join(output, 'result.json')
+    with open(result_path, 'w', encoding='utf-8') as f:
+        json.dump(result, f, indent=2)
+    chart_path = os.path.join(output, 'pipeline.png')
+    write_chart(result, chart_path)
+
+    print(f"\n{'component':<18}{'stock':>9}{'ours':>9}{'stock/ours':>12}")
+    for name in list(COMPONENTS) + ['total']:
+        if name == 'total':
+            stock, ours = variants['stock']['total_seconds'], variants['ours']['total_seconds']
+        else:
+            stock = variants['stock']['component_seconds'].get(name, float('nan'))
+            ours = variants['ours']['component_seconds'].get(name, float('nan'))
+        print(f'{name:<18}{stock:>8.1f}s{ours:>8.1f}s{stock / ours if ours else float("nan"):>12.2f}')
+    print(f'wrote {result_path} and {chart_path}')
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog='bench pipeline', description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args())
+
+
+if __name__ == '__main__':
+    os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+    os.environ.setdefault('GRPC_FAIL_FAST', 'use_caller')
+    sys.exit(main())

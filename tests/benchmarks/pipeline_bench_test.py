@@ -1,0 +1,36 @@
+"""`asynctrain bench pipeline` at a tiny size: the report it writes, not the speed it measures."""
+
+import json
+
+import pytest
+
+from pipelines import cli
+
+pytestmark = pytest.mark.integration
+
+COMPONENTS = {'CsvExampleGen', 'StatisticsGen', 'ImportSchemaGen', 'ExampleValidator',
+              'Transform', 'Trainer', 'Evaluator', 'Pusher'}
+
+
+def test_bench_times_both_pipelines_component_by_component(tmp_path, capsys):
+    output = tmp_path / 'bench'
+    code = cli.main(['bench', 'pipeline', '--rows', '300', '--train-steps', '20',
+                     '--output', str(output)])
+
+    assert code == 0
+    result = json.loads((output / 'result.json').read_text())
+    assert (result['rows'], result['train_steps']) == (300, 20)
+    for variant in ('stock', 'ours'):
+        measured = result['variants'][variant]
+        assert COMPONENTS <= set(measured['component_seconds']), variant
+        assert all(measured['component_seconds'][c] > 0 for c in COMPONENTS), variant
+        assert measured['total_seconds'] >= sum(measured['component_seconds'][c]
+                                                for c in COMPONENTS) * 0.9
+    assert result['variants']['ours']['executed'] >= len(COMPONENTS)
+    assert result['total_stock_over_ours'] == pytest.approx(
+        result['variants']['stock']['total_seconds'] / result['variants']['ours']['total_seconds'])
+    png = (output / 'pipeline.png').read_bytes()
+    assert png.startswith(b'\x89PNG\r\n\x1a\n') and len(png) > 5000
+    printed = capsys.readouterr().out
+    assert 'stock [1/8] CsvExampleGen: done in' in printed
+    assert 'ours [1/10] CsvExampleGen: done in' in printed and 'stock/ours' in printed
