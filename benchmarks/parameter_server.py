@@ -35,7 +35,7 @@ import sys
 import time
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'ps')
-DEFAULT_STEPS = 400
+DEFAULT_STEPS = 200
 DEFAULT_EXAMPLES = 100_000
 DEFAULT_SAMPLE_ROWS = 2000
 BATCH_SIZE = 256

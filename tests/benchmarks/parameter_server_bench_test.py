@@ -11,17 +11,17 @@ pytestmark = pytest.mark.integration
 
 def test_bench_reports_every_config_with_staleness(tmp_path, capsys):
     output = tmp_path / 'bench'
-    code = cli.main(['bench', 'ps', '--steps', '8', '--steps-per-execution', '1', '4',
+    code = cli.main(['bench', 'ps', '--steps', '8', '--steps-per-execution', '4',
                      '--workers', '1', '2', '--examples', '2000', '--sample-rows', '120',
                      '--output', str(output)])
 
     assert code == 0
     result = json.loads((output / 'result.json').read_text())
     configs = result['configs']
-    # 2 worker counts x 3 layouts (1 ps; 2 ps fixed_shards; 2 ps min_shard_size) x 2 spe.
-    assert len(configs) == 12
+    # 2 worker counts x 3 layouts (1 ps; 2 ps fixed_shards; 2 ps min_shard_size).
+    assert len(configs) == 6
     assert {(c['num_workers'], c['num_ps'], c['partitioner'], c['steps_per_execution'])
-            for c in configs} == {(w, ps, p, spe) for w in (1, 2) for spe in (1, 4)
+            for c in configs} == {(w, ps, p, spe) for w in (1, 2) for spe in (4,)
                                   for ps, p in ((1, 'fixed_shards'), (2, 'fixed_shards'),
                                                 (2, 'min_shard_size'))}
     for c in configs:
