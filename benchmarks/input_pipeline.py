@@ -210,9 +210,14 @@ def train_in_loop(task, dataset, steps: int) -> dict:
     def run_steps(num_steps):
         wait = tf.constant(0.0, tf.float64)
         for _ in tf.range(num_steps):
+            # Explicit dependencies: automatic control dependencies order `tf.timestamp` only
+            # against other ops without resource inputs, not against `next(iterator)`, so
+            # without them both timestamps may run before the batch arrives.
             before = tf.timestamp()
-            features, labels = next(iterator)
-            wait += tf.timestamp() - before
+            with tf.control_dependencies([before]):
+                features, labels = next(iterator)
+            with tf.control_dependencies(tf.nest.flatten((features, labels))):
+                wait += tf.timestamp() - before
             task.train_step(features, labels, keras_model, optimizer)
         return wait
 
