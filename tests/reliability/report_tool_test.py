@@ -44,7 +44,7 @@ def test_reads_results_and_docstrings_from_junit_xml(report, tmp_path):
       'import pytest\n\n'
       'def test_ok():\n  """A killed worker: training completes.\n\n  More text."""\n\n'
       'def test_bad(name):\n  """Bad file | odd: rows rejected"""\n\n'
-      'class TestGroup:\n  def test_skip(self):\n    """Skipped on this machine"""\n')
+      'class TestGroup:\n  """Group."""\n\n  def test_skip(self):\n    """Skipped on this machine"""\n')
   xml = tmp_path / 'r.xml'
   xml.write_text(
       '<testsuites><testsuite>'
