@@ -8,8 +8,8 @@ GZIP TFRecords: real transformed values, the pipeline's record layout, at any si
 The same model (`components.trainer.model`, the Trainer's default widths) trains the same number
 of steps, batch 256, fed by:
 
-1. `upper_bound`: in-memory tensors of the same shapes (16 parsed batches, repeated): no I/O, no
-   parsing. Our step in a `tf.function` running `steps_per_execution` steps per call.
+1. `upper_bound`: in-memory tensors of the same shapes (16 parsed batches, indexed in the graph):
+   no I/O, no parsing, no iterator. Our step in a `tf.function` running `steps_per_execution` steps per call.
 2. `ours`: the Trainer's per-worker dataset (`components.trainer.data.make_dataset`, defaults of
    `InputConfig`) feeding that same step function.
 3. `tfx`: what TFX's examples do: `data_accessor.tf_dataset_factory` (the factory stock Trainer
@@ -183,19 +183,26 @@ def _rate(steps: int, seconds: float) -> float:
 
 
 def in_memory_batches(task, data: TransformedExamples):
-    """`UPPER_BOUND_BATCHES` parsed batches of our dataset, repeated from memory."""
+    """`UPPER_BOUND_BATCHES` parsed batches of our dataset, stacked: (features, labels) with a
+    leading batch-index dimension."""
     import tensorflow as tf
 
     from components.trainer import data as data_lib
 
     batches = list(task.build_inputs(data.examples_dir, data_lib.TRAIN_SPLIT, training=True)
                    .take(UPPER_BOUND_BATCHES))
-    stacked = tf.nest.map_structure(lambda *x: tf.stack(x), *batches)
-    return tf.data.Dataset.from_tensor_slices(stacked).repeat()
+    return tf.nest.map_structure(lambda *x: tf.stack(x), *batches)
 
 
-def train_in_loop(task, dataset, steps: int) -> dict:
-    """Our step in a `tf.function` of `steps_per_execution` steps per call, fed by `dataset`.
+def in_memory_dataset(task, data: TransformedExamples):
+    """The in-memory batches as a repeated dataset, for `model.fit`."""
+    import tensorflow as tf
+    return tf.data.Dataset.from_tensor_slices(in_memory_batches(task, data)).repeat()
+
+
+def train_in_loop(task, inputs, steps: int) -> dict:
+    """Our step in a `tf.function` of `steps_per_execution` steps per call, fed by `inputs`: a
+    dataset, or stacked in-memory batches (indexed in the graph, no iterator at all).
 
     The first call (tracing, filling buffers) is not timed. The wait for input is timed inside
     the loop around `next(iterator)`, as the Trainer times it.
@@ -204,18 +211,25 @@ def train_in_loop(task, dataset, steps: int) -> dict:
 
     keras_model = task.build_model()
     optimizer = task.build_optimizer()
-    iterator = iter(dataset)
+    in_memory = not isinstance(inputs, tf.data.Dataset)
+    iterator = None if in_memory else iter(inputs)
+
+    def next_batch(i):
+        if in_memory:
+            index = tf.math.floormod(i, UPPER_BOUND_BATCHES)
+            return tf.nest.map_structure(lambda x: tf.gather(x, index), inputs)
+        return next(iterator)
 
     @tf.function(input_signature=[tf.TensorSpec([], tf.int32)])
     def run_steps(num_steps):
         wait = tf.constant(0.0, tf.float64)
-        for _ in tf.range(num_steps):
+        for i in tf.range(num_steps):
             # Explicit dependencies: automatic control dependencies order `tf.timestamp` only
             # against other ops without resource inputs, not against `next(iterator)`, so
             # without them both timestamps may run before the batch arrives.
             before = tf.timestamp()
             with tf.control_dependencies([before]):
-                features, labels = next(iterator)
+                features, labels = next_batch(i)
             with tf.control_dependencies(tf.nest.flatten((features, labels))):
                 wait += tf.timestamp() - before
             task.train_step(features, labels, keras_model, optimizer)
@@ -440,7 +454,7 @@ def run(args: argparse.Namespace) -> int:
     variants['ours'] = train_in_loop(task, ours_dataset, steps)
     _log('tfx: tf_dataset_factory + model.fit')
     fit = train_with_fit(task, tfx_dataset(task, data), steps)
-    fit_in_memory = train_with_fit(task, in_memory_batches(task, data), steps)
+    fit_in_memory = train_with_fit(task, in_memory_dataset(task, data), steps)
     fit['input_stall_fraction'] = max(
         0.0, 1 - fit['examples_per_sec'] / fit_in_memory['examples_per_sec'])
     fit['stall_method'] = 'derived from model.fit on the in-memory batches'
