@@ -137,9 +137,15 @@ class Trainer:
             # The loop stays outside `strategy.run`: the optimizer's cross-replica merge cannot sit
             # inside a while loop of the replica function.
             for _ in tf.range(num_steps):
-                before_input = tf.timestamp()
-                features, labels = next(iterator)
-                input_wait += tf.timestamp() - before_input
+                # Explicit dependencies: automatic control dependencies do not order
+                # `tf.timestamp` against `next(iterator)`, and a while loop may start an
+                # iteration's independent ops early, so without them the wait reads as zero.
+                with tf.control_dependencies([loss_sum, staleness_sum]):
+                    before_input = tf.timestamp()
+                with tf.control_dependencies([before_input]):
+                    features, labels = next(iterator)
+                with tf.control_dependencies(tf.nest.flatten((features, labels))):
+                    input_wait += tf.timestamp() - before_input
                 outputs = strategy.experimental_local_results(
                     strategy.run(replica_step, args=(features, labels)))[0]
                 loss_sum += outputs['loss']
