@@ -142,7 +142,8 @@ def write_chart(result: dict, path: str) -> None:
         positions = [g + (i - (len(spes) - 1) / 2) * width for g in range(len(groups))]
         speed.bar(positions, rates, width, label=f'steps_per_execution {spe}')
         staleness.bar(positions, stale, width, label=f'steps_per_execution {spe}')
-    labels = [f'{w} worker{"s" if w > 1 else ""}\n{layout}' for w, layout in groups]
+    labels = [f'{w} worker{"s" if w > 1 else ""}\n{layout}'.replace(' fixed_shards', '\nfixed')
+              .replace(' min_shard_size', '\nmin size') for w, layout in groups]
     for axes, title in ((speed, 'steps/s (x batch 256 = examples/s)'),
                         (staleness, 'mean staleness (updates)')):
         axes.set_xticks(range(len(groups)))
