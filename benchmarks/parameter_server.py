@@ -14,9 +14,7 @@ ParameterServerStrategy, for every combination of:
 Each config first runs one closure per worker (tracing, dataset start) untimed, then `--steps`
 timed steps; reported are steps/s, examples/s, the mean and max staleness of the updates (steps
 other workers applied between a step's read of the weights and its own update), and the share
-of loop time workers waited for input, as the Trainer measures them. (As of this writing the
-Trainer's timestamps around `next(iterator)` carry no control dependency on it, so that share
-reads near zero whatever the input does; `bench input` orders them explicitly.)
+of loop time workers waited for input, as the Trainer measures them.
 
 Every server and the coordinator share this machine's cores, so more workers or servers add
 contention here rather than capacity; the figures show the per-step overheads (scheduling, RPCs
