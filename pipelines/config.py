@@ -89,6 +89,22 @@ class EvaluationSettings:
 
 
 @dataclasses.dataclass(frozen=True)
+class RetrainingSettings:
+    """What a recurring (daily) run carries over from the previous one.
+
+    Both are inputs of the next run, so with either on, a rerun over unchanged data trains again
+    instead of being a cache hit; that is why they are off unless a schedule asks for them.
+
+    Attributes:
+      warm_start: The Trainer starts from the latest blessed model's weights.
+      analyzer_cache: Transform reuses the latest analyzer cache for spans it has analyzed before.
+    """
+
+    warm_start: bool = False
+    analyzer_cache: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
 class PipelineConfig:
     """Everything `create_pipeline` needs.
 
@@ -102,6 +118,7 @@ class PipelineConfig:
       example_gen: CSV reading and splitting.
       trainer: The Trainer's model, training, input pipeline and distribution settings.
       evaluation: The blessing rule.
+      retraining: What a daily run carries over from the previous run.
       beam_pipeline_args: Passed to every Beam-based component untouched (runner, workers).
       enable_cache: Reuse a component's outputs when its inputs and settings are unchanged.
       date: One day's cycle, `YYYY-MM-DD`: ExampleGen reads that day's span only (the input
@@ -116,6 +133,7 @@ class PipelineConfig:
     example_gen: ExampleGenSettings = dataclasses.field(default_factory=ExampleGenSettings)
     trainer: TrainerConfig = dataclasses.field(default_factory=TrainerConfig)
     evaluation: EvaluationSettings = dataclasses.field(default_factory=EvaluationSettings)
+    retraining: RetrainingSettings = dataclasses.field(default_factory=RetrainingSettings)
     beam_pipeline_args: tuple[str, ...] = ('--direct_running_mode=in_memory',
                                            '--direct_num_workers=1')
     enable_cache: bool = True

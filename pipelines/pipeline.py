@@ -99,28 +99,37 @@ def create_pipeline(
     else:
         transform_fn = {'preprocessing_fn': PREPROCESSING_FN,
                         'custom_config': preprocessing.config_to_custom_config(features)}
-    # Daily runs: Transform reuses the analyzer cache of the previous run, and the Trainer
-    # warm-starts from the latest blessed model. Both resolve to nothing on a first run. These are
-    # the two resolver kinds that KubeflowV2DagRunner compiles.
-    latest_cache = tfx.dsl.Resolver(
-        strategy_class=tfx.dsl.experimental.LatestArtifactStrategy,
-        cache=tfx.dsl.Channel(type=tfx.types.standard_artifacts.TransformCache),
-    ).with_id('latest_transform_cache')
-    latest_blessed_model = tfx.dsl.Resolver(
-        strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
-        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
-        model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
-    ).with_id('latest_blessed_model')
+    # Retraining inputs: the previous run's analyzer cache and the latest blessed model. They are
+    # inputs, so they take part in TFX's cache key: a rerun with them on trains again from the
+    # previous model instead of being a cache hit. Hence they are opt-in (config.retraining).
+    # These are the two resolver kinds that KubeflowV2DagRunner compiles.
+    resolvers = []
+    analyzer_cache = base_model = None
+    if config.retraining.analyzer_cache:
+        latest_cache = tfx.dsl.Resolver(
+            strategy_class=tfx.dsl.experimental.LatestArtifactStrategy,
+            cache=tfx.dsl.Channel(type=tfx.types.standard_artifacts.TransformCache),
+        ).with_id('latest_transform_cache')
+        resolvers.append(latest_cache)
+        analyzer_cache = latest_cache.outputs['cache']
+    if config.retraining.warm_start:
+        latest_blessed_model = tfx.dsl.Resolver(
+            strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
+            model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
+            model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
+        ).with_id('latest_blessed_model')
+        resolvers.append(latest_blessed_model)
+        base_model = latest_blessed_model.outputs['model']
 
     transform = tfx.components.Transform(
         examples=example_gen.outputs['examples'], schema=schema_gen.outputs['schema'],
-        analyzer_cache=latest_cache.outputs['cache'], **transform_fn)
+        analyzer_cache=analyzer_cache, **transform_fn)
 
     trainer = Trainer(
         examples=transform.outputs['transformed_examples'],
         transform_graph=transform.outputs['transform_graph'],
         schema=schema_gen.outputs['schema'],
-        base_model=latest_blessed_model.outputs['model'],
+        base_model=base_model,
         config=config.trainer, label_key=label_key)
 
     evaluator = tfx.components.Evaluator(
@@ -134,8 +143,8 @@ def create_pipeline(
     return tfx.dsl.Pipeline(
         pipeline_name=config.pipeline_name,
         pipeline_root=pipeline_root or config.pipeline_root,
-        components=[example_gen, statistics_gen, schema_gen, example_validator, latest_cache,
-                    transform, latest_blessed_model, trainer, evaluator, pusher],
+        components=[example_gen, statistics_gen, schema_gen, example_validator, *resolvers,
+                    transform, trainer, evaluator, pusher],
         enable_cache=config.enable_cache,
         metadata_connection_config=metadata_connection_config,
         beam_pipeline_args=list(config.beam_pipeline_args))

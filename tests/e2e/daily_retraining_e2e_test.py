@@ -55,7 +55,8 @@ def test_three_days_train_on_the_new_span_warm_start_and_push_only_when_blessed(
             data=str(dated_data), work_dir=str(tmp_path / 'work'), date=day,
             example_gen={'input_pattern': '{YYYY}-{MM}-{DD}/*.csv'},
             trainer={'training': {'train_steps': 150, 'eval_steps': 10}},
-            evaluation={'min_value': 0.7})
+            evaluation={'min_value': 0.7},
+            retraining={'warm_start': True, 'analyzer_cache': True})
         summaries.append(run_local(config))
     day1, day2, day3 = summaries
 

@@ -30,7 +30,9 @@ ROOT = 'gs://asynctrain-test/root'
 @pytest.fixture(scope='module')
 def config_file(tmp_path_factory):
     path = tmp_path_factory.mktemp('config') / 'deploy.yaml'
-    path.write_text(yaml.safe_dump({'pipeline_name': 'taxi-daily', 'beam_pipeline_args': ['--direct_num_workers=2']}))
+    path.write_text(yaml.safe_dump({
+        'pipeline_name': 'taxi-daily', 'beam_pipeline_args': ['--direct_num_workers=2'],
+        'retraining': {'warm_start': True, 'analyzer_cache': True}}))
     return path
 
 
@@ -80,7 +82,10 @@ def test_kubeflow_yaml_loads_as_a_pipeline_spec_naming_every_component(kubeflow_
     assert {'StatisticsGen', 'Transform', 'Trainer', 'Evaluator', 'Pusher'} <= set(expected_components)
     # Every other task is an ML Metadata query (a resolver), which runs no image of its own.
     deployment = json_format.MessageToDict(spec.deployment_spec)['executors']
-    for task in set(spec.root.dag.tasks) - set(expected_components):
+    resolver_tasks = set(spec.root.dag.tasks) - set(expected_components)
+    assert any('latest_blessed_model' in t for t in resolver_tasks), resolver_tasks
+    assert any('latest_transform_cache' in t for t in resolver_tasks), resolver_tasks
+    for task in resolver_tasks:
         assert set(deployment[spec.components[task].executor_label]) == {'resolver'}, task
     containers = _executor_args(spec)
     for component_id, executor_class in expected_components.items():

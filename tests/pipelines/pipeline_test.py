@@ -24,10 +24,8 @@ def test_components_are_wired_in_pipeline_order(config):
         'StatisticsGen': [example_gen],
         'ImportSchemaGen': [],
         'ExampleValidator': ['ImportSchemaGen', 'StatisticsGen'],
-        'latest_transform_cache': [],
-        'Transform': sorted([example_gen, 'ImportSchemaGen', 'latest_transform_cache']),
-        'latest_blessed_model': [],
-        'Trainer': ['ImportSchemaGen', 'Transform', 'latest_blessed_model'],
+        'Transform': sorted([example_gen, 'ImportSchemaGen']),
+        'Trainer': ['ImportSchemaGen', 'Transform'],
         'Evaluator': sorted([example_gen, 'Trainer']),
         'Pusher': ['Evaluator', 'Trainer'],
     }
@@ -86,7 +84,8 @@ def test_an_unknown_feature_fails_at_build_time_naming_it(tmp_path):
 
 def test_a_date_selects_that_days_span_and_the_trainer_warm_starts(tmp_path):
     config = load_config(work_dir=str(tmp_path), date='2024-01-02',
-                         example_gen={'input_pattern': '{YYYY}-{MM}-{DD}/*.csv'})
+                         example_gen={'input_pattern': '{YYYY}-{MM}-{DD}/*.csv'},
+                         retraining={'warm_start': True, 'analyzer_cache': True})
     components = {c.id: c for c in pipeline_lib.create_pipeline(config).components}
     example_gen = next(c for i, c in components.items() if i.endswith('ExampleGen'))
     span = json.loads(example_gen.exec_properties['range_config'])['static_range']
@@ -103,3 +102,11 @@ def test_a_date_without_a_dated_input_pattern_is_rejected(tmp_path):
     with pytest.raises(ConfigError, match=r"date: expected YYYY-MM-DD, got '2024-13-01'"):
         load_config(work_dir=str(tmp_path), date='2024-13-01',
                     example_gen={'input_pattern': '{YYYY}{MM}{DD}/*'})
+
+
+def test_retraining_inputs_are_off_by_default_so_a_rerun_is_a_cache_hit(config):
+    components = {c.id: c for c in pipeline_lib.create_pipeline(config).components}
+    assert 'latest_blessed_model' not in components
+    assert 'latest_transform_cache' not in components
+    assert 'base_model' not in components['Trainer'].inputs
+    assert 'analyzer_cache' not in components['Transform'].inputs
