@@ -1,7 +1,5 @@
 """`python -m pipelines` is the `asynctrain` command."""
 
-import sys
+from pipelines.cli import entrypoint
 
-from pipelines.cli import main
-
-sys.exit(main())
+entrypoint()

@@ -28,6 +28,7 @@ warnings.filterwarnings('ignore', category=FutureWarning, module=r'google\..*')
 
 import argparse  # noqa: E402
 import importlib  # noqa: E402
+import logging  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 
@@ -78,5 +79,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     return int(importlib.import_module(args._module).run(args) or 0)
 
 
+def entrypoint() -> None:
+    """The `asynctrain` console script: `main`, then an immediate exit once outputs are written.
+
+    A ParameterServerStrategy cluster's coordinator can take minutes to tear down at interpreter
+    exit after a long run; everything is written and flushed by then, so the process ends at once.
+    """
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
 if __name__ == '__main__':
-    sys.exit(main())
+    entrypoint()
