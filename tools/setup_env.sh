@@ -39,7 +39,9 @@ MSG
 fi
 echo "setup: using $PY ($("$PY" --version 2>&1))"
 
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import sys; assert sys.version_info[:2] == (3, 10)' 2>/dev/null; then
+# Recreate a venv that is missing, of another Python, or left half-made by an interrupted setup.
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import sys; assert sys.version_info[:2] == (3, 10)' 2>/dev/null \
+   || { [ ! -x "$VENV/bin/uv" ] && ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; }; then
   rm -rf "$VENV"
   "$PY" -m venv "$VENV"
 fi
