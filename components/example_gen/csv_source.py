@@ -140,9 +140,15 @@ def _plan(file: _FileInfo, dialect: csv_dialect.CsvDialect,
 
 
 def _read_chunk(chunk: csv_records.Chunk) -> bytes:
+  """The chunk's bytes; a file that changed since it was planned fails naming it (no row lost)."""
   with _open(chunk.path) as f:
     f.seek(chunk.start)
-    return f.read(chunk.end - chunk.start)
+    data = f.read(chunk.end - chunk.start)
+  if len(data) != chunk.end - chunk.start:
+    raise IOError(
+        f'{chunk.path}: the file changed while it was being converted: expected '
+        f'{chunk.end - chunk.start} bytes at offset {chunk.start}, read {len(data)}')
+  return data
 
 
 def _infer_chunk_types(element: tuple[str, int, csv_records.Chunk],

@@ -150,6 +150,42 @@ def test_file_that_vanishes_mid_run_fails_naming_it(stage, corpus_input, tmp_pat
   assert not (out / 'summary.json').exists()
 
 
+def test_file_that_shrinks_mid_run_fails_naming_it_instead_of_losing_rows(
+    corpus_input, tmp_path, monkeypatch):
+  """A file truncated between chunk planning and reading: the run fails naming it, no lost row"""
+  import apache_beam as beam
+
+  input_dir = corpus_input('long_field.csv', 'wrong_column_count.csv')
+  victim = os.path.join(input_dir, 'wrong_column_count.csv')
+  out = tmp_path / 'out'
+  config = csv_source.CsvSourceConfig(
+      input_splits=(('all', os.path.join(input_dir, '*')),), output_splits=(),
+      examples_dir=str(out), dead_letter_dir=str(out / 'dead_letter'),
+      summary_path=str(out / 'summary.json'))
+  transform = csv_source.CsvToExampleFiles(config)
+  read_chunk = csv_source._read_chunk  # pylint: disable=protected-access
+
+  def truncate_then_read(chunk):
+    # The chunk was planned over the whole file; its last line is cut off before it is read.
+    if chunk.path == victim and not truncated:
+      with open(victim, 'rb') as f:
+        data = f.read()
+      last_line = data.rstrip(b'\n').rsplit(b'\n', 1)[1]
+      with open(victim, 'wb') as f:
+        f.write(data[:len(data) - len(last_line) - 1])
+      truncated.append(victim)
+    return read_chunk(chunk)
+  truncated = []
+  monkeypatch.setattr(csv_source, '_read_chunk', truncate_then_read)
+
+  with pytest.raises(Exception) as error:  # Beam wraps the cause in its runner's error type.
+    with beam.Pipeline() as pipeline:
+      _ = pipeline | 'CsvToExampleFiles' >> transform
+  assert victim in str(error.value)
+  assert 'the file changed while it was being converted' in str(error.value)
+  assert not (out / 'summary.json').exists()
+
+
 def test_executor_counts_every_row_of_the_corpus(corpus_input, tmp_path, read_examples,
                                                  read_rejected):
   """All converting corpus files through the executor's Do: artifact counts match the files"""
