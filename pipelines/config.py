@@ -32,6 +32,14 @@ def _absolute(path: str) -> str:
     return path if '://' in path else os.path.abspath(path)
 
 
+def _inside(path: str, directory: str) -> bool:
+    """Whether `path` (a URI or a local path, relative to the current directory) is in `directory`."""
+    if '://' in path or '://' in directory:
+        return path.rstrip('/').startswith(directory.rstrip('/') + '/')
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return os.path.commonpath([path, directory]) == directory
+
+
 def bundled_data_dir() -> str:
     """The Chicago taxi sample that ships inside the installed tfx package (15,002 rows)."""
     import tfx  # Imported here: resolving the default must not load TFX for `--help`.
@@ -140,6 +148,11 @@ class PipelineConfig:
     date: str | None = None
 
     def __post_init__(self):
+        for field, value in (('trainer.training.checkpoint_dir', self.trainer.training.checkpoint_dir),
+                             ('trainer.input.cache_dir', self.trainer.input.cache_dir)):
+            if value and not _inside(value, self.work_dir):
+                raise ConfigError(f'{field}: {value!r} is outside the work directory '
+                                  f'{self.work_dir!r}; give a path under it')
         if self.date is not None:
             try:
                 datetime.date.fromisoformat(self.date)
@@ -243,6 +256,8 @@ def load_config(path: str | None = None, **overrides: Any) -> PipelineConfig:
             raise ConfigError(f'{path}: cannot read the config: {e.strerror}') from None
         except yaml.YAMLError as e:
             raise ConfigError(f'{path}: not valid YAML: {e}') from None
+        except UnicodeDecodeError as e:
+            raise ConfigError(f'{path}: not UTF-8 text (byte {e.start}): {e.reason}') from None
         if not isinstance(data, dict):
             raise ConfigError(f'{path}: expected a mapping of config fields at the top level')
     data.update({k: v for k, v in overrides.items() if v is not None})

@@ -92,15 +92,16 @@ def run_local(config: PipelineConfig, out: TextIO = sys.stdout) -> run_summary.R
       WorkDirBusyError: another run holds the work directory.
       PipelineRunError: a component failed (it published no artifact).
     """
+    # Built first: a bad schema or feature config fails before the work directory is touched.
+    pipeline = create_pipeline(config)
     with exclusive_work_dir(config.work_dir):
-        return _run_locked(config, out)
+        # TFX's helper creates the database's directory, so it comes only once the lock is held.
+        pipeline.metadata_connection_config = (
+            tfx.orchestration.metadata.sqlite_metadata_connection_config(config.metadata_path))
+        return _run_locked(config, pipeline, out)
 
 
-def _run_locked(config: PipelineConfig, out: TextIO) -> run_summary.RunSummary:
-    pipeline = create_pipeline(
-        config,
-        metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
-            config.metadata_path))
+def _run_locked(config: PipelineConfig, pipeline, out: TextIO) -> run_summary.RunSummary:
     ids = [component.id for component in pipeline.components]
     progress = ComponentProgress(ids, out)
     log_path = os.path.join(config.work_dir, 'logs', time.strftime('run-%Y%m%d-%H%M%S.log'))

@@ -176,8 +176,13 @@ def parse_feature_config(data: dict, schema: schema_pb2.Schema,
 def load_schema(path: str) -> schema_pb2.Schema:
     """Reads a schema text proto (`schemas/<dataset>/schema.pbtxt`)."""
     from google.protobuf import text_format
-    with open(path, encoding='utf-8') as f:
-        return text_format.Parse(f.read(), schema_pb2.Schema())
+    try:
+        with open(path, encoding='utf-8') as f:
+            return text_format.Parse(f.read(), schema_pb2.Schema())
+    except OSError as e:
+        raise FeatureConfigError(f'{path}: cannot read the schema: {e.strerror}') from None
+    except (text_format.ParseError, UnicodeDecodeError) as e:
+        raise FeatureConfigError(f'{path}: not a valid Schema text proto: {e}') from None
 
 
 def load_feature_config(path: str, schema_path: str) -> FeatureConfig:
@@ -189,4 +194,6 @@ def load_feature_config(path: str, schema_path: str) -> FeatureConfig:
         raise FeatureConfigError(f'{path}: cannot read the feature config: {e.strerror}') from None
     except yaml.YAMLError as e:
         raise FeatureConfigError(f'{path}: not valid YAML: {e}') from None
+    except UnicodeDecodeError as e:
+        raise FeatureConfigError(f'{path}: not UTF-8 text (byte {e.start}): {e.reason}') from None
     return parse_feature_config(data, load_schema(schema_path), source=path)

@@ -55,9 +55,7 @@ def test_unknown_feature_fails_naming_it(tmp_path, capsys):
   assert 'invalid configuration' in err
   assert "features[1] (fare_usd): unknown feature 'fare_usd': not in the schema" in err
   _assert_no_work(work_dir)
-  # Today the run takes the work directory's lock before building the pipeline, so the lock
-  # file is the only thing left behind.
-  assert set(os.listdir(work_dir)) <= {'.run.lock'}
+  assert not os.path.exists(work_dir)  # The pipeline is built before the work dir is touched.
 
 
 @pytest.mark.integration
@@ -65,12 +63,37 @@ def test_missing_schema_file_fails_naming_it(tmp_path, capsys):
   """Missing schema file: the run stops naming the schema path, before any work starts"""
   dataset = _dataset(tmp_path, schema=False)
   work_dir = tmp_path / 'work'
-  # Today this surfaces as FileNotFoundError out of `asynctrain run` (exit 1 with a traceback),
-  # not as exit 2 'invalid configuration'; see the reliability report.
-  with pytest.raises(FileNotFoundError) as error:
-    _run(_config(tmp_path, f'dataset: {dataset}\n'), work_dir, capsys)
-  assert str(dataset / 'schema.pbtxt') in str(error.value)
-  _assert_no_work(work_dir)
+  status, err = _run(_config(tmp_path, f'dataset: {dataset}\n'), work_dir, capsys)
+  assert status == 2
+  assert f"invalid configuration: {dataset / 'schema.pbtxt'}: cannot read the schema" in err
+  assert not os.path.exists(work_dir)
+
+
+def test_config_that_is_not_utf8_fails_naming_it(tmp_path, capsys):
+  """Config file that is not UTF-8 text: exit 2 naming the file and the byte"""
+  path = tmp_path / 'config.yaml'
+  path.write_bytes(b'pipeline_name: caf\xe9\n')
+  status, err = _run(path, tmp_path / 'work', capsys)
+  assert status == 2
+  assert f'{path}: not UTF-8 text (byte 18)' in err
+  assert not os.path.exists(tmp_path / 'work')
+
+
+@pytest.mark.parametrize('field, section', [
+    ('trainer.training.checkpoint_dir', 'training: {checkpoint_dir: %s}'),
+    ('trainer.input.cache_dir', 'input: {cache_dir: %s}'),
+])
+def test_trainer_paths_outside_the_work_dir_are_refused(field, section, tmp_path, capsys):
+  """Trainer checkpoint or cache directory outside the work directory: exit 2 naming the field"""
+  work_dir = tmp_path / 'work'
+  for outside in ('/etc/cron.d', str(work_dir / '..' / 'elsewhere')):
+    path = _config(tmp_path, 'trainer:\n  ' + section % outside + '\n')
+    status, err = _run(path, work_dir, capsys)
+    assert status == 2
+    assert f'{field}: {outside!r} is outside the work directory' in err
+  inside = _config(tmp_path, 'trainer:\n  ' + section % (work_dir / 'ckpt') + '\n')
+  from pipelines.config import load_config
+  assert load_config(str(inside), work_dir=str(work_dir)).work_dir == str(work_dir)
 
 
 def test_missing_schema_file_fails_examplegen_command(tmp_path, capsys):
