@@ -36,12 +36,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
-import platform
 import shutil
 import sys
 import time
+
+from benchmarks import report
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'input')
 DEFAULT_EXAMPLES = 1_000_000
@@ -495,15 +495,10 @@ def run(args: argparse.Namespace) -> int:
         'ours_vs_tfx': variants['ours']['examples_per_sec'] / variants['tfx']['examples_per_sec'],
         'input_only_examples_per_sec': input_only,
         'model_sweep': sweep,
-        'machine': {'cpus': os.cpu_count(), 'platform': platform.platform(),
-                    'python': platform.python_version()},
-        'finished_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+        'machine': report.machine(),
+        'finished_at': report.finished_at(),
     }
-    result_path = os.path.join(output, 'result.json')
-    with open(result_path, 'w', encoding='utf-8') as f:
-        json.dump(result, f, indent=2)
-    chart_path = os.path.join(output, 'input_pipeline.png')
-    write_chart(result, chart_path)
+    result_path, chart_path = report.write_result(output, result, 'input_pipeline.png', write_chart)
     # The data is regenerated on every run; only the report stays.
     shutil.rmtree(os.path.join(output, 'data'), ignore_errors=True)
 

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
-import platform
 import shutil
 import sys
 import time
+
+from benchmarks import report
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'ps')
 DEFAULT_STEPS = 200
@@ -203,16 +203,11 @@ def run(args: argparse.Namespace) -> int:
         'examples': data.num_examples,
         'model_hidden_units': list(config_lib.ModelConfig().hidden_units),
         'configs': configs,
-        'machine': {'cpus': os.cpu_count(), 'platform': platform.platform(),
-                    'python': platform.python_version()},
+        'machine': report.machine(),
         'seconds_total': time.monotonic() - started,
-        'finished_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+        'finished_at': report.finished_at(),
     }
-    result_path = os.path.join(output, 'result.json')
-    with open(result_path, 'w', encoding='utf-8') as f:
-        json.dump(result, f, indent=2)
-    chart_path = os.path.join(output, 'parameter_server.png')
-    write_chart(result, chart_path)
+    result_path, chart_path = report.write_result(output, result, 'parameter_server.png', write_chart)
     shutil.rmtree(os.path.join(output, 'data'), ignore_errors=True)
     shutil.rmtree(os.path.join(output, 'runs'), ignore_errors=True)
 

@@ -23,11 +23,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
 import time
+
+from benchmarks import report
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'pipeline')
 DEFAULT_ROWS = 15000
@@ -233,15 +234,10 @@ def run(args: argparse.Namespace) -> int:
         'variants': variants,
         'total_stock_over_ours': (variants['stock']['total_seconds']
                                   / variants['ours']['total_seconds']),
-        'machine': {'cpus': os.cpu_count(), 'platform': platform.platform(),
-                    'python': platform.python_version()},
-        'finished_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+        'machine': report.machine(),
+        'finished_at': report.finished_at(),
     }
-    result_path = os.path.join(output, 'result.json')
-    with open(result_path, 'w', encoding='utf-8') as f:
-        json.dump(result, f, indent=2)
-    chart_path = os.path.join(output, 'pipeline.png')
-    write_chart(result, chart_path)
+    result_path, chart_path = report.write_result(output, result, 'pipeline.png', write_chart)
 
     print(f"\n{'component':<18}{'stock':>9}{'ours':>9}{'stock/ours':>12}")
     for name in list(COMPONENTS) + ['total']:

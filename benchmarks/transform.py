@@ -15,12 +15,11 @@ check that they agree feature by feature.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import shutil
 import sys
-import time
+
+from benchmarks import report
 
 DEFAULT_WINDOW = 7
 DEFAULT_ROWS_PER_SPAN = 20000
@@ -140,15 +139,10 @@ def run(args: argparse.Namespace) -> int:
         'mismatched_features': list(comparison.mismatched_features),
         'feature_max_abs_diff': dict(comparison.feature_max_abs_diff),
         'vocabularies_equal': dict(comparison.vocabularies_equal),
-        'machine': {'cpus': os.cpu_count(), 'platform': platform.platform(),
-                    'python': platform.python_version()},
-        'finished_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+        'machine': report.machine(),
+        'finished_at': report.finished_at(),
     }
-    result_path = os.path.join(output, 'result.json')
-    with open(result_path, 'w', encoding='utf-8') as f:
-        json.dump(result, f, indent=2)
-    chart_path = os.path.join(output, 'transform.png')
-    write_chart(result, chart_path)
+    result_path, chart_path = report.write_result(output, result, 'transform.png', write_chart)
 
     print(f"\n{'run':<34}{'wall time':>12}{'CPU time':>12}")
     print(f"{f'B  spans 2-{spans}, with cache':<34}{b.seconds:>10.1f} s{b.cpu_seconds:>10.1f} s")
