@@ -85,13 +85,15 @@ def _component_logs(log_path: str, progress: ComponentProgress):
         file_handler.close()
 
 
-def run_local(config: PipelineConfig, out: TextIO = sys.stdout) -> run_summary.RunSummary:
+def run_local(config: PipelineConfig, out: TextIO | None = None) -> run_summary.RunSummary:
     """Runs the whole pipeline; returns what it produced.
 
     Raises:
       WorkDirBusyError: another run holds the work directory.
       PipelineRunError: a component failed (it published no artifact).
     """
+    # Resolved per call, not at import: the caller may have redirected stdout since.
+    out = out or sys.stdout
     # Built first: a bad schema or feature config fails before the work directory is touched.
     pipeline = create_pipeline(config)
     with exclusive_work_dir(config.work_dir):
