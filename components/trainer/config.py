@@ -186,6 +186,9 @@ class DistributionConfig:
       server_threads: inter-op threads of each in-process or local server; 0 means
         num_workers + 1, which an in-process cluster needs on a small machine not to deadlock.
       startup_timeout_seconds: How long `local_processes` waits for its servers to listen.
+      max_restarts: `local_processes` only: how many times the cluster and the coordinator are
+        restarted from the last checkpoint after a parameter server or the coordinator fails
+        (a lost worker needs no restart); then training fails, naming the last failure.
     """
 
     cluster: str = 'in_process'
@@ -197,6 +200,7 @@ class DistributionConfig:
     max_shards: int = 0
     server_threads: int = 0
     startup_timeout_seconds: float = 120.0
+    max_restarts: int = 3
 
     def __post_init__(self):
         _check_choice('distribution.cluster', self.cluster, CLUSTER_MODES)
@@ -208,6 +212,7 @@ class DistributionConfig:
         _check_positive('distribution.max_shards', self.max_shards, allow_zero=True)
         _check_positive('distribution.server_threads', self.server_threads, allow_zero=True)
         _check_positive('distribution.startup_timeout_seconds', self.startup_timeout_seconds)
+        _check_positive('distribution.max_restarts', self.max_restarts, allow_zero=True)
 
 
 @dataclasses.dataclass(frozen=True)
