@@ -39,3 +39,12 @@ def trained_model(transformed_data, tmp_path_factory) -> TrainedModel:
                         model_run_dir=model_run_dir, transform_graph=transform_graph)
 
 
+
+
+@pytest.fixture
+def fake_api():
+    """A fake Kubernetes API on loopback and a real `TrainingClient` for it (`fake_kubernetes`)."""
+    from tests.components.trainer import fake_kubernetes
+
+    with fake_kubernetes.serve() as server_and_client:
+        yield server_and_client

@@ -6,7 +6,7 @@ Three parts, each usable alone:
   training run into a `KubeflowOrgV1TFJob` built from the Training Operator SDK's models, whose
   Chief, Worker and PS replicas all run `asynctrain train` in `TF_CONFIG` mode.
 - `tf_config_for` gives the `TF_CONFIG` the operator injects into one replica, so that the local
-  launcher (`pipelines/tfjob_local.py`) and tests reproduce a cluster's view exactly.
+  launcher (`components/trainer/tfjob_local.py`) and tests reproduce a cluster's view exactly.
 - `run_tfjob` submits a job through the SDK's `TrainingClient`, waits for it, names the replica
   that made it fail and why, and deletes the job when the caller is cancelled (KFP sends SIGTERM).
 
@@ -477,10 +477,10 @@ def train_on_kubernetes(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m pipelines.tfjob ...`: print the TFJob YAML for review or `kubectl apply --dry-run`."""
+    """`python -m components.trainer.tfjob ...`: print the TFJob YAML for review or `kubectl apply --dry-run`."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog='python -m pipelines.tfjob', description=main.__doc__)
+    parser = argparse.ArgumentParser(prog='python -m components.trainer.tfjob', description=main.__doc__)
     parser.add_argument('--values', default='kubeflow/tfjob-values.yaml')
     parser.add_argument('--name', required=True)
     parser.add_argument('--namespace', required=True)

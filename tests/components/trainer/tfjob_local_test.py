@@ -1,4 +1,4 @@
-"""Tests for pipelines/tfjob_local.py: a TFJob's replicas as processes on 127.0.0.1.
+"""Tests for components/trainer/tfjob_local.py: a TFJob's replicas as processes on 127.0.0.1.
 
 The first tests replace the container command with a small probe (each replica records its
 TF_CONFIG and environment; servers listen on their address; the chief connects to every server)
@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipelines import tfjob as tfjob_lib
-from pipelines import tfjob_local
+from components.trainer import tfjob as tfjob_lib
+from components.trainer import tfjob_local
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 VALUES = REPO / 'kubeflow' / 'tfjob-values.yaml'
 
 PROBE = textwrap.dedent('''

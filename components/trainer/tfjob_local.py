@@ -1,6 +1,6 @@
 """Runs a TFJob's replicas as processes on 127.0.0.1, each with the `TF_CONFIG` the operator gives it.
 
-This is the Kubernetes run without Kubernetes: the same TFJob object `pipelines/tfjob.py` builds,
+This is the Kubernetes run without Kubernetes: the same TFJob object `components/trainer/tfjob.py` builds,
 the same container command and environment, and the operator's `TF_CONFIG` (`tf_config_for`) with
 each `<job>-<type>-<i>.<ns>.svc:<port>` address replaced by `127.0.0.1:<free port>`, the same
 replacement for every replica. Like the operator with `cleanPodPolicy: Running`, the job ends
@@ -26,7 +26,7 @@ from typing import Any
 import portpicker
 from kubeflow.training import models
 
-from pipelines import tfjob as tfjob_lib
+from components.trainer import tfjob as tfjob_lib
 
 _CHIEF = 'Chief'
 _STOP_GRACE_S = 10.0

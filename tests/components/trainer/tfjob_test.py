@@ -1,4 +1,4 @@
-"""Tests for pipelines/tfjob.py: the TFJob and RBAC manifests, TF_CONFIG, and submit/wait/cancel.
+"""Tests for components/trainer/tfjob.py: the TFJob and RBAC manifests, TF_CONFIG, and submit/wait/cancel.
 
 No Kubernetes cluster runs here. Manifests are checked against the Kubernetes 1.26 OpenAPI schemas
 (`kubernetes_validate`, strict: unknown fields fail) and the Training Operator SDK's models; the
@@ -8,23 +8,19 @@ submit/wait/cancel path runs the SDK's real `TrainingClient` against a fake API 
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import signal
-import threading
-import urllib.parse
 from pathlib import Path
 
 import kubernetes_validate
 import pytest
 import yaml
-from kubeflow.training import TrainingClient
-from kubernetes import client as k8s
 
-from pipelines import tfjob as tfjob_lib
+from components.trainer import tfjob as tfjob_lib
+from tests.components.trainer import fake_kubernetes
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 VALUES = REPO / 'kubeflow' / 'tfjob-values.yaml'
 RBAC = REPO / 'kubeflow' / 'rbac.yaml'
 K8S_VERSION = '1.26.0'
@@ -208,73 +204,12 @@ def test_tf_config_is_absent_for_a_single_pod_job_and_indices_are_checked():
         tfjob_lib.tf_config_for(_tfjob(), 'Evaluator', 0)
 
 
-class _FakeKubernetesApi(http.server.BaseHTTPRequestHandler):
-    """Answers the TFJob and Pod calls `TrainingClient` makes; records every request."""
-
-    # Set per test on the server object: a list of TFJob status dicts returned by successive GETs,
-    # the pods to list, and an optional callable run on each GET.
-    def _reply(self, code: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header('Content-Type', 'application/json')
-        self.send_header('Content-Length', str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _record(self) -> dict | None:
-        length = int(self.headers.get('Content-Length') or 0)
-        body = json.loads(self.rfile.read(length)) if length else None
-        parsed = urllib.parse.urlparse(self.path)
-        self.server.requests.append((self.command, parsed.path, urllib.parse.parse_qs(parsed.query), body))
-        return body
-
-    def do_POST(self):
-        body = self._record()
-        self.server.job = body
-        self._reply(201, body)
-
-    def do_GET(self):
-        self._record()
-        path = urllib.parse.urlparse(self.path).path
-        if path.endswith('/pods'):
-            self._reply(200, {'apiVersion': 'v1', 'kind': 'PodList', 'metadata': {}, 'items': self.server.pods})
-            return
-        if self.server.on_get is not None:
-            self.server.on_get()
-        statuses = self.server.statuses
-        status = statuses.pop(0) if len(statuses) > 1 else statuses[0]
-        self._reply(200, {**self.server.job, 'status': status})
-
-    def do_DELETE(self):
-        self._record()
-        self._reply(200, {'kind': 'Status', 'apiVersion': 'v1', 'status': 'Success'})
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def fake_api():
-    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _FakeKubernetesApi)
-    server.requests, server.job, server.pods, server.statuses, server.on_get = [], None, [], [{}], None
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    configuration = k8s.Configuration(host=f'http://127.0.0.1:{server.server_port}')
-    yield server, TrainingClient(client_configuration=configuration)
-    server.shutdown()
-    server.server_close()
-
-
-def _condition(kind: str, message: str = '') -> dict:
-    return {'type': kind, 'status': 'True', 'reason': f'TFJob{kind}', 'message': message}
-
-
 def test_run_tfjob_submits_waits_and_returns_the_succeeded_job(fake_api):
     server, training_client = fake_api
     server.statuses = [
-        {'conditions': [_condition('Created')]},
-        {'conditions': [_condition('Created'), _condition('Running')]},
-        {'conditions': [_condition('Created'), {**_condition('Running'), 'status': 'False'}, _condition('Succeeded')]},
+        {'conditions': [fake_kubernetes.condition('Created')]},
+        {'conditions': [fake_kubernetes.condition('Created'), fake_kubernetes.condition('Running')]},
+        {'conditions': [fake_kubernetes.condition('Created'), {**fake_kubernetes.condition('Running'), 'status': 'False'}, fake_kubernetes.condition('Succeeded')]},
     ]
 
     job = tfjob_lib.run_tfjob(training_client, _tfjob(), timeout_s=30, poll_interval_s=0.01)
@@ -289,7 +224,7 @@ def test_run_tfjob_submits_waits_and_returns_the_succeeded_job(fake_api):
 
 def test_run_tfjob_reports_the_failed_replica_and_keeps_the_job(fake_api):
     server, training_client = fake_api
-    server.statuses = [{'conditions': [_condition('Failed', 'TFJob ml/taxi-train-9 has failed because 1 Worker replica(s) failed.')]}]
+    server.statuses = [{'conditions': [fake_kubernetes.condition('Failed', 'TFJob ml/taxi-train-9 has failed because 1 Worker replica(s) failed.')]}]
     labels = {'training.kubeflow.org/job-name': 'taxi-train-9'}
     server.pods = [
         {
@@ -321,7 +256,7 @@ def test_run_tfjob_reports_the_failed_replica_and_keeps_the_job(fake_api):
 
 def test_sigterm_while_waiting_deletes_the_job(fake_api):
     server, training_client = fake_api
-    server.statuses = [{'conditions': [_condition('Running')]}]
+    server.statuses = [{'conditions': [fake_kubernetes.condition('Running')]}]
     gets = []
 
     def cancel_on_second_get():
@@ -341,7 +276,7 @@ def test_sigterm_while_waiting_deletes_the_job(fake_api):
 
 def test_timeout_deletes_the_job(fake_api):
     server, training_client = fake_api
-    server.statuses = [{'conditions': [_condition('Running')]}]
+    server.statuses = [{'conditions': [fake_kubernetes.condition('Running')]}]
 
     with pytest.raises(TimeoutError, match='did not finish'):
         tfjob_lib.run_tfjob(training_client, _tfjob(), timeout_s=0.05, poll_interval_s=0.01)
@@ -357,7 +292,7 @@ def test_job_names_that_break_service_names_are_refused(name):
 
 def test_train_on_kubernetes_builds_the_job_from_the_values_file_and_runs_it(fake_api):
     server, training_client = fake_api
-    server.statuses = [{'conditions': [_condition('Succeeded')]}]
+    server.statuses = [{'conditions': [fake_kubernetes.condition('Succeeded')]}]
 
     job = tfjob_lib.train_on_kubernetes(
         values_path=VALUES, name='taxi-train-9', namespace='ml', image='registry.example/asynctrain:1',
