@@ -11,5 +11,8 @@ The TFX layer (`spec`, `component`, `executor`) is thin: it turns artifacts into
 - `train_lib`: the loop that owns the strategy, the coordinator, `tf.function`, checkpoints,
   summaries and the training report;
 - `export`: the standalone serving SavedModel;
-- `cli`: `asynctrain train`, also what each Kubernetes replica runs.
+- `cli`: `asynctrain train`, also what each Kubernetes replica runs;
+- `tfjob`: the Training Operator TFJob whose replicas run `cli` (build, `TF_CONFIG`, submit, wait,
+  cancel), and `tfjob_local`, the same TFJob as processes on one machine;
+- `tfjob_training`: the `tfjob` cluster mode, one execution trained as a TFJob.
 """

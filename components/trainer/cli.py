@@ -1,13 +1,17 @@
 """`asynctrain train`: the Trainer outside a TFX pipeline, and what every Kubernetes replica runs.
 
     asynctrain train --examples DIR --transform-graph DIR --output DIR [--config FILE]
+    asynctrain train --examples DIR --transform-graph DIR \
+        --serving-model-dir DIR --model-run-dir DIR [--config FILE]
 
 `--examples` is a transformed Examples artifact directory (`Split-train/`, `Split-eval/`),
 `--transform-graph` Transform's output. The serving SavedModel goes to
 `<output>/model/Format-Serving` (the Model artifact's layout) and summaries, checkpoints and
 `training_report.json` to `<output>/model_run/`; rerunning with the same `--output` resumes from
-the latest checkpoint. `--config` is YAML: a pipeline config with a `trainer:` section, or that
-section alone.
+the latest checkpoint. `--serving-model-dir` and `--model-run-dir` override those two places (the
+Trainer's executor points them at its Model and ModelRun artifacts); with both, `--output` may be
+left out. `--config` is YAML, a local path or a URI TensorFlow's file system reads (`gs://...`):
+a pipeline config with a `trainer:` section, or that section alone.
 
 With `TF_CONFIG` set, the process is the task it names: the chief trains (cluster mode
 `tf_config`), a worker or parameter server starts its server and waits until it is stopped.
@@ -43,8 +47,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='Transformed examples directory with Split-train/ and Split-eval/.')
     parser.add_argument('--transform-graph', required=True,
                         help="Transform's output directory (transform_fn/, transformed_metadata/).")
-    parser.add_argument('--output', required=True,
-                        help='Output directory: model/Format-Serving/ and model_run/.')
+    parser.add_argument('--output', default=None,
+                        help='Output directory: model/Format-Serving/ and model_run/. Required '
+                             'unless --serving-model-dir and --model-run-dir are both given.')
+    parser.add_argument('--serving-model-dir', default=None,
+                        help='Where the serving SavedModel goes (default: '
+                             f'<output>/{MODEL_SUBDIR}/{SERVING_SUBDIR}).')
+    parser.add_argument('--model-run-dir', default=None,
+                        help='Summaries, checkpoints and training_report.json (default: '
+                             f'<output>/{MODEL_RUN_SUBDIR}).')
     parser.add_argument('--config', default=None,
                         help='YAML file: a pipeline config with a "trainer:" section, or the '
                              'section alone. Defaults apply to whatever it leaves out.')
@@ -52,15 +63,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f'Transformed label feature (default: {DEFAULT_LABEL_KEY}).')
     parser.add_argument('--base-model', default=None,
                         help='A serving SavedModel directory to warm-start from.')
+    # `run` checks what argparse cannot (the output flags depend on each other) and reports it
+    # through this parser, with the usage line, the way argparse reports its own errors.
+    parser.set_defaults(_train_parser=parser)
+
+
+def output_dirs(args: argparse.Namespace) -> tuple[str, str]:
+    """The serving model and model run directories the arguments name.
+
+    Raises:
+      ValueError: neither `--output` nor both of `--serving-model-dir` and `--model-run-dir`.
+    """
+    missing = [flag for flag, value in (('--serving-model-dir', args.serving_model_dir),
+                                        ('--model-run-dir', args.model_run_dir)) if not value]
+    if not args.output and missing:
+        raise ValueError(f'--output is required unless --serving-model-dir and --model-run-dir '
+                         f'are both given (missing: {" and ".join(missing)})')
+    return (args.serving_model_dir or os.path.join(args.output, MODEL_SUBDIR, SERVING_SUBDIR),
+            args.model_run_dir or os.path.join(args.output, MODEL_RUN_SUBDIR))
 
 
 def load_config(path: str | None) -> config_lib.TrainerConfig:
     """The TrainerConfig in a YAML file (its `trainer:` section if it has one)."""
     if not path:
         return config_lib.TrainerConfig()
+    import tensorflow as tf
     import yaml
-    with open(path, encoding='utf-8') as f:
-        data = yaml.safe_load(f) or {}
+
+    # tf.io.gfile, so that a replica reads the config the executor wrote next to its artifacts
+    # on the pipeline's storage (gs://, s3://) as well as a local file.
+    if not tf.io.gfile.exists(path):
+        raise OSError(f'{path}: no such file')
+    with tf.io.gfile.GFile(path, 'r') as f:
+        data = yaml.safe_load(f.read()) or {}
     if not isinstance(data, dict):
         raise ValueError(f'{path}: expected a mapping at the top level')
     if 'trainer' in data:
@@ -73,6 +108,10 @@ def load_config(path: str | None) -> config_lib.TrainerConfig:
 
 def run(args: argparse.Namespace) -> int:
     """Runs `train` as parsed by `add_arguments`; returns the exit code."""
+    try:
+        serving_model_dir, model_run_dir = output_dirs(args)
+    except ValueError as e:
+        args._train_parser.error(str(e))
     try:
         trainer_config = load_config(args.config)
     except (OSError, ValueError) as e:
@@ -89,6 +128,11 @@ def run(args: argparse.Namespace) -> int:
         print(f'asynctrain train: TF_CONFIG task type {task_type!r} is not supported; allowed: '
               f'{[cluster_lib.CHIEF, cluster_lib.WORKER, cluster_lib.PS]}', file=sys.stderr)
         return 2
+    if task_type is None and trainer_config.distribution.cluster == 'tfjob':
+        print('asynctrain train: trainer.distribution.cluster: tfjob is run by the Trainer '
+              "component's executor, which submits a TFJob whose replicas run this command with "
+              'TF_CONFIG; without TF_CONFIG, allowed: in_process, local_processes', file=sys.stderr)
+        return 2
     if task_type == cluster_lib.CHIEF:
         trainer_config = dataclasses.replace(
             trainer_config,
@@ -98,8 +142,8 @@ def run(args: argparse.Namespace) -> int:
     report = train_lib.train_and_export(
         examples_dir=args.examples,
         transform_graph_dir=args.transform_graph,
-        serving_model_dir=os.path.join(args.output, MODEL_SUBDIR, SERVING_SUBDIR),
-        model_run_dir=os.path.join(args.output, MODEL_RUN_SUBDIR),
+        serving_model_dir=serving_model_dir,
+        model_run_dir=model_run_dir,
         trainer_config=trainer_config,
         label_key=args.label_key,
         base_model_dir=args.base_model)

@@ -9,10 +9,11 @@ names the field path and the allowed values.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 OPTIMIZERS = ('adagrad', 'adam', 'sgd')
 CACHE_MODES = ('none', 'memory', 'file')
-CLUSTER_MODES = ('in_process', 'local_processes', 'tf_config')
+CLUSTER_MODES = ('in_process', 'local_processes', 'tf_config', 'tfjob')
 PARTITIONERS = ('fixed_shards', 'min_shard_size')
 # tf.data.AUTOTUNE, spelled as the plain integer tf.data uses, so the config needs no TensorFlow.
 AUTOTUNE = -1
@@ -174,7 +175,8 @@ class DistributionConfig:
       cluster: One of `CLUSTER_MODES`. `in_process`: worker and parameter-server servers inside
         the trainer process on free loopback ports; `local_processes`: each a separate process on
         127.0.0.1; `tf_config`: the cluster `TF_CONFIG` describes (Kubernetes TFJob, Vertex AI),
-        where this process is the task `TF_CONFIG` names.
+        where this process is the task `TF_CONFIG` names; `tfjob`: the executor submits a
+        Kubernetes TFJob (see `KubernetesConfig`) whose chief trains in `tf_config` mode, and waits.
       num_workers: Workers for `in_process` and `local_processes` (TF_CONFIG brings its own).
       num_ps: Parameter servers for `in_process` and `local_processes`.
       partitioner: One of `PARTITIONERS`: `fixed_shards` splits each variable into `num_shards`
@@ -215,6 +217,56 @@ class DistributionConfig:
         _check_positive('distribution.max_restarts', self.max_restarts, allow_zero=True)
 
 
+# A job name prefix: a DNS-1035 label start, short enough that `<prefix>-<12-char id>-worker-<i>`,
+# the Service name the Training Operator gives each pod, stays within 63 characters.
+_JOB_NAME_PREFIX = re.compile(r'^[a-z]([-a-z0-9]*[a-z0-9])?$')
+MAX_JOB_NAME_PREFIX = 30
+_NAMESPACE = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
+
+
+@dataclasses.dataclass(frozen=True)
+class KubernetesConfig:
+    """Where and how the `tfjob` cluster mode runs its TFJob; read only when
+    `distribution.cluster` is `tfjob`.
+
+    Attributes:
+      tfjob_values: The TFJob values file (replica counts, resources, node selectors; the format of
+        `kubeflow/tfjob-values.yaml`). A relative path resolves against the project root, which
+        is `/opt/asynctrain` in the image `kubeflow/Dockerfile` builds (it copies the file there);
+        an absolute path names, for example, a ConfigMap mounted into the pipeline step's pod.
+      namespace: Namespace of the TFJob; empty means the namespace of the pod the executor runs
+        in (its service account's, read from the mounted service-account token directory).
+      image: Container image of the replicas: the project image, usually the pipeline's own.
+        Required in `tfjob` mode, because the executor cannot see which image its pod runs.
+      job_name_prefix: Start of the TFJob's name, which ends with an id of the execution; lower-
+        case letters, digits and `-`, starting with a letter, at most `MAX_JOB_NAME_PREFIX`.
+      timeout_seconds: How long the executor waits for the job before deleting it and failing.
+    """
+
+    tfjob_values: str = 'kubeflow/tfjob-values.yaml'
+    namespace: str = ''
+    image: str = ''
+    job_name_prefix: str = 'asynctrain-train'
+    timeout_seconds: float = 86400.0
+
+    def __post_init__(self):
+        if not isinstance(self.tfjob_values, str) or not self.tfjob_values:
+            _fail('kubernetes.tfjob_values', f'expected a file path, got {self.tfjob_values!r}')
+        for name in ('namespace', 'image'):
+            if not isinstance(getattr(self, name), str):
+                _fail(f'kubernetes.{name}', f'expected a string, got {getattr(self, name)!r}')
+        if self.namespace and (not _NAMESPACE.match(self.namespace) or len(self.namespace) > 63):
+            _fail('kubernetes.namespace', f'got {self.namespace!r}; allowed: empty (the pod\'s own '
+                  'namespace) or a DNS label (lower-case letters, digits and "-", at most 63)')
+        prefix = self.job_name_prefix
+        if (not isinstance(prefix, str) or not _JOB_NAME_PREFIX.match(prefix)
+                or len(prefix) > MAX_JOB_NAME_PREFIX):
+            _fail('kubernetes.job_name_prefix', f'got {prefix!r}; allowed: lower-case letters, '
+                  'digits and "-", starting with a letter and not ending with "-", at most '
+                  f'{MAX_JOB_NAME_PREFIX} characters')
+        _check_positive('kubernetes.timeout_seconds', self.timeout_seconds)
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainerConfig:
     """The Trainer's configuration (`trainer:` in the pipeline config).
@@ -224,6 +276,7 @@ class TrainerConfig:
       training: Steps, batch size, optimizer, checkpoints.
       input: The per-worker input pipeline.
       distribution: The cluster and variable sharding.
+      kubernetes: The TFJob of the `tfjob` cluster mode.
       warm_start: Initialize from the base model when the component is given one (and no
         checkpoint is restored).
     """
@@ -232,14 +285,19 @@ class TrainerConfig:
     training: TrainingConfig = dataclasses.field(default_factory=TrainingConfig)
     input: InputConfig = dataclasses.field(default_factory=InputConfig)
     distribution: DistributionConfig = dataclasses.field(default_factory=DistributionConfig)
+    kubernetes: KubernetesConfig = dataclasses.field(default_factory=KubernetesConfig)
     warm_start: bool = True
     label_key: str | None = None
 
     def __post_init__(self):
         for name, cls in (('model', ModelConfig), ('training', TrainingConfig),
-                          ('input', InputConfig), ('distribution', DistributionConfig)):
+                          ('input', InputConfig), ('distribution', DistributionConfig),
+                          ('kubernetes', KubernetesConfig)):
             if not isinstance(getattr(self, name), cls):
                 _fail(name, f'expected a {cls.__name__}, got {type(getattr(self, name)).__name__}')
+        if self.distribution.cluster == 'tfjob' and not self.kubernetes.image:
+            _fail('kubernetes.image', 'required when distribution.cluster is tfjob: the container '
+                  'image the TFJob replicas run (the project image)')
 
 
 def to_dict(config: TrainerConfig) -> dict:
@@ -251,7 +309,7 @@ def from_dict(data: dict | None) -> TrainerConfig:
     """The inverse of `to_dict`; unknown keys raise a ValueError naming them."""
     data = dict(data or {})
     sections = {'model': ModelConfig, 'training': TrainingConfig, 'input': InputConfig,
-                'distribution': DistributionConfig}
+                'distribution': DistributionConfig, 'kubernetes': KubernetesConfig}
     kwargs = {}
     for key, value in data.items():
         if key in sections:

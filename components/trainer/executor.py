@@ -1,10 +1,11 @@
 """The Trainer's executor: artifacts in, plain paths and a TrainerConfig out, then
-`train_lib.train_and_export`, which knows nothing of TFX."""
+`train_lib.train_and_export` in this process, or, in the `tfjob` cluster mode,
+`tfjob_training.train_with_tfjob` on Kubernetes; neither knows anything of TFX."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfx import types
 from tfx.dsl.components.base import base_executor
@@ -14,6 +15,14 @@ from tfx.utils import path_utils
 from components.trainer import config as config_lib
 from components.trainer import spec
 
+if TYPE_CHECKING:
+    from components.trainer import tfjob
+
+# How the `tfjob` mode runs the TFJob it builds (a `tfjob.TFJobRunner`). None submits it to the
+# cluster through the pod's service account. A rehearsal on one machine, and the tests, set
+# `tfjob_local.runner(...)` or a runner with their own `TrainingClient` to run the same job.
+tfjob_runner: tfjob.TFJobRunner | None = None
+
 
 class Executor(base_executor.BaseExecutor):
     """Runs parameter-server training and exports the serving model."""
@@ -21,20 +30,30 @@ class Executor(base_executor.BaseExecutor):
     def Do(self, input_dict: dict[str, list[types.Artifact]],
            output_dict: dict[str, list[types.Artifact]],
            exec_properties: dict[str, Any]) -> None:
-        from components.trainer import train_lib
-
         self._log_startup(input_dict, output_dict, exec_properties)
         trainer_config = config_lib.from_dict(json.loads(exec_properties[spec.CONFIG_KEY]))
         base_models = input_dict.get(spec.BASE_MODEL_KEY) or []
-        base_model_dir = (path_utils.serving_model_path(base_models[-1].uri)
-                          if base_models else None)
-        train_lib.train_and_export(
+        model_uri = artifact_utils.get_single_uri(output_dict[spec.MODEL_KEY])
+        paths = dict(
             examples_dir=artifact_utils.get_single_uri(input_dict[spec.EXAMPLES_KEY]),
             transform_graph_dir=artifact_utils.get_single_uri(
                 input_dict[spec.TRANSFORM_GRAPH_KEY]),
-            serving_model_dir=path_utils.serving_model_path(
-                artifact_utils.get_single_uri(output_dict[spec.MODEL_KEY])),
+            serving_model_dir=path_utils.serving_model_path(model_uri),
             model_run_dir=artifact_utils.get_single_uri(output_dict[spec.MODEL_RUN_KEY]),
-            trainer_config=trainer_config,
-            label_key=exec_properties[spec.LABEL_KEY_KEY],
-            base_model_dir=base_model_dir)
+            base_model_dir=(path_utils.serving_model_path(base_models[-1].uri)
+                            if base_models else None))
+        label_key = exec_properties[spec.LABEL_KEY_KEY]
+
+        if trainer_config.distribution.cluster == 'tfjob':
+            from components.trainer import tfjob_training
+
+            # The Model artifact's URI names this execution in every orchestrator (it holds the
+            # pipeline root, the node and the execution), so no two executions share a job name.
+            tfjob_training.train_with_tfjob(
+                **paths, trainer_config=trainer_config, label_key=label_key,
+                execution_key=model_uri, runner=tfjob_runner)
+            return
+
+        from components.trainer import train_lib
+
+        train_lib.train_and_export(**paths, trainer_config=trainer_config, label_key=label_key)

@@ -10,6 +10,10 @@ Three parts, each usable alone:
 - `run_tfjob` submits a job through the SDK's `TrainingClient`, waits for it, names the replica
   that made it fail and why, and deletes the job when the caller is cancelled (KFP sends SIGTERM).
 
+`train_on_kubernetes` puts them together for the Trainer's executor (`tfjob_training`), with
+`job_name` and `pod_namespace` for where the job goes; a `TFJobRunner` can run the built job
+elsewhere (`tfjob_local.runner`).
+
 Nothing here talks to a cluster at import time; only `run_tfjob` makes API calls.
 """
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import logging
 import os
@@ -24,7 +29,7 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import yaml
@@ -103,28 +108,48 @@ class TrainArguments:
     """The paths one `asynctrain train` run reads and writes; the same for every replica.
 
     Attributes:
-      examples: URI of the transformed or raw Examples artifact the trainer reads.
+      examples: URI of the transformed Examples artifact the trainer reads.
       transform_graph: URI of the Transform graph artifact.
-      output: URI where the chief exports the model (the Trainer's Model artifact).
-      config: Path or URI of the pipeline configuration file the trainer reads its settings from.
+      output: URI under which the chief writes `model/Format-Serving` and `model_run/`; may be
+        empty when `serving_model_dir` and `model_run_dir` are both given.
+      config: Path or URI of the YAML file the trainer reads its settings from.
+      serving_model_dir: Where the chief exports the serving SavedModel, overriding
+        `<output>/model/Format-Serving` (the Trainer's executor passes the Model artifact's).
+      model_run_dir: Where summaries, checkpoints and the training report go, overriding
+        `<output>/model_run` (the executor passes the ModelRun artifact's URI).
+      label_key: The transformed label feature; empty keeps `asynctrain train`'s default.
+      base_model: A serving SavedModel directory to warm-start from; empty for none.
       extra_args: Further `asynctrain train` flags the caller adds, passed through unchanged.
     """
 
     examples: str
     transform_graph: str
-    output: str
-    config: str
+    output: str = ''
+    config: str = ''
+    serving_model_dir: str = ''
+    model_run_dir: str = ''
+    label_key: str = ''
+    base_model: str = ''
     extra_args: tuple[str, ...] = ()
 
+    def __post_init__(self):
+        if not self.output and not (self.serving_model_dir and self.model_run_dir):
+            raise ValueError('output: required unless serving_model_dir and model_run_dir are both '
+                             f'given, got output={self.output!r}, serving_model_dir='
+                             f'{self.serving_model_dir!r}, model_run_dir={self.model_run_dir!r}')
+
     def to_argv(self) -> list[str]:
-        return [
-            'train',
-            '--examples', self.examples,
-            '--transform-graph', self.transform_graph,
-            '--output', self.output,
-            '--config', self.config,
-            *self.extra_args,
-        ]
+        flags = (
+            ('--examples', self.examples),
+            ('--transform-graph', self.transform_graph),
+            ('--output', self.output),
+            ('--serving-model-dir', self.serving_model_dir),
+            ('--model-run-dir', self.model_run_dir),
+            ('--config', self.config),
+            ('--label-key', self.label_key),
+            ('--base-model', self.base_model),
+        )
+        return ['train', *(item for flag, value in flags if value for item in (flag, value)), *self.extra_args]
 
 
 class TFJobFailed(RuntimeError):
@@ -456,6 +481,47 @@ def run_tfjob(
             raise
 
 
+# Runs a built TFJob to completion within a timeout, raising if it fails: `run_tfjob` with a
+# `TrainingClient` on a cluster, or another runner (the local launcher, a test's) for the same job.
+TFJobRunner = Callable[[models.KubeflowOrgV1TFJob, float], Any]
+
+# Where Kubernetes mounts a pod's service-account token, and with it the pod's namespace.
+SERVICE_ACCOUNT_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace'
+# The execution id part of a job name: `<prefix>-<id>` leaves room for `-worker-<i>` in 63.
+_MAX_ID_LENGTH = 12
+
+
+def pod_namespace(path: str | None = None) -> str:
+    """The namespace of the pod this process runs in, as its service account's mount says
+    (`path` defaults to `SERVICE_ACCOUNT_NAMESPACE_FILE`)."""
+    path = path or SERVICE_ACCOUNT_NAMESPACE_FILE
+    try:
+        with open(path, encoding='utf-8') as f:
+            namespace = f.read().strip()
+    except OSError as e:
+        raise ValueError(f'namespace: not set, and the pod namespace file {path} cannot be read '
+                         f'({e.strerror}); outside a Kubernetes pod, set the namespace') from None
+    if not namespace:
+        raise ValueError(f'namespace: not set, and the pod namespace file {path} is empty')
+    return namespace
+
+
+def job_name(prefix: str, execution_id: str) -> str:
+    """`<prefix>-<id>`: the same name for the same execution, valid as a TFJob name.
+
+    An id that is already short lower-case letters and digits (a TFX execution id such as `9`)
+    is used as is, so the job is easy to find; anything else (KFP v2's `<task>_<uuid>`, an
+    artifact URI) becomes the first 12 hex digits of its SHA-256, which stays deterministic.
+    """
+    if not execution_id:
+        raise ValueError('execution_id: expected a non-empty id of the execution')
+    if re.fullmatch(f'[a-z0-9]{{1,{_MAX_ID_LENGTH}}}', execution_id):
+        suffix = execution_id
+    else:
+        suffix = hashlib.sha256(execution_id.encode('utf-8')).hexdigest()[:_MAX_ID_LENGTH]
+    return f'{prefix}-{suffix}'
+
+
 def train_on_kubernetes(
     *,
     values_path: str | os.PathLike[str],
@@ -465,14 +531,20 @@ def train_on_kubernetes(
     train: TrainArguments,
     timeout_s: float,
     training_client: TrainingClient | None = None,
-) -> models.KubeflowOrgV1TFJob:
+    runner: TFJobRunner | None = None,
+) -> Any:
     """What the Trainer's executor calls in a KFP pod: build the TFJob from the values file, run it.
 
-    The default `TrainingClient()` uses the pod's in-cluster service account (the
-    `asynctrain-pipeline` account of kubeflow/rbac.yaml). The chief writes the model under
-    `train.output`, so on return the executor publishes what is there.
+    By default the job is submitted with `run_tfjob` through `training_client`; the default
+    `TrainingClient()` uses the pod's in-cluster service account (the `asynctrain-pipeline`
+    account of kubeflow/rbac.yaml). `runner`, when given, runs the same job instead (e.g.
+    `tfjob_local.runner` on one machine). The chief writes the model where `train` says, so on
+    return the executor publishes what is there. Returns what the runner returns (by default
+    the finished job).
     """
     tfjob = build_tfjob(load_tfjob_settings(values_path), name=name, namespace=namespace, image=image, train=train)
+    if runner is not None:
+        return runner(tfjob, timeout_s)
     return run_tfjob(training_client or TrainingClient(), tfjob, timeout_s=timeout_s)
 
 
@@ -487,10 +559,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--image', required=True)
     parser.add_argument('--examples', required=True)
     parser.add_argument('--transform-graph', required=True)
-    parser.add_argument('--output', required=True)
+    parser.add_argument('--output', default='')
+    parser.add_argument('--serving-model-dir', default='')
+    parser.add_argument('--model-run-dir', default='')
     parser.add_argument('--config', required=True)
+    parser.add_argument('--label-key', default='')
     args = parser.parse_args(argv)
-    train = TrainArguments(args.examples, args.transform_graph, args.output, args.config)
+    try:
+        train = TrainArguments(
+            examples=args.examples, transform_graph=args.transform_graph, output=args.output,
+            config=args.config, serving_model_dir=args.serving_model_dir,
+            model_run_dir=args.model_run_dir, label_key=args.label_key)
+    except ValueError as e:
+        parser.error(str(e))
     tfjob = build_tfjob(
         load_tfjob_settings(args.values), name=args.name, namespace=args.namespace, image=args.image, train=train
     )

@@ -8,6 +8,9 @@ when the chief exits: its exit status is the job's, and the parameter servers an
 serving are stopped.
 
     result = run_local(tfjob, log_dir='/tmp/logs', timeout_s=600)
+
+`runner(log_dir)` is the same as a `tfjob.TFJobRunner`, so the Trainer's executor can run the TFJob
+it builds here instead of on a cluster (a rehearsal, or the end-to-end test).
 """
 
 from __future__ import annotations
@@ -169,3 +172,33 @@ def run_local(
         for t, i, c, p, log in sorted(processes, key=lambda r: (r[0] != _CHIEF, r[0], r[1]))
     )
     return LocalRunResult(succeeded=not message, message=message, replicas=replicas)
+
+
+def runner(log_dir: str, extra_env: Mapping[str, str] | None = None) -> tfjob_lib.TFJobRunner:
+    """A `TFJobRunner` that runs the job with `run_local` and fails as `run_tfjob` would.
+
+    A failed run raises `TFJobFailed` naming each replica that exited with an error (a replica
+    stopped after the chief, like `cleanPodPolicy: Running` removes it, is not one), its exit
+    status and its log file, so the caller reports the same way for a cluster and this machine.
+    """
+
+    def run(tfjob: models.KubeflowOrgV1TFJob, timeout_s: float) -> LocalRunResult:
+        result = run_local(tfjob, log_dir=log_dir, timeout_s=timeout_s, extra_env=extra_env)
+        if not result.succeeded:
+            name = tfjob.metadata.name
+            failed = [
+                {
+                    'replica_type': r.replica_type.lower(),
+                    'index': str(r.index),
+                    'pod': f'{name}-{r.replica_type.lower()}-{r.index}',
+                    'reason': 'Error',
+                    'exit_code': r.returncode,
+                    'message': f'log {r.log_path}',
+                }
+                for r in result.replicas
+                if r.returncode not in (0, -signal.SIGTERM)
+            ]
+            raise tfjob_lib.TFJobFailed(name, result.message, failed)
+        return result
+
+    return run

@@ -117,3 +117,47 @@ def test_tf_config_chief_worker_and_ps_processes(transformed_data, tmp_path):
     finally:
         cluster.stop_processes(servers)
     _check_output(str(tmp_path / 'out'), 40, 1, 1)
+
+
+def test_serving_model_and_model_run_dirs_replace_the_output_layout():
+    both = _parse(['--examples', 'e', '--transform-graph', 't',
+                   '--serving-model-dir', 'gs://b/model/9/Format-Serving',
+                   '--model-run-dir', 'gs://b/model_run/9'])
+    assert cli.output_dirs(both) == ('gs://b/model/9/Format-Serving', 'gs://b/model_run/9')
+    one = _parse(['--examples', 'e', '--transform-graph', 't', '--output', 'o',
+                  '--model-run-dir', 'runs/r'])
+    assert cli.output_dirs(one) == (os.path.join('o', 'model', 'Format-Serving'), 'runs/r')
+    assert cli.output_dirs(_parse(['--examples', 'e', '--transform-graph', 't', '--output', 'o'])) \
+        == (os.path.join('o', 'model', 'Format-Serving'), os.path.join('o', 'model_run'))
+
+
+def test_without_output_both_dirs_are_required_as_an_argparse_error(capsys):
+    args = _parse(['--examples', 'e', '--transform-graph', 't', '--serving-model-dir', 's'])
+    with pytest.raises(SystemExit) as exited:
+        cli.run(args)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith('usage:')
+    assert ('error: --output is required unless --serving-model-dir and --model-run-dir are both '
+            'given (missing: --model-run-dir)') in err
+
+
+def test_config_is_read_through_tensorflows_file_systems():
+    import tensorflow as tf
+    path = 'ram://asynctrain-cli-test/pipeline.yaml'  # a non-local file system, like gs://
+    with tf.io.gfile.GFile(path, 'w') as f:
+        f.write('trainer:\n  training: {train_steps: 7}\n  distribution: {cluster: tf_config}\n')
+    config = cli.load_config(path)
+    assert (config.training.train_steps, config.distribution.cluster) == (7, 'tf_config')
+    with pytest.raises(OSError, match='ram://asynctrain-cli-test/missing.yaml: no such file'):
+        cli.load_config('ram://asynctrain-cli-test/missing.yaml')
+
+
+def test_tfjob_mode_without_tf_config_exits_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv('TF_CONFIG', raising=False)
+    config = tmp_path / 'trainer.yaml'
+    config.write_text('distribution: {cluster: tfjob}\nkubernetes: {image: r/a:1}\n')
+    code = cli.run(_parse(['--examples', 'e', '--transform-graph', 't', '--output', 'o',
+                           '--config', str(config)]))
+    assert code == 2
+    assert 'trainer.distribution.cluster: tfjob is run by the Trainer' in capsys.readouterr().err

@@ -329,3 +329,55 @@ def test_tolerations_from_the_values_file_reach_the_pods(tmp_path):
         {'apiVersion': 'v1', 'kind': 'PodTemplate', 'metadata': {'name': 'w'}, 'template': specs['Worker']['template']},
         K8S_VERSION, strict=True,
     )
+
+
+def test_train_arguments_can_point_the_replicas_at_artifact_uris():
+    train = tfjob_lib.TrainArguments(
+        examples='gs://b/e/7', transform_graph='gs://b/t/7',
+        serving_model_dir='gs://b/Trainer/model/9/Format-Serving', model_run_dir='gs://b/Trainer/model_run/9',
+        config='gs://b/Trainer/model_run/9/trainer_config.yaml', label_key='big_tipper', base_model='gs://b/m/3/Format-Serving',
+    )
+    assert train.to_argv() == [
+        'train', '--examples', 'gs://b/e/7', '--transform-graph', 'gs://b/t/7',
+        '--serving-model-dir', 'gs://b/Trainer/model/9/Format-Serving', '--model-run-dir', 'gs://b/Trainer/model_run/9',
+        '--config', 'gs://b/Trainer/model_run/9/trainer_config.yaml', '--label-key', 'big_tipper',
+        '--base-model', 'gs://b/m/3/Format-Serving',
+    ]
+    with pytest.raises(ValueError, match='output: required unless serving_model_dir and model_run_dir'):
+        tfjob_lib.TrainArguments(examples='e', transform_graph='t', serving_model_dir='s', config='c')
+
+
+def test_job_names_are_deterministic_valid_and_fit_service_names():
+    settings = tfjob_lib.load_tfjob_settings(VALUES)
+    assert tfjob_lib.job_name('asynctrain-train', '9') == 'asynctrain-train-9'
+    uri = 'gs://b/root/asynctrain-taxi/run-2026-11-29/Trainer_1234/model'
+    name = tfjob_lib.job_name('asynctrain-train', uri)
+    assert name == tfjob_lib.job_name('asynctrain-train', uri)
+    assert name != tfjob_lib.job_name('asynctrain-train', uri.replace('1234', '1235'))
+    assert len(name) == len('asynctrain-train-') + 12
+    # The longest prefix the config allows, with the operator's service names, still builds.
+    longest = tfjob_lib.job_name('a' * 30, 'Trainer_' + 'f' * 40)
+    tfjob_lib.build_tfjob(settings, name=longest, namespace='ml', image='r/a:1', train=TRAIN)
+    with pytest.raises(ValueError, match='execution_id: expected'):
+        tfjob_lib.job_name('p', '')
+
+
+def test_pod_namespace_is_read_from_the_service_account_mount(tmp_path):
+    path = tmp_path / 'namespace'
+    path.write_text('kubeflow-user\n')
+    assert tfjob_lib.pod_namespace(str(path)) == 'kubeflow-user'
+    with pytest.raises(ValueError, match='namespace: not set, and the pod namespace file .* cannot be read'):
+        tfjob_lib.pod_namespace(str(tmp_path / 'missing'))
+
+
+def test_train_on_kubernetes_hands_the_built_job_to_a_runner():
+    runs = []
+
+    result = tfjob_lib.train_on_kubernetes(
+        values_path=VALUES, name='taxi-train-9', namespace='ml', image='registry.example/asynctrain:1',
+        train=TRAIN, timeout_s=30, runner=lambda job, timeout_s: runs.append((job, timeout_s)) or 'done',
+    )
+
+    assert result == 'done'
+    ((job, timeout_s),) = runs
+    assert (tfjob_lib.to_manifest(job), timeout_s) == (tfjob_lib.to_manifest(_tfjob()), 30)
