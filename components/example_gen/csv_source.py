@@ -145,7 +145,7 @@ def _read_chunk(chunk: csv_records.Chunk) -> bytes:
     f.seek(chunk.start)
     data = f.read(chunk.end - chunk.start)
   if len(data) != chunk.end - chunk.start:
-    raise IOError(
+    raise OSError(
         f'{chunk.path}: the file changed while it was being converted: expected '
         f'{chunk.end - chunk.start} bytes at offset {chunk.start}, read {len(data)}')
   return data

@@ -16,9 +16,11 @@ a two-core machine deadlocks, every thread blocked on a remote call.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -118,21 +120,40 @@ def _listening(address: str) -> bool:
     return False
 
 
-def start_server_process(cluster_spec: dict, task_type: str, task_id: int,
-                         server_threads: int = 0) -> subprocess.Popen:
-    """Runs one worker or parameter server as `python -m components.trainer.cluster`."""
-    env = dict(os.environ)
-    env['TF_CONFIG'] = json.dumps(
-        {'cluster': cluster_spec, 'task': {'type': task_type, 'index': task_id}})
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """`preexec_fn` for a child that must not outlive the process that started it: on Linux the
+    kernel sends it SIGKILL when its parent dies, even by SIGKILL, so killing a trainer leaves no
+    orphaned servers holding ports. Elsewhere a no-op."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL('libc.so.6', use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def child_env(tf_config: dict | None = None) -> dict:
+    """This process's environment for a child Python process running this package."""
+    env = {k: v for k, v in os.environ.items() if k != 'TF_CONFIG'}
+    if tf_config is not None:
+        env['TF_CONFIG'] = json.dumps(tf_config)
     env['PYTHONPATH'] = os.pathsep.join(
         p for p in (_PACKAGE_ROOT, env.get('PYTHONPATH', '')) if p)
     env.setdefault('TF_USE_LEGACY_KERAS', '1')
     env.setdefault('GRPC_FAIL_FAST', 'use_caller')
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+    return env
+
+
+def start_server_process(cluster_spec: dict, task_type: str, task_id: int,
+                         server_threads: int = 0) -> subprocess.Popen:
+    """Runs one worker or parameter server as `python -m components.trainer.cluster`; it is
+    killed if this process dies."""
+    env = child_env({'cluster': cluster_spec, 'task': {'type': task_type, 'index': task_id}})
     command = [sys.executable, '-m', 'components.trainer.cluster']
     if server_threads:
         command += ['--server-threads', str(server_threads)]
-    return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
+    return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
+                            preexec_fn=die_with_parent)
 
 
 def wait_for_servers(cluster_spec: dict, processes: dict, timeout_seconds: float) -> None:
@@ -155,7 +176,12 @@ def wait_for_servers(cluster_spec: dict, processes: dict, timeout_seconds: float
             time.sleep(0.2)
 
 
-def _start_local_processes(distribution: config_lib.DistributionConfig) -> Cluster:
+def start_server_processes(distribution: config_lib.DistributionConfig) -> tuple[dict, dict]:
+    """Starts `local_processes` servers on fresh loopback ports and waits until they listen.
+
+    Returns:
+      (cluster spec, {(task type, index): process}).
+    """
     spec = _cluster_spec(distribution.num_workers, distribution.num_ps)
     processes = {}
     try:
@@ -167,8 +193,19 @@ def _start_local_processes(distribution: config_lib.DistributionConfig) -> Clust
     except BaseException:
         stop_processes(processes)
         raise
+    return spec, processes
+
+
+def _start_local_processes(distribution: config_lib.DistributionConfig) -> Cluster:
+    spec, processes = start_server_processes(distribution)
     return Cluster(resolver=_simple_resolver(spec), num_workers=distribution.num_workers,
                    num_ps=distribution.num_ps, processes=processes)
+
+
+def _attach(cluster_spec: dict) -> Cluster:
+    return Cluster(resolver=_simple_resolver(cluster_spec),
+                   num_workers=len(cluster_spec.get(WORKER, ())),
+                   num_ps=len(cluster_spec.get(PS, ())))
 
 
 def _from_tf_config() -> Cluster:
@@ -196,16 +233,24 @@ def stop_processes(processes: dict) -> None:
 
 
 @contextlib.contextmanager
-def start(distribution: config_lib.DistributionConfig) -> Iterator[Cluster]:
+def start(distribution: config_lib.DistributionConfig,
+          attach_to: dict | None = None) -> Iterator[Cluster]:
     """The cluster for `distribution.cluster`, torn down (local processes stopped) on exit.
 
     In-process servers cannot be stopped (TensorFlow has no `Server.stop`); they live as long as
     the process, like the strategy that connected to them.
+
+    Args:
+      distribution: The cluster mode and size.
+      attach_to: A cluster spec of servers already running (what `recovery` starts for each
+        attempt): connect to it, start nothing, stop nothing.
     """
     # The coordinator's remote calls must fail fast rather than retry forever when a task is
     # gone, so that ClusterCoordinator sees the failure and reschedules the closure.
     os.environ.setdefault('GRPC_FAIL_FAST', 'use_caller')
-    if distribution.cluster == 'in_process':
+    if attach_to is not None:
+        cluster = _attach(attach_to)
+    elif distribution.cluster == 'in_process':
         cluster = _start_in_process(distribution)
     elif distribution.cluster == 'local_processes':
         cluster = _start_local_processes(distribution)

@@ -27,6 +27,9 @@ from components.trainer.task import BinaryClassificationTask
 
 CHECKPOINT_SUBDIR = 'checkpoints'
 REPORT_FILE = 'training_report.json'
+# The global step as last seen by the coordinator, rewritten at every summary and checkpoint:
+# what a supervisor (`recovery`) or an operator reads to see how far a run got.
+PROGRESS_FILE = 'progress.json'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +50,11 @@ class TrainingReport:
         examples.
       num_workers: Workers in the cluster.
       num_ps: Parameter servers in the cluster.
+      restarts: Times the cluster and coordinator were restarted from a checkpoint (only a
+        `local_processes` run restarts itself; see `recovery`).
+      attempts: One entry per coordinator attempt when there were restarts: attempt,
+        initial_step, last_step (the last global step it recorded; a lower bound of what it
+        reached), outcome.
     """
 
     steps: int
@@ -60,6 +68,15 @@ class TrainingReport:
     eval: dict
     num_workers: int
     num_ps: int
+    restarts: int = 0
+    attempts: tuple = ()
+
+    @classmethod
+    def read(cls, directory: str) -> TrainingReport:
+        with tf.io.gfile.GFile(os.path.join(directory, REPORT_FILE)) as f:
+            data = json.load(f)
+        data['attempts'] = tuple(data.get('attempts', ()))
+        return cls(**data)
 
     def write(self, directory: str) -> str:
         path = os.path.join(directory, REPORT_FILE)
@@ -78,6 +95,23 @@ def make_partitioner(distribution: config_lib.DistributionConfig, num_ps: int):
     return partitioners.MinSizePartitioner(
         min_shard_bytes=distribution.min_shard_bytes,
         max_shards=distribution.max_shards or num_ps)
+
+
+def write_progress(run_dir: str, **progress) -> None:
+    """Replaces `run_dir/progress.json` in one rename, so a reader never sees half of it."""
+    path = os.path.join(run_dir, PROGRESS_FILE)
+    with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
+        f.write(json.dumps({**progress, 'time': time.time()}))
+    tf.io.gfile.rename(path + '.tmp', path, overwrite=True)
+
+
+def read_progress(run_dir: str) -> dict | None:
+    """What `write_progress` last wrote, or None."""
+    path = os.path.join(run_dir, PROGRESS_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as f:
+        return json.load(f)
 
 
 def transfer_weights(source: tf.keras.Model, target: tf.keras.Model, scratch_dir: str) -> None:
@@ -115,6 +149,7 @@ class Trainer:
             max_to_keep=training.max_checkpoints_to_keep,
             step_counter=self.optimizer.iterations)
         self._saved_step = -1
+        self._initial_step = 0
         self.train_steps = self._make_train_function()
 
     def _make_train_function(self) -> Callable:
@@ -181,6 +216,11 @@ class Trainer:
         if step != self._saved_step:
             self.checkpoint_manager.save(checkpoint_number=step, check_interval=False)
             self._saved_step = step
+        self._write_progress(step)
+
+    def _write_progress(self, step: int) -> None:
+        write_progress(self.run_dir, step=step, initial_step=self._initial_step,
+                       checkpoint_step=max(self._saved_step, 0))
 
     def restore(self) -> int:
         """Restores the latest checkpoint if there is one; returns the step it holds (or 0)."""
@@ -195,6 +235,8 @@ class Trainer:
         """Runs until the global step reaches `train_steps`; returns the aggregate measurements."""
         training = self.config.training
         initial_step = int(self.optimizer.iterations.numpy())
+        self._initial_step = initial_step
+        self._write_progress(initial_step)
         per_worker_dataset = self.coordinator.create_per_worker_dataset(self._dataset_fn)
         per_worker_iterator = iter(per_worker_dataset)
         totals = _Totals()
@@ -231,6 +273,7 @@ class Trainer:
                 examples_per_sec = ((step - last_summary_step) * training.batch_size
                                     / max(now - last_summary_time, 1e-9))
                 last_summary_time, last_summary_step = now, step
+                self._write_progress(step)
                 if summary_writer is not None and interval_totals.steps:
                     with summary_writer.as_default(step=step):
                         tf.summary.scalar('train/loss', interval_totals.loss_mean)
@@ -360,7 +403,8 @@ def train_and_export(examples_dir: str,
                      trainer_config: config_lib.TrainerConfig,
                      label_key: str,
                      base_model_dir: str | None = None,
-                     checkpoint_dir: str | None = None) -> TrainingReport:
+                     checkpoint_dir: str | None = None,
+                     cluster_spec: dict | None = None) -> TrainingReport:
     """The whole Trainer, framework-free: what the TFX executor and `asynctrain train` call.
 
     Args:
@@ -374,14 +418,28 @@ def train_and_export(examples_dir: str,
         checkpoint is restored, or when `trainer_config.warm_start` is false).
       checkpoint_dir: Where checkpoints live, overriding `training.checkpoint_dir`; a rerun
         pointing at the same directory resumes from the latest checkpoint.
+      cluster_spec: Servers already running to train on, instead of the cluster
+        `trainer_config.distribution` describes (how `recovery` runs each attempt).
+
+    A `local_processes` run is supervised (`recovery.train_with_restarts`): this process starts
+    the servers and runs the coordinator as a child, restarting both from the last checkpoint
+    when a parameter server or the coordinator fails.
     """
     from components.trainer import export
     from components.trainer import task as task_lib
 
+    if trainer_config.distribution.cluster == 'local_processes' and cluster_spec is None:
+        from components.trainer import recovery
+        return recovery.train_with_restarts(
+            examples_dir=examples_dir, transform_graph_dir=transform_graph_dir,
+            serving_model_dir=serving_model_dir, model_run_dir=model_run_dir,
+            trainer_config=trainer_config, label_key=label_key, base_model_dir=base_model_dir,
+            checkpoint_dir=checkpoint_dir)
+
     schema = task_lib.load_transformed_schema(transform_graph_dir, label_key)
     task = BinaryClassificationTask(schema, trainer_config)
     tf.io.gfile.makedirs(model_run_dir)
-    with cluster_lib.start(trainer_config.distribution) as cluster:
+    with cluster_lib.start(trainer_config.distribution, attach_to=cluster_spec) as cluster:
         trainer = Trainer(task, cluster, examples_dir, model_run_dir,
                           checkpoint_dir or trainer_config.training.checkpoint_dir or None)
         # Created after the strategy connected to the cluster, which renames the local device:

@@ -2,7 +2,7 @@
 deserializes or evaluates data, and the paths a config controls stay under the work directory.
 
 The container and the TFJob pods (non-root, no privilege, resource limits) are checked by
-`tests/pipelines/dockerfile_test.py` and `tests/pipelines/tfjob_test.py`.
+`tests/pipelines/dockerfile_test.py` and `tests/components/trainer/tfjob_test.py`.
 """
 
 import ast
@@ -50,7 +50,7 @@ def test_feature_config_refuses_python_object_tag(tmp_path):
 
 def test_tfjob_values_refuse_python_object_tag(tmp_path):
   """YAML !!python/object tag in the TFJob values file: refused, nothing executed"""
-  from pipelines.tfjob import load_tfjob_settings
+  from components.trainer.tfjob import load_tfjob_settings
   sentinel = tmp_path / 'pwned'
   values = (REPO / 'kubeflow' / 'tfjob-values.yaml').read_text()
   path = tmp_path / 'values.yaml'

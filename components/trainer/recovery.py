@@ -1,0 +1,280 @@
+"""Parameter-server failure recovery for `local_processes` training: restart, restore, go on.
+
+`ClusterCoordinator` survives a lost worker by itself (it reschedules the worker's closures on
+the others). A lost parameter server is different: the variables it held are gone, `schedule`
+and `join` raise `UnavailableError`, and TensorFlow's documented recovery is to bring the server
+back and restart the coordinator, which reconnects, recreates the variables and restores the
+last checkpoint. A process cannot reconnect its own eager context to a new cluster, so that
+restart needs a process boundary; this module is it:
+
+    this process (supervisor)              child process (coordinator)
+    start ps/worker servers  ─── spec ───▶  train_and_export(cluster_spec=...)
+    watch the servers and the child         restore the latest checkpoint, train, export
+    on a cluster failure: stop everything,  exit 0, or EXIT_RETRYABLE on a cluster error,
+    start afresh, run a new child           or 1 on any other error
+
+A failure is retried when a server process died, the coordinator was killed by a signal, or it
+exited with `EXIT_RETRYABLE`; at most `distribution.max_restarts` times, then `TrainingFailed`
+names every attempt. Any other coordinator error (bad data, bad config) fails at once: retrying
+would only repeat it. Each attempt restarts from the latest checkpoint, so the steps redone are at
+most one checkpoint interval plus the executions in flight.
+
+`<model_run>/cluster.json` names the current attempt's processes and addresses (for operators,
+and for the fault-injection tests); `<model_run>/progress.json` the last step the coordinator
+recorded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from components.trainer import cluster as cluster_lib
+from components.trainer import config as config_lib
+
+# EX_TEMPFAIL: the coordinator lost the cluster; a restart can succeed.
+EXIT_RETRYABLE = 75
+CLUSTER_FILE = 'cluster.json'
+_REQUEST_FILE = 'coordinator_request.json'
+_FAILURE_FILE = 'coordinator_failure.json'
+# How long the coordinator gets to notice a dead parameter server and exit by itself before it is
+# killed (it normally raises within seconds; this bounds a hang).
+_NOTICE_GRACE_SECONDS = 60.0
+
+
+class TrainingFailed(RuntimeError):
+    """Training failed and restarting would not help, or the restarts ran out."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Attempt:
+    """One coordinator run.
+
+    Attributes:
+      attempt: 1 for the first run.
+      initial_step: The global step it restored (0 when it started fresh).
+      last_step: The last global step it recorded (a lower bound of the step it reached).
+      outcome: `succeeded`, or why it failed.
+    """
+
+    attempt: int
+    initial_step: int
+    last_step: int
+    outcome: str
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f'signal {-code}'
+
+
+def _describe_exit(code: int) -> str:
+    return f'killed by {_signal_name(code)}' if code < 0 else f'exited with status {code}'
+
+
+def _write_json(path: str, data: dict) -> None:
+    import tensorflow as tf
+    with tf.io.gfile.GFile(path, 'w') as f:
+        f.write(json.dumps(data, indent=2, sort_keys=True))
+
+
+def _read_json(path: str) -> dict | None:
+    import tensorflow as tf
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as f:
+        return json.load(f)
+
+
+def _remove(path: str) -> None:
+    import tensorflow as tf
+    if tf.io.gfile.exists(path):
+        tf.io.gfile.remove(path)
+
+
+def _start_coordinator(request_path: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, '-m', 'components.trainer.recovery', request_path],
+        env=cluster_lib.child_env(), stdin=subprocess.DEVNULL,
+        preexec_fn=cluster_lib.die_with_parent)
+
+
+def _server_failure(servers: dict) -> tuple[str, bool]:
+    """(Which servers have exited and how, '' if none; whether the cluster is broken: a parameter
+    server gone, or every worker. A lost worker alone is not: the coordinator carries on.)"""
+    dead = {task: p.returncode for task, p in servers.items() if p.poll() is not None}
+    description = '; '.join(f'{job} {index} {_describe_exit(code)}'
+                            for (job, index), code in sorted(dead.items()))
+    workers = [task for task in servers if task[0] == cluster_lib.WORKER]
+    broken = (any(job == cluster_lib.PS for job, _ in dead)
+              or bool(workers) and all(task in dead for task in workers))
+    return description, broken
+
+
+def _watch(coordinator: subprocess.Popen, servers: dict) -> tuple[str, bool]:
+    """Waits for the coordinator to exit; returns `_server_failure` as of then. Once the cluster
+    is broken the coordinator gets `_NOTICE_GRACE_SECONDS` to exit on its own, then is killed."""
+    broken_at = None
+    while coordinator.poll() is None:
+        description, broken = _server_failure(servers)
+        if broken and broken_at is None:
+            broken_at = time.monotonic()
+            logging.warning('Cluster failure: %s; waiting for the coordinator to stop',
+                            description)
+        if broken_at is not None and time.monotonic() - broken_at > _NOTICE_GRACE_SECONDS:
+            logging.warning('The coordinator did not stop %.0f s after the cluster failure; '
+                            'killing it', _NOTICE_GRACE_SECONDS)
+            coordinator.kill()
+            coordinator.wait()
+            break
+        time.sleep(0.2)
+    # The coordinator may notice a dead server before this loop does: the server's exit status
+    # is collected a moment later.
+    time.sleep(0.5)
+    return _server_failure(servers)
+
+
+def train_with_restarts(*, examples_dir: str, transform_graph_dir: str, serving_model_dir: str,
+                        model_run_dir: str, trainer_config: config_lib.TrainerConfig,
+                        label_key: str, base_model_dir: str | None = None,
+                        checkpoint_dir: str | None = None):
+    """`train_lib.train_and_export` on a `local_processes` cluster, restarted after cluster
+    failures (see the module docstring). Returns the `TrainingReport` with its attempts.
+
+    Raises:
+      TrainingFailed: the coordinator failed with a non-retryable error, or the cluster kept
+        failing for `distribution.max_restarts` restarts.
+    """
+    import tensorflow as tf
+
+    from components.trainer import train_lib
+
+    distribution = trainer_config.distribution
+    tf.io.gfile.makedirs(model_run_dir)
+    request_path = os.path.join(model_run_dir, _REQUEST_FILE)
+    failure_path = os.path.join(model_run_dir, _FAILURE_FILE)
+    request = {
+        'examples_dir': examples_dir, 'transform_graph_dir': transform_graph_dir,
+        'serving_model_dir': serving_model_dir, 'model_run_dir': model_run_dir,
+        'trainer_config': config_lib.to_dict(trainer_config), 'label_key': label_key,
+        'base_model_dir': base_model_dir, 'checkpoint_dir': checkpoint_dir,
+    }
+    attempts: list[Attempt] = []
+    max_attempts = distribution.max_restarts + 1
+    for number in range(1, max_attempts + 1):
+        _remove(failure_path)
+        _remove(os.path.join(model_run_dir, train_lib.PROGRESS_FILE))
+        spec, servers = cluster_lib.start_server_processes(distribution)
+        coordinator = None
+        try:
+            _write_json(request_path, {**request, 'cluster_spec': spec})
+            coordinator = _start_coordinator(request_path)
+            _write_json(os.path.join(model_run_dir, CLUSTER_FILE), {
+                'attempt': number,
+                'coordinator_pid': coordinator.pid,
+                'tasks': {job: [{'address': address, 'pid': servers[(job, i)].pid}
+                                for i, address in enumerate(spec[job])] for job in spec},
+            })
+            server_failure, cluster_failed = _watch(coordinator, servers)
+        finally:
+            if coordinator is not None and coordinator.poll() is None:
+                coordinator.kill()
+                coordinator.wait()
+            cluster_lib.stop_processes(servers)
+        code = coordinator.returncode
+        progress = train_lib.read_progress(model_run_dir) or {}
+        reported = _read_json(failure_path) or {}
+        if code == 0:
+            attempts.append(Attempt(number, progress.get('initial_step', 0),
+                                    progress.get('step', 0), 'succeeded'))
+            break
+        reasons = [server_failure] if server_failure else []
+        reasons.append(f'coordinator {_describe_exit(code)}'
+                       + (f': {reported["error"]}' if reported.get('error') else ''))
+        outcome = '; '.join(reasons)
+        attempts.append(Attempt(number, progress.get('initial_step', 0),
+                                progress.get('step', 0), outcome))
+        retryable = cluster_failed or code < 0 or code == EXIT_RETRYABLE
+        if not retryable:
+            raise TrainingFailed(f'training failed (not retried: the cluster was intact): '
+                                 f'{outcome}')
+        if number < max_attempts:
+            logging.warning('Attempt %d of %d failed: %s. Restarting the cluster and the '
+                            'coordinator from the latest checkpoint.', number, max_attempts,
+                            outcome)
+    else:
+        history = '\n'.join(f'  attempt {a.attempt} (from step {a.initial_step}, reached at least '
+                            f'{a.last_step}): {a.outcome}' for a in attempts)
+        raise TrainingFailed(
+            f'training failed {len(attempts)} times, the last attempt that '
+            f'distribution.max_restarts = {distribution.max_restarts} allows:\n{history}')
+
+    report = train_lib.TrainingReport.read(model_run_dir)
+    report = dataclasses.replace(report, restarts=len(attempts) - 1,
+                                 attempts=tuple(dataclasses.asdict(a) for a in attempts))
+    report.write(model_run_dir)
+    return report
+
+
+def _is_retryable(error: BaseException) -> bool:
+    """Errors a restarted cluster can cure: the remote runtime lost a task."""
+    import tensorflow as tf
+    return isinstance(error, (tf.errors.UnavailableError, tf.errors.AbortedError,
+                              tf.errors.CancelledError, tf.errors.DeadlineExceededError))
+
+
+def _gist(message: str) -> str:
+    """One line of an error message: TensorFlow's start with a generic line ('Graph execution
+    error:'), so prefer the first line naming a remote task, then the first that says more than
+    a heading."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    for line in lines:
+        if '/job:' in line:
+            return line[:300]
+    for line in lines:
+        if not line.endswith(':'):
+            return line[:300]
+    return lines[0][:300] if lines else ''
+
+
+def coordinator_main(request_path: str) -> int:
+    """The child: one attempt of `train_and_export` on the servers the request names."""
+    from components.trainer import train_lib
+
+    request = _read_json(request_path)
+    model_run_dir = request['model_run_dir']
+    try:
+        train_lib.train_and_export(
+            examples_dir=request['examples_dir'],
+            transform_graph_dir=request['transform_graph_dir'],
+            serving_model_dir=request['serving_model_dir'],
+            model_run_dir=model_run_dir,
+            trainer_config=config_lib.from_dict(request['trainer_config']),
+            label_key=request['label_key'],
+            base_model_dir=request['base_model_dir'],
+            checkpoint_dir=request['checkpoint_dir'],
+            cluster_spec=request['cluster_spec'])
+    except Exception as e:  # noqa: BLE001 - reported to the supervisor, which decides.
+        logging.exception('Coordinator failed')
+        _write_json(os.path.join(model_run_dir, _FAILURE_FILE),
+                    {'error': f'{type(e).__name__}: {_gist(str(e))}', 'details': str(e)[:20000]})
+        return EXIT_RETRYABLE if _is_retryable(e) else 1
+    return 0
+
+
+if __name__ == '__main__':
+    os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+    logging.basicConfig(level=logging.INFO)
+    code = coordinator_main(sys.argv[1])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # ClusterCoordinator's threads may still be retrying a lost task; do not wait for them.
+    os._exit(code)

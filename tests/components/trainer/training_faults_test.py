@@ -1,0 +1,235 @@
+"""Faults during `local_processes` training, injected with SIGKILL: a parameter server dies, the
+whole trainer dies, a fault keeps recurring. Each test checks the final step count, how many steps
+were redone, and that the exported model serves (or, for the recurring fault, that training
+ends with a clear error and nothing left running).
+
+The supervisor (`recovery`) runs in the test process: it only starts processes, and the
+coordinator that connects to the cluster is its child, so no test process joins a cluster.
+"""
+
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from components.trainer import config as config_lib
+from components.trainer import export, recovery, train_lib
+from tests.components.trainer.trainer_testdata import (
+    LABEL_KEY,
+    REPO_ROOT,
+    label_of,
+    raw_example,
+    raw_feature_spec,
+    read_taxi_rows,
+)
+
+pytestmark = pytest.mark.integration
+
+TRAIN_STEPS = 80
+STEPS_PER_EXECUTION = 5
+CHECKPOINT_INTERVAL = 20
+# Kill once the coordinator has recorded this step: past the first checkpoint (20), so a
+# restart from step 0 would show.
+KILL_AFTER_STEP = 30
+
+
+def _config(max_restarts: int = 2) -> config_lib.TrainerConfig:
+    return config_lib.TrainerConfig(
+        training=config_lib.TrainingConfig(
+            train_steps=TRAIN_STEPS, steps_per_execution=STEPS_PER_EXECUTION,
+            checkpoint_interval_steps=CHECKPOINT_INTERVAL, summary_interval_steps=10,
+            eval_steps=2),
+        distribution=config_lib.DistributionConfig(
+            cluster='local_processes', num_workers=2, num_ps=1, max_restarts=max_restarts))
+
+
+def _read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):  # Not written yet, or being replaced.
+        return None
+
+
+def _latest_checkpoint_step(checkpoint_dir) -> int:
+    steps = [int(m.group(1)) for p in glob.glob(os.path.join(checkpoint_dir, 'ckpt-*.index'))
+             if (m := re.search(r'ckpt-(\d+)\.index$', p))]
+    return max(steps, default=0)
+
+
+def _wait_for(condition, timeout=240.0, interval=0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    raise TimeoutError(f'condition not met within {timeout} s')
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (exited, not yet reaped by its parent) has stopped running too.
+    with open(f'/proc/{pid}/stat') as f:
+        return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+
+
+def _cluster_pids(cluster_file) -> list[int]:
+    state = _read_json(cluster_file)
+    return [state['coordinator_pid']] + [t['pid'] for tasks in state['tasks'].values()
+                                         for t in tasks]
+
+
+def _assert_serves(serving_model_dir):
+    rows = read_taxi_rows(5000)[4000:4400]
+    spec = raw_feature_spec()
+    loaded = tf.saved_model.load(serving_model_dir)
+    probabilities = loaded.signatures[export.SERVING_SIGNATURE](
+        examples=tf.constant([raw_example(r, spec) for r in rows]))[export.PROBABILITIES].numpy()
+    assert probabilities.shape == (len(rows), 1)
+    assert np.isfinite(probabilities).all()
+    labels = np.array([label_of(r) for r in rows])
+    # 80 steps on this sample already separate the classes (the label is learnable from fare
+    # and tips-related features); a model restored wrongly would not.
+    assert probabilities[labels == 1].mean() > probabilities[labels == 0].mean()
+
+
+def _train(transformed_data, root, config):
+    return train_lib.train_and_export(
+        transformed_data.examples, transformed_data.transform_graph,
+        os.path.join(root, 'model', 'Format-Serving'), os.path.join(root, 'model_run'),
+        config, LABEL_KEY)
+
+
+def test_killed_parameter_server_restarts_the_cluster_from_the_last_checkpoint(
+        transformed_data, tmp_path):
+    """kill -9 a parameter server mid-training: the cluster and coordinator restart from the
+    last checkpoint and finish."""
+    run_dir = tmp_path / 'model_run'
+    killed = {}
+
+    def kill_parameter_server():
+        def progressed():
+            state = _read_json(run_dir / recovery.CLUSTER_FILE)
+            progress = _read_json(run_dir / train_lib.PROGRESS_FILE)
+            return state if state and progress and progress['step'] >= KILL_AFTER_STEP else None
+        state = _wait_for(progressed)
+        killed['checkpoint'] = _latest_checkpoint_step(run_dir / 'checkpoints')
+        killed['progress'] = _read_json(run_dir / train_lib.PROGRESS_FILE)['step']
+        os.kill(state['tasks']['ps'][0]['pid'], signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_parameter_server, daemon=True)
+    killer.start()
+    report = _train(transformed_data, str(tmp_path), _config())
+    killer.join(timeout=1)
+
+    assert report.steps == TRAIN_STEPS
+    assert report.restarts == 1
+    first, second = report.attempts
+    assert 'ps 0 killed by SIGKILL' in first['outcome']
+    assert second['outcome'] == 'succeeded'
+    # The restart restored the newest checkpoint there was when the server died, and trained
+    # only the remaining steps.
+    assert killed['checkpoint'] >= CHECKPOINT_INTERVAL
+    assert second['initial_step'] == report.initial_step == killed['checkpoint']
+    assert report.steps_this_run == TRAIN_STEPS - killed['checkpoint']
+    # Steps redone: trained by the first attempt after its last checkpoint. At least what it
+    # recorded past it; less than one checkpoint interval (a checkpoint follows every 20).
+    redone = first['last_step'] - second['initial_step']
+    assert first['last_step'] >= killed['progress'] >= KILL_AFTER_STEP
+    assert 0 <= redone < CHECKPOINT_INTERVAL
+    _assert_serves(tmp_path / 'model' / 'Format-Serving')
+
+
+def test_fault_that_keeps_recurring_fails_clearly_after_bounded_retries(transformed_data,
+                                                                        tmp_path):
+    """A parameter server that dies in every attempt: a clear failure after max_restarts
+    restarts, nothing left running, no model exported."""
+    run_dir = tmp_path / 'model_run'
+    killed_attempts, pids = [], []
+    stop = threading.Event()
+
+    def kill_every_attempt():
+        while not stop.is_set():
+            state = _read_json(run_dir / recovery.CLUSTER_FILE)
+            if state and state['attempt'] not in killed_attempts:
+                pids.extend(_cluster_pids(run_dir / recovery.CLUSTER_FILE))
+                os.kill(state['tasks']['ps'][0]['pid'], signal.SIGKILL)
+                killed_attempts.append(state['attempt'])
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=kill_every_attempt, daemon=True)
+    killer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(recovery.TrainingFailed) as failure:
+            _train(transformed_data, str(tmp_path), _config(max_restarts=1))
+    finally:
+        stop.set()
+        killer.join(timeout=5)
+    elapsed = time.monotonic() - started
+
+    message = str(failure.value)
+    assert 'training failed 2 times' in message
+    assert 'distribution.max_restarts = 1' in message
+    assert message.count('ps 0 killed by SIGKILL') == 2
+    assert killed_attempts == [1, 2]
+    # Bounded: two attempts, each ended by the supervisor within its grace period at most.
+    assert elapsed < 2 * (recovery._NOTICE_GRACE_SECONDS + 90)
+    assert pids and not [pid for pid in pids if _alive(pid)]
+    assert not os.path.exists(tmp_path / 'model' / 'Format-Serving' / 'saved_model.pb')
+
+
+def _train_command(transformed_data, output, config_path):
+    return [sys.executable, '-m', 'components.trainer.cli', '--examples',
+            transformed_data.examples, '--transform-graph', transformed_data.transform_graph,
+            '--output', str(output), '--config', str(config_path)]
+
+
+def test_killed_trainer_resumes_from_the_last_checkpoint_when_rerun(transformed_data, tmp_path):
+    """kill -9 the whole trainer (`asynctrain train`) mid-training: its servers and coordinator
+    die with it, and a rerun resumes from the last checkpoint, not step 0."""
+    output, run_dir = tmp_path / 'out', tmp_path / 'out' / 'model_run'
+    config_path = tmp_path / 'trainer.yaml'
+    config_path.write_text(json.dumps(config_lib.to_dict(_config(max_restarts=0))))
+    env = {**os.environ, 'PYTHONPATH': str(REPO_ROOT)}
+    command = _train_command(transformed_data, output, config_path)
+
+    trainer = subprocess.Popen(command, env=env, cwd=REPO_ROOT, stdin=subprocess.DEVNULL)
+    try:
+        progress = _wait_for(lambda: (p := _read_json(run_dir / train_lib.PROGRESS_FILE))
+                             and p['step'] >= KILL_AFTER_STEP and p)
+        checkpoint_at_kill = _latest_checkpoint_step(run_dir / 'checkpoints')
+        children = _cluster_pids(run_dir / recovery.CLUSTER_FILE)
+        trainer.kill()
+        assert trainer.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if trainer.poll() is None:
+            trainer.kill()
+    # The coordinator and every server die with the trainer: nothing holds ports or the files.
+    _wait_for(lambda: not [pid for pid in children if _alive(pid)], timeout=30)
+    assert not os.path.exists(output / 'model' / 'Format-Serving' / 'saved_model.pb')
+
+    rerun = subprocess.run(command, env=env, cwd=REPO_ROOT, timeout=600, capture_output=True,
+                           text=True)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    report = json.loads(rerun.stdout.strip().splitlines()[-1])
+    assert report['steps'] == TRAIN_STEPS
+    assert checkpoint_at_kill >= CHECKPOINT_INTERVAL
+    assert report['initial_step'] == checkpoint_at_kill
+    assert report['steps_this_run'] == TRAIN_STEPS - checkpoint_at_kill
+    redone = progress['step'] - checkpoint_at_kill
+    assert 0 <= redone < CHECKPOINT_INTERVAL
+    _assert_serves(output / 'model' / 'Format-Serving')
