@@ -191,6 +191,9 @@ class DistributionConfig:
       max_restarts: `local_processes` only: how many times the cluster and the coordinator are
         restarted from the last checkpoint after a parameter server or the coordinator fails
         (a lost worker needs no restart); then training fails, naming the last failure.
+      failure_grace_seconds: `local_processes` only: how long the coordinator gets to stop by
+        itself once a parameter server (or every worker) is gone, before it is killed and the
+        attempt counted as failed; bounds a coordinator stuck on a dead server.
     """
 
     cluster: str = 'in_process'
@@ -203,6 +206,7 @@ class DistributionConfig:
     server_threads: int = 0
     startup_timeout_seconds: float = 120.0
     max_restarts: int = 3
+    failure_grace_seconds: float = 30.0
 
     def __post_init__(self):
         _check_choice('distribution.cluster', self.cluster, CLUSTER_MODES)
@@ -215,6 +219,7 @@ class DistributionConfig:
         _check_positive('distribution.server_threads', self.server_threads, allow_zero=True)
         _check_positive('distribution.startup_timeout_seconds', self.startup_timeout_seconds)
         _check_positive('distribution.max_restarts', self.max_restarts, allow_zero=True)
+        _check_positive('distribution.failure_grace_seconds', self.failure_grace_seconds)
 
 
 # A job name prefix: a DNS-1035 label start, short enough that `<prefix>-<12-char id>-worker-<i>`,

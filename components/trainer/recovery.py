@@ -43,9 +43,6 @@ EXIT_RETRYABLE = 75
 CLUSTER_FILE = 'cluster.json'
 _REQUEST_FILE = 'coordinator_request.json'
 _FAILURE_FILE = 'coordinator_failure.json'
-# How long the coordinator gets to notice a dead parameter server and exit by itself before it is
-# killed (it normally raises within seconds; this bounds a hang).
-_NOTICE_GRACE_SECONDS = 60.0
 
 
 class TrainingFailed(RuntimeError):
@@ -119,9 +116,11 @@ def _server_failure(servers: dict) -> tuple[str, bool]:
     return description, broken
 
 
-def _watch(coordinator: subprocess.Popen, servers: dict) -> tuple[str, bool]:
+def _watch(coordinator: subprocess.Popen, servers: dict,
+           grace_seconds: float) -> tuple[str, bool]:
     """Waits for the coordinator to exit; returns `_server_failure` as of then. Once the cluster
-    is broken the coordinator gets `_NOTICE_GRACE_SECONDS` to exit on its own, then is killed."""
+    is broken the coordinator gets `grace_seconds` to exit on its own (it normally raises within
+    seconds), then is killed."""
     broken_at = None
     while coordinator.poll() is None:
         description, broken = _server_failure(servers)
@@ -129,9 +128,9 @@ def _watch(coordinator: subprocess.Popen, servers: dict) -> tuple[str, bool]:
             broken_at = time.monotonic()
             logging.warning('Cluster failure: %s; waiting for the coordinator to stop',
                             description)
-        if broken_at is not None and time.monotonic() - broken_at > _NOTICE_GRACE_SECONDS:
+        if broken_at is not None and time.monotonic() - broken_at > grace_seconds:
             logging.warning('The coordinator did not stop %.0f s after the cluster failure; '
-                            'killing it', _NOTICE_GRACE_SECONDS)
+                            'killing it', grace_seconds)
             coordinator.kill()
             coordinator.wait()
             break
@@ -183,7 +182,8 @@ def train_with_restarts(*, examples_dir: str, transform_graph_dir: str, serving_
                 'tasks': {job: [{'address': address, 'pid': servers[(job, i)].pid}
                                 for i, address in enumerate(spec[job])] for job in spec},
             })
-            server_failure, cluster_failed = _watch(coordinator, servers)
+            server_failure, cluster_failed = _watch(
+                coordinator, servers, distribution.failure_grace_seconds)
         finally:
             if coordinator is not None and coordinator.poll() is None:
                 coordinator.kill()

@@ -100,6 +100,7 @@ def make_partitioner(distribution: config_lib.DistributionConfig, num_ps: int):
 def write_progress(run_dir: str, **progress) -> None:
     """Replaces `run_dir/progress.json` in one rename, so a reader never sees half of it."""
     path = os.path.join(run_dir, PROGRESS_FILE)
+    tf.io.gfile.makedirs(run_dir)
     with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
         f.write(json.dumps({**progress, 'time': time.time()}))
     tf.io.gfile.rename(path + '.tmp', path, overwrite=True)

@@ -42,6 +42,9 @@ CHECKPOINT_INTERVAL = 20
 KILL_AFTER_STEP = 30
 
 
+GRACE_SECONDS = 15.0
+
+
 def _config(max_restarts: int = 2) -> config_lib.TrainerConfig:
     return config_lib.TrainerConfig(
         training=config_lib.TrainingConfig(
@@ -49,7 +52,8 @@ def _config(max_restarts: int = 2) -> config_lib.TrainerConfig:
             checkpoint_interval_steps=CHECKPOINT_INTERVAL, summary_interval_steps=10,
             eval_steps=2),
         distribution=config_lib.DistributionConfig(
-            cluster='local_processes', num_workers=2, num_ps=1, max_restarts=max_restarts))
+            cluster='local_processes', num_workers=2, num_ps=1, max_restarts=max_restarts,
+            failure_grace_seconds=GRACE_SECONDS))
 
 
 def _read_json(path):
@@ -186,8 +190,9 @@ def test_fault_that_keeps_recurring_fails_clearly_after_bounded_retries(transfor
     assert 'distribution.max_restarts = 1' in message
     assert message.count('ps 0 killed by SIGKILL') == 2
     assert killed_attempts == [1, 2]
-    # Bounded: two attempts, each ended by the supervisor within its grace period at most.
-    assert elapsed < 2 * (recovery._NOTICE_GRACE_SECONDS + 90)
+    # Bounded: two attempts, each ended at the latest by the supervisor, a grace period after
+    # the kill (plus the time to start a cluster, generous on a loaded 2-core machine).
+    assert elapsed < 2 * (GRACE_SECONDS + 90)
     assert pids and not [pid for pid in pids if _alive(pid)]
     assert not os.path.exists(tmp_path / 'model' / 'Format-Serving' / 'saved_model.pb')
 
