@@ -146,8 +146,9 @@ class InputConfig:
       num_parallel_calls: Parallelism of the interleave and of the per-batch parse;
         -1 is AUTOTUNE.
       shuffle_buffer: Examples in the shuffle buffer; 0 disables shuffling.
-      cache: One of `CACHE_MODES`: `none`; `memory` keeps the decompressed records in memory
-        after the first pass; `file` keeps them in `cache_dir`.
+      cache: One of `CACHE_MODES`: `none`; `memory` keeps the first epoch's parsed batches in
+        memory and replays them, reshuffled, in later epochs (the transformed split must fit in
+        memory); `file` keeps them in `cache_dir`. See `data.make_dataset` for the trade-off.
       cache_dir: Directory for `cache: file`; empty means the run directory.
       prefetch: Batches prefetched; -1 is AUTOTUNE.
     """

@@ -54,3 +54,35 @@ def test_training_batches_are_full_across_epochs(transformed_data, schema):
     # 4000 train examples: six batches of 700 cross the first epoch boundary.
     sizes = [len(labels) for _, labels in dataset.take(6)]
     assert sizes == [700] * 6
+
+
+@pytest.mark.parametrize('cache', ['memory', 'file'])
+def test_cached_training_replays_every_example_each_epoch_in_a_new_batch_order(
+        transformed_data, schema, cache, tmp_path):
+    batch_size = 100
+    dataset = _dataset(transformed_data, schema, data.TRAIN_SPLIT, True, batch_size, cache,
+                       str(tmp_path / 'cache'))
+    batches_per_epoch = NUM_TRAIN_ROWS // batch_size  # 4000 examples: 40 full batches
+    epochs = list(dataset.take(2 * batches_per_epoch))
+    first, second = epochs[:batches_per_epoch], epochs[batches_per_epoch:]
+
+    def fares(batches):
+        return np.sort(np.concatenate([f['fare'].numpy() for f, _ in batches]))
+
+    def labels(batches):
+        return np.concatenate([lab.numpy() for _, lab in batches])
+
+    # Every training example once per epoch, whether parsed (epoch 1) or replayed (epoch 2).
+    every_example = list(_dataset(transformed_data, schema, data.TRAIN_SPLIT, False, 1000))
+    expected_labels = sorted(labels(every_example))
+    assert len(expected_labels) == NUM_TRAIN_ROWS
+    for epoch in (first, second):
+        assert [len(lab) for _, lab in epoch] == [batch_size] * batches_per_epoch
+        assert sorted(labels(epoch)) == expected_labels
+    np.testing.assert_array_equal(fares(first), fares(every_example))
+    np.testing.assert_array_equal(fares(second), fares(every_example))
+    # Replayed batches hold the same examples as in epoch 1, in a reshuffled order.
+    first_keys = [tuple(f['fare'].numpy()) for f, _ in first]
+    second_keys = [tuple(f['fare'].numpy()) for f, _ in second]
+    assert sorted(first_keys) == sorted(second_keys)
+    assert first_keys != second_keys
