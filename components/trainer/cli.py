@@ -138,15 +138,26 @@ def run(args: argparse.Namespace) -> int:
             trainer_config,
             distribution=dataclasses.replace(trainer_config.distribution, cluster='tf_config'))
 
-    from components.trainer import train_lib
-    report = train_lib.train_and_export(
-        examples_dir=args.examples,
-        transform_graph_dir=args.transform_graph,
-        serving_model_dir=serving_model_dir,
-        model_run_dir=model_run_dir,
-        trainer_config=trainer_config,
-        label_key=args.label_key,
-        base_model_dir=args.base_model)
+    from components.trainer import recovery, train_lib
+    try:
+        report = train_lib.train_and_export(
+            examples_dir=args.examples,
+            transform_graph_dir=args.transform_graph,
+            serving_model_dir=serving_model_dir,
+            model_run_dir=model_run_dir,
+            trainer_config=trainer_config,
+            label_key=args.label_key,
+            base_model_dir=args.base_model)
+    except Exception as e:
+        if not recovery.is_retryable(e):
+            raise
+        # A lost parameter server: the status a TFJob's `ExitCode` restart policy retries, so
+        # the chief's pod restarts and resumes from the last checkpoint.
+        logging.exception('Lost the cluster')
+        print(f'asynctrain train: lost the cluster ({type(e).__name__}); exit '
+              f'{recovery.EXIT_RETRYABLE} so that a restart resumes from the last checkpoint',
+              file=sys.stderr)
+        return recovery.EXIT_RETRYABLE
     print(json.dumps(dataclasses.asdict(report), sort_keys=True))
     return 0
 

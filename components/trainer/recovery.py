@@ -38,8 +38,10 @@ import time
 from components.trainer import cluster as cluster_lib
 from components.trainer import config as config_lib
 
-# EX_TEMPFAIL: the coordinator lost the cluster; a restart can succeed.
-EXIT_RETRYABLE = 75
+# The coordinator lost the cluster; a restart can succeed. At least 128, the range the Training
+# Operator's `ExitCode` restart policy retries (1-127 are permanent), so a TFJob's chief that exits
+# with it restarts, as the supervisor here restarts a local one.
+EXIT_RETRYABLE = 203
 CLUSTER_FILE = 'cluster.json'
 _REQUEST_FILE = 'coordinator_request.json'
 _FAILURE_FILE = 'coordinator_failure.json'
@@ -224,7 +226,7 @@ def train_with_restarts(*, examples_dir: str, transform_graph_dir: str, serving_
     return report
 
 
-def _is_retryable(error: BaseException) -> bool:
+def is_retryable(error: BaseException) -> bool:
     """Errors a restarted cluster can cure: the remote runtime lost a task."""
     import tensorflow as tf
     return isinstance(error, (tf.errors.UnavailableError, tf.errors.AbortedError,
@@ -266,7 +268,7 @@ def coordinator_main(request_path: str) -> int:
         logging.exception('Coordinator failed')
         _write_json(os.path.join(model_run_dir, _FAILURE_FILE),
                     {'error': f'{type(e).__name__}: {_gist(str(e))}', 'details': str(e)[:20000]})
-        return EXIT_RETRYABLE if _is_retryable(e) else 1
+        return EXIT_RETRYABLE if is_retryable(e) else 1
     return 0
 
 

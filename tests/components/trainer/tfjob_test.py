@@ -46,7 +46,7 @@ def test_tfjob_has_chief_workers_and_ps_running_asynctrain_train():
     assert manifest['metadata'] == {'name': 'taxi-train-9', 'namespace': 'ml', 'labels': {'app.kubernetes.io/part-of': 'asynctrain'}}
     specs = manifest['spec']['tfReplicaSpecs']
     assert {t: s['replicas'] for t, s in specs.items()} == {'Chief': 1, 'Worker': 2, 'PS': 2}
-    assert {t: s['restartPolicy'] for t, s in specs.items()} == {'Chief': 'Never', 'Worker': 'OnFailure', 'PS': 'OnFailure'}
+    assert {t: s['restartPolicy'] for t, s in specs.items()} == {'Chief': 'ExitCode', 'Worker': 'OnFailure', 'PS': 'OnFailure'}
     assert manifest['spec']['runPolicy'] == {
         'cleanPodPolicy': 'Running',
         'activeDeadlineSeconds': 86400,
