@@ -10,17 +10,9 @@ from tfx.types import standard_artifacts
 
 from components.trainer import config as config_lib
 from components.trainer import executor, spec, train_lib
-from tests.components.trainer.trainer_testdata import LABEL_KEY, SCHEMA_PBTXT
+from tests.components.trainer.trainer_testdata import LABEL_KEY, SCHEMA_PBTXT, make_artifact
 
 pytestmark = pytest.mark.integration
-
-
-def _artifact(cls, uri, split_names=None):
-    artifact = cls()
-    artifact.uri = str(uri)
-    if split_names:
-        artifact.split_names = json.dumps(split_names)
-    return artifact
 
 
 def test_do_trains_warm_started_and_exports(transformed_data, trained_model, tmp_path):
@@ -33,15 +25,15 @@ def test_do_trains_warm_started_and_exports(transformed_data, trained_model, tmp
     config = config_lib.TrainerConfig(training=config_lib.TrainingConfig(
         train_steps=10, steps_per_execution=5, learning_rate=1e-7, optimizer='sgd'))
     input_dict = {
-        spec.EXAMPLES_KEY: [_artifact(standard_artifacts.Examples, transformed_data.examples,
+        spec.EXAMPLES_KEY: [make_artifact(standard_artifacts.Examples, transformed_data.examples,
                                       ['train', 'eval'])],
-        spec.TRANSFORM_GRAPH_KEY: [_artifact(standard_artifacts.TransformGraph,
+        spec.TRANSFORM_GRAPH_KEY: [make_artifact(standard_artifacts.TransformGraph,
                                              transformed_data.transform_graph)],
-        spec.SCHEMA_KEY: [_artifact(standard_artifacts.Schema, schema_dir)],
-        spec.BASE_MODEL_KEY: [_artifact(standard_artifacts.Model, base_model_uri)],
+        spec.SCHEMA_KEY: [make_artifact(standard_artifacts.Schema, schema_dir)],
+        spec.BASE_MODEL_KEY: [make_artifact(standard_artifacts.Model, base_model_uri)],
     }
-    model = _artifact(standard_artifacts.Model, tmp_path / 'model')
-    model_run = _artifact(standard_artifacts.ModelRun, tmp_path / 'model_run')
+    model = make_artifact(standard_artifacts.Model, tmp_path / 'model')
+    model_run = make_artifact(standard_artifacts.ModelRun, tmp_path / 'model_run')
     output_dict = {spec.MODEL_KEY: [model], spec.MODEL_RUN_KEY: [model_run]}
     exec_properties = {spec.CONFIG_KEY: json.dumps(config_lib.to_dict(config)),
                        spec.LABEL_KEY_KEY: LABEL_KEY}

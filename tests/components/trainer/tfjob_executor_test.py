@@ -25,32 +25,24 @@ from components.trainer import cli, executor, spec, tfjob_local, tfjob_training
 from components.trainer import config as config_lib
 from components.trainer import tfjob as tfjob_lib
 from tests.components.trainer import fake_kubernetes
-from tests.components.trainer.trainer_testdata import LABEL_KEY
+from tests.components.trainer.trainer_testdata import LABEL_KEY, make_artifact
 
 REPO = Path(__file__).resolve().parents[3]
 IMAGE = 'registry.example/asynctrain:1'
-
-
-def _artifact(cls, uri, split_names=None):
-    artifact = cls()
-    artifact.uri = str(uri)
-    if split_names:
-        artifact.split_names = json.dumps(split_names)
-    return artifact
 
 
 def _run_do(tmp_path, config, examples='gs://b/Transform/transformed_examples/7',
             transform_graph='gs://b/Transform/transform_graph/7', base_model=None):
     """Runs `Executor.Do` in `tfjob` mode; returns the Model and ModelRun artifacts."""
     input_dict = {
-        spec.EXAMPLES_KEY: [_artifact(standard_artifacts.Examples, examples, ['train', 'eval'])],
-        spec.TRANSFORM_GRAPH_KEY: [_artifact(standard_artifacts.TransformGraph, transform_graph)],
-        spec.SCHEMA_KEY: [_artifact(standard_artifacts.Schema, tmp_path / 'schema')],
+        spec.EXAMPLES_KEY: [make_artifact(standard_artifacts.Examples, examples, ['train', 'eval'])],
+        spec.TRANSFORM_GRAPH_KEY: [make_artifact(standard_artifacts.TransformGraph, transform_graph)],
+        spec.SCHEMA_KEY: [make_artifact(standard_artifacts.Schema, tmp_path / 'schema')],
     }
     if base_model:
-        input_dict[spec.BASE_MODEL_KEY] = [_artifact(standard_artifacts.Model, base_model)]
-    model = _artifact(standard_artifacts.Model, tmp_path / 'Trainer' / 'model' / '9')
-    model_run = _artifact(standard_artifacts.ModelRun, tmp_path / 'Trainer' / 'model_run' / '9')
+        input_dict[spec.BASE_MODEL_KEY] = [make_artifact(standard_artifacts.Model, base_model)]
+    model = make_artifact(standard_artifacts.Model, tmp_path / 'Trainer' / 'model' / '9')
+    model_run = make_artifact(standard_artifacts.ModelRun, tmp_path / 'Trainer' / 'model_run' / '9')
     exec_properties = {spec.CONFIG_KEY: json.dumps(config_lib.to_dict(config)),
                        spec.LABEL_KEY_KEY: LABEL_KEY}
     executor.Executor().Do(input_dict, {spec.MODEL_KEY: [model], spec.MODEL_RUN_KEY: [model_run]},

@@ -171,3 +171,14 @@ def raw_feature_spec() -> dict:
 def label_of(row: dict) -> int:
     """The taxi label as features.yaml defines it: tips > 0.2 * fare, missing counting as 0."""
     return int(float(row['tips'] or 0) > 0.2 * float(row['fare'] or 0))
+
+
+def make_artifact(cls, uri, split_names=None):
+    """A TFX artifact of type `cls` at `uri`, with its split names when given."""
+    import json
+
+    artifact = cls()
+    artifact.uri = str(uri)
+    if split_names:
+        artifact.split_names = json.dumps(split_names)
+    return artifact
