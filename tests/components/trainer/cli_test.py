@@ -12,7 +12,7 @@ import pytest
 
 from components.trainer import cli, cluster
 from components.trainer import config as config_lib
-from tests.components.trainer.trainer_testdata import REPO_ROOT
+from tests.components.trainer.trainer_testdata import REPO_ROOT, assert_serves_raw_examples
 
 
 def _parse(argv):
@@ -88,7 +88,7 @@ def test_local_processes_cluster_survives_a_killed_worker(transformed_data, tmp_
     # failure can add up to steps_per_execution (5) steps.
     assert outcome['victim_exit'] == -9
     assert outcome['killed_at'] < 60 <= outcome['steps'] <= 60 + 5
-    assert os.path.exists(tmp_path / 'model' / 'Format-Serving' / 'saved_model.pb')
+    assert_serves_raw_examples(tmp_path / 'model' / 'Format-Serving')
 
 
 @pytest.mark.integration

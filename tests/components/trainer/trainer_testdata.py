@@ -182,3 +182,22 @@ def make_artifact(cls, uri, split_names=None):
     if split_names:
         artifact.split_names = json.dumps(split_names)
     return artifact
+
+
+def assert_serves_raw_examples(serving_model_dir) -> None:
+    """The exported model scores 400 held-out raw tf.Examples through `serving_default` with
+    finite probabilities that rank the positive class higher on average."""
+    import numpy as np
+    import tensorflow as tf
+
+    from components.trainer import export
+
+    rows = read_taxi_rows(5000)[4000:4400]
+    spec = raw_feature_spec()
+    loaded = tf.saved_model.load(str(serving_model_dir))
+    probabilities = loaded.signatures[export.SERVING_SIGNATURE](
+        examples=tf.constant([raw_example(r, spec) for r in rows]))[export.PROBABILITIES].numpy()
+    assert probabilities.shape == (len(rows), 1)
+    assert np.isfinite(probabilities).all()
+    labels = np.array([label_of(r) for r in rows])
+    assert probabilities[labels == 1].mean() > probabilities[labels == 0].mean()

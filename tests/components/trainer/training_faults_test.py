@@ -17,19 +17,14 @@ import sys
 import threading
 import time
 
-import numpy as np
 import pytest
-import tensorflow as tf
 
 from components.trainer import config as config_lib
-from components.trainer import export, recovery, train_lib
+from components.trainer import recovery, train_lib
 from tests.components.trainer.trainer_testdata import (
     LABEL_KEY,
     REPO_ROOT,
-    label_of,
-    raw_example,
-    raw_feature_spec,
-    read_taxi_rows,
+    assert_serves_raw_examples,
 )
 
 pytestmark = pytest.mark.integration
@@ -96,20 +91,6 @@ def _cluster_pids(cluster_file) -> list[int]:
                                          for t in tasks]
 
 
-def _assert_serves(serving_model_dir):
-    rows = read_taxi_rows(5000)[4000:4400]
-    spec = raw_feature_spec()
-    loaded = tf.saved_model.load(serving_model_dir)
-    probabilities = loaded.signatures[export.SERVING_SIGNATURE](
-        examples=tf.constant([raw_example(r, spec) for r in rows]))[export.PROBABILITIES].numpy()
-    assert probabilities.shape == (len(rows), 1)
-    assert np.isfinite(probabilities).all()
-    labels = np.array([label_of(r) for r in rows])
-    # 80 steps on this sample already separate the classes (the label is learnable from fare
-    # and tips-related features); a model restored wrongly would not.
-    assert probabilities[labels == 1].mean() > probabilities[labels == 0].mean()
-
-
 def _train(transformed_data, root, config):
     return train_lib.train_and_export(
         transformed_data.examples, transformed_data.transform_graph,
@@ -154,7 +135,7 @@ def test_killed_parameter_server_restarts_the_cluster_from_the_last_checkpoint(
     redone = first['last_step'] - second['initial_step']
     assert first['last_step'] >= killed['progress'] >= KILL_AFTER_STEP
     assert 0 <= redone < CHECKPOINT_INTERVAL
-    _assert_serves(tmp_path / 'model' / 'Format-Serving')
+    assert_serves_raw_examples(tmp_path / 'model' / 'Format-Serving')
 
 
 def test_fault_that_keeps_recurring_fails_clearly_after_bounded_retries(transformed_data,
@@ -237,4 +218,4 @@ def test_killed_trainer_resumes_from_the_last_checkpoint_when_rerun(transformed_
     assert report['steps_this_run'] == TRAIN_STEPS - checkpoint_at_kill
     redone = progress['step'] - checkpoint_at_kill
     assert 0 <= redone < CHECKPOINT_INTERVAL
-    _assert_serves(output / 'model' / 'Format-Serving')
+    assert_serves_raw_examples(output / 'model' / 'Format-Serving')
