@@ -76,6 +76,7 @@ def _check_output(output, steps, num_workers, num_ps):
 
 @pytest.mark.integration
 def test_local_processes_cluster_survives_a_killed_worker(transformed_data, tmp_path):
+    """kill -9 a worker mid-training: the other worker finishes the steps; the model serves."""
     result = subprocess.run(
         [sys.executable, '-m', 'tests.components.trainer.worker_failure_scenario',
          transformed_data.examples, transformed_data.transform_graph, str(tmp_path)],
@@ -93,6 +94,7 @@ def test_local_processes_cluster_survives_a_killed_worker(transformed_data, tmp_
 
 @pytest.mark.integration
 def test_tf_config_chief_worker_and_ps_processes(transformed_data, tmp_path):
+    """Chief, worker and parameter server as separate processes from TF_CONFIG, as in a TFJob."""
     ports = [portpicker.pick_unused_port() for _ in range(3)]
     cluster_spec = {'chief': [f'127.0.0.1:{ports[0]}'], 'worker': [f'127.0.0.1:{ports[1]}'],
                     'ps': [f'127.0.0.1:{ports[2]}']}

@@ -86,6 +86,7 @@ def _config(train_steps, steps_per_execution=4, checkpoint_interval_steps=10):
 
 
 def test_resume_continues_at_the_saved_step_in_one_trace(transformed_data, tmp_path):
+    """A second run on the same checkpoints resumes at the saved step, optimizer state included."""
     first = train_lib.train_and_export(
         transformed_data.examples, transformed_data.transform_graph,
         str(tmp_path / 'model'), str(tmp_path / 'run'), _config(30), LABEL_KEY)

@@ -100,8 +100,10 @@ def _train(transformed_data, root, config):
 
 def test_killed_parameter_server_restarts_the_cluster_from_the_last_checkpoint(
         transformed_data, tmp_path):
-    """kill -9 a parameter server mid-training: the cluster and coordinator restart from the
-    last checkpoint and finish."""
+    """kill -9 a parameter server mid-training: restarted from the last checkpoint, completes.
+
+    The supervisor restarts the cluster and the coordinator; the step count, the checkpoint
+    restored and the steps redone are checked, and the exported model serves."""
     run_dir = tmp_path / 'model_run'
     killed = {}
 
@@ -140,8 +142,10 @@ def test_killed_parameter_server_restarts_the_cluster_from_the_last_checkpoint(
 
 def test_fault_that_keeps_recurring_fails_clearly_after_bounded_retries(transformed_data,
                                                                         tmp_path):
-    """A parameter server that dies in every attempt: a clear failure after max_restarts
-    restarts, nothing left running, no model exported."""
+    """A parameter server killed in every attempt: a clear failure after bounded retries.
+
+    `max_restarts` restarts, then `TrainingFailed` naming each attempt; nothing left running, no
+    model exported."""
     run_dir = tmp_path / 'model_run'
     killed_attempts, pids = [], []
     stop = threading.Event()
@@ -185,8 +189,10 @@ def _train_command(transformed_data, output, config_path):
 
 
 def test_killed_trainer_resumes_from_the_last_checkpoint_when_rerun(transformed_data, tmp_path):
-    """kill -9 the whole trainer (`asynctrain train`) mid-training: its servers and coordinator
-    die with it, and a rerun resumes from the last checkpoint, not step 0."""
+    """kill -9 the whole trainer mid-training: the rerun resumes from the last checkpoint.
+
+    `asynctrain train` is killed; its servers and coordinator die with it, and the same command
+    run again starts at the last checkpoint, not step 0, and exports a model that serves."""
     output, run_dir = tmp_path / 'out', tmp_path / 'out' / 'model_run'
     config_path = tmp_path / 'trainer.yaml'
     config_path.write_text(json.dumps(config_lib.to_dict(_config(max_restarts=0))))
