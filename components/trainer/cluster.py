@@ -123,12 +123,23 @@ def _listening(address: str) -> bool:
 _PR_SET_PDEATHSIG = 1
 
 
+def _load_prctl():
+    with contextlib.suppress(OSError, AttributeError):
+        return ctypes.CDLL('libc.so.6', use_errno=True).prctl
+    return None
+
+
+# Looked up here, in the parent: loading a library in a child forked from a multi-threaded
+# process (TensorFlow's) could deadlock on the loader's lock.
+_PRCTL = _load_prctl()
+
+
 def die_with_parent() -> None:
     """`preexec_fn` for a child that must not outlive the process that started it: on Linux the
     kernel sends it SIGKILL when its parent dies, even by SIGKILL, so killing a trainer leaves no
     orphaned servers holding ports. Elsewhere a no-op."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL('libc.so.6', use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def child_env(tf_config: dict | None = None) -> dict:
