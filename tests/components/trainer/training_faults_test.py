@@ -113,9 +113,13 @@ def test_killed_parameter_server_restarts_the_cluster_from_the_last_checkpoint(
             progress = _read_json(run_dir / train_lib.PROGRESS_FILE)
             return state if state and progress and progress['step'] >= KILL_AFTER_STEP else None
         state = _wait_for(progressed)
-        killed['checkpoint'] = _latest_checkpoint_step(run_dir / 'checkpoints')
         killed['progress'] = _read_json(run_dir / train_lib.PROGRESS_FILE)['step']
         os.kill(state['tasks']['ps'][0]['pid'], signal.SIGKILL)
+        # Once the first coordinator has exited, no checkpoint of the first attempt can appear
+        # (one being written at the kill may still have completed); the second attempt needs a
+        # new cluster and 20 steps before its own first checkpoint.
+        _wait_for(lambda: not _alive(state['coordinator_pid']), timeout=120, interval=0.05)
+        killed['checkpoint'] = _latest_checkpoint_step(run_dir / 'checkpoints')
 
     killer = threading.Thread(target=kill_parameter_server, daemon=True)
     killer.start()
@@ -201,9 +205,8 @@ def test_killed_trainer_resumes_from_the_last_checkpoint_when_rerun(transformed_
 
     trainer = subprocess.Popen(command, env=env, cwd=REPO_ROOT, stdin=subprocess.DEVNULL)
     try:
-        progress = _wait_for(lambda: (p := _read_json(run_dir / train_lib.PROGRESS_FILE))
-                             and p['step'] >= KILL_AFTER_STEP and p)
-        checkpoint_at_kill = _latest_checkpoint_step(run_dir / 'checkpoints')
+        _wait_for(lambda: (p := _read_json(run_dir / train_lib.PROGRESS_FILE))
+                  and p['step'] >= KILL_AFTER_STEP)
         children = _cluster_pids(run_dir / recovery.CLUSTER_FILE)
         trainer.kill()
         assert trainer.wait(timeout=30) == -signal.SIGKILL
@@ -213,6 +216,10 @@ def test_killed_trainer_resumes_from_the_last_checkpoint_when_rerun(transformed_
     # The coordinator and every server die with the trainer: nothing holds ports or the files.
     _wait_for(lambda: not [pid for pid in children if _alive(pid)], timeout=30)
     assert not os.path.exists(output / 'model' / 'Format-Serving' / 'saved_model.pb')
+    # What the killed run left: its last checkpoint, and the last step it recorded.
+    checkpoint_at_kill = _latest_checkpoint_step(run_dir / 'checkpoints')
+    progress = _read_json(run_dir / train_lib.PROGRESS_FILE)
+    assert progress['step'] >= KILL_AFTER_STEP
 
     rerun = subprocess.run(command, env=env, cwd=REPO_ROOT, timeout=600, capture_output=True,
                            text=True)
