@@ -205,8 +205,6 @@ def in_memory_dataset(task, data: TransformedExamples):
 
 def cached_dataset(task, data: TransformedExamples):
     """Our dataset with `input.cache: memory`."""
-    import dataclasses
-
     from components.trainer import data as data_lib
     from components.trainer import task as task_lib
 

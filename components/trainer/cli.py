@@ -134,9 +134,7 @@ def run(args: argparse.Namespace) -> int:
               'TF_CONFIG; without TF_CONFIG, allowed: in_process, local_processes', file=sys.stderr)
         return 2
     if task_type == cluster_lib.CHIEF:
-        trainer_config = dataclasses.replace(
-            trainer_config,
-            distribution=dataclasses.replace(trainer_config.distribution, cluster='tf_config'))
+        trainer_config = config_lib.in_tf_config_mode(trainer_config)
 
     from components.trainer import recovery, train_lib
     try:

@@ -306,6 +306,14 @@ class TrainerConfig:
                   'image the TFJob replicas run (the project image)')
 
 
+def in_tf_config_mode(config: TrainerConfig) -> TrainerConfig:
+    """The same settings with `distribution.cluster: tf_config`: what a TFJob's chief trains
+    with, coordinating the cluster `TF_CONFIG` describes (rather than, in `tfjob` mode,
+    submitting another TFJob)."""
+    return dataclasses.replace(
+        config, distribution=dataclasses.replace(config.distribution, cluster='tf_config'))
+
+
 def to_dict(config: TrainerConfig) -> dict:
     """The config as plain JSON-able data (tuples become lists)."""
     return dataclasses.asdict(config)

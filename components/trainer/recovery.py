@@ -27,7 +27,6 @@ recorded.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import signal
@@ -77,20 +76,6 @@ def _signal_name(code: int) -> str:
 
 def _describe_exit(code: int) -> str:
     return f'killed by {_signal_name(code)}' if code < 0 else f'exited with status {code}'
-
-
-def _write_json(path: str, data: dict) -> None:
-    import tensorflow as tf
-    with tf.io.gfile.GFile(path, 'w') as f:
-        f.write(json.dumps(data, indent=2, sort_keys=True))
-
-
-def _read_json(path: str) -> dict | None:
-    import tensorflow as tf
-    if not tf.io.gfile.exists(path):
-        return None
-    with tf.io.gfile.GFile(path) as f:
-        return json.load(f)
 
 
 def _remove(path: str) -> None:
@@ -176,9 +161,9 @@ def train_with_restarts(*, examples_dir: str, transform_graph_dir: str, serving_
         spec, servers = cluster_lib.start_server_processes(distribution)
         coordinator = None
         try:
-            _write_json(request_path, {**request, 'cluster_spec': spec})
+            train_lib.write_json(request_path, {**request, 'cluster_spec': spec})
             coordinator = _start_coordinator(request_path)
-            _write_json(os.path.join(model_run_dir, CLUSTER_FILE), {
+            train_lib.write_json(os.path.join(model_run_dir, CLUSTER_FILE), {
                 'attempt': number,
                 'coordinator_pid': coordinator.pid,
                 'tasks': {job: [{'address': address, 'pid': servers[(job, i)].pid}
@@ -193,17 +178,18 @@ def train_with_restarts(*, examples_dir: str, transform_graph_dir: str, serving_
             cluster_lib.stop_processes(servers)
         code = coordinator.returncode
         progress = train_lib.read_progress(model_run_dir) or {}
-        reported = _read_json(failure_path) or {}
+        reported = train_lib.read_json(failure_path) or {}
         if code == 0:
-            attempts.append(Attempt(number, progress.get('initial_step', 0),
-                                    progress.get('step', 0), 'succeeded'))
-            break
-        reasons = [server_failure] if server_failure else []
-        reasons.append(f'coordinator {_describe_exit(code)}'
-                       + (f': {reported["error"]}' if reported.get('error') else ''))
-        outcome = '; '.join(reasons)
+            outcome = 'succeeded'
+        else:
+            reasons = [server_failure] if server_failure else []
+            reasons.append(f'coordinator {_describe_exit(code)}'
+                           + (f': {reported["error"]}' if reported.get('error') else ''))
+            outcome = '; '.join(reasons)
         attempts.append(Attempt(number, progress.get('initial_step', 0),
                                 progress.get('step', 0), outcome))
+        if code == 0:
+            break
         retryable = cluster_failed or code < 0 or code == EXIT_RETRYABLE
         if not retryable:
             raise TrainingFailed(f'training failed (not retried: the cluster was intact): '
@@ -251,7 +237,7 @@ def coordinator_main(request_path: str) -> int:
     """The child: one attempt of `train_and_export` on the servers the request names."""
     from components.trainer import train_lib
 
-    request = _read_json(request_path)
+    request = train_lib.read_json(request_path)
     model_run_dir = request['model_run_dir']
     try:
         train_lib.train_and_export(
@@ -266,7 +252,7 @@ def coordinator_main(request_path: str) -> int:
             cluster_spec=request['cluster_spec'])
     except Exception as e:  # noqa: BLE001 - reported to the supervisor, which decides.
         logging.exception('Coordinator failed')
-        _write_json(os.path.join(model_run_dir, _FAILURE_FILE),
+        train_lib.write_json(os.path.join(model_run_dir, _FAILURE_FILE),
                     {'error': f'{type(e).__name__}: {_gist(str(e))}', 'details': str(e)[:20000]})
         return EXIT_RETRYABLE if is_retryable(e) else 1
     return 0

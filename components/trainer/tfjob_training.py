@@ -9,7 +9,6 @@ Framework-free like the rest of the Trainer: plain paths and a `TrainerConfig` i
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import pathlib
@@ -37,23 +36,15 @@ def values_path(trainer_config: config_lib.TrainerConfig) -> str:
     return path if os.path.isabs(path) else str(PROJECT_ROOT / path)
 
 
-def replica_config(trainer_config: config_lib.TrainerConfig) -> config_lib.TrainerConfig:
-    """The config the replicas train with: the same, in `tf_config` mode, so that the chief
-    coordinates the cluster `TF_CONFIG` describes instead of submitting another TFJob."""
-    return dataclasses.replace(
-        trainer_config,
-        distribution=dataclasses.replace(trainer_config.distribution, cluster='tf_config'))
-
-
 def write_replica_config(trainer_config: config_lib.TrainerConfig, model_run_dir: str) -> str:
-    """Writes `replica_config(trainer_config)` as YAML into `model_run_dir`; returns its path.
+    """Writes `config.in_tf_config_mode(trainer_config)`, what the replicas train with, as YAML into `model_run_dir`; returns its path.
 
     Through tf.io.gfile, because on a cluster `model_run_dir` is on the pipeline root's storage
     (gs://, s3://), the one place both this pod and the replicas can reach.
     """
     path = os.path.join(model_run_dir, REPLICA_CONFIG_FILE)
     tf.io.gfile.makedirs(model_run_dir)
-    data = {'trainer': config_lib.to_dict(replica_config(trainer_config))}
+    data = {'trainer': config_lib.to_dict(config_lib.in_tf_config_mode(trainer_config))}
     with tf.io.gfile.GFile(path, 'w') as f:
         f.write(yaml.safe_dump(data, sort_keys=False))
     return path

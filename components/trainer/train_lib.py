@@ -73,16 +73,16 @@ class TrainingReport:
 
     @classmethod
     def read(cls, directory: str) -> TrainingReport:
-        with tf.io.gfile.GFile(os.path.join(directory, REPORT_FILE)) as f:
-            data = json.load(f)
+        data = read_json(os.path.join(directory, REPORT_FILE))
+        if data is None:
+            raise FileNotFoundError(os.path.join(directory, REPORT_FILE))
         data['attempts'] = tuple(data.get('attempts', ()))
         return cls(**data)
 
     def write(self, directory: str) -> str:
         path = os.path.join(directory, REPORT_FILE)
         tf.io.gfile.makedirs(directory)
-        with tf.io.gfile.GFile(path, 'w') as f:
-            f.write(json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True))
+        write_json(path, dataclasses.asdict(self))
         return path
 
 
@@ -97,22 +97,34 @@ def make_partitioner(distribution: config_lib.DistributionConfig, num_ps: int):
         max_shards=distribution.max_shards or num_ps)
 
 
-def write_progress(run_dir: str, **progress) -> None:
-    """Replaces `run_dir/progress.json` in one rename, so a reader never sees half of it."""
-    path = os.path.join(run_dir, PROGRESS_FILE)
-    tf.io.gfile.makedirs(run_dir)
-    with tf.io.gfile.GFile(path + '.tmp', 'w') as f:
-        f.write(json.dumps({**progress, 'time': time.time()}))
-    tf.io.gfile.rename(path + '.tmp', path, overwrite=True)
+def write_json(path: str, data: dict, atomic: bool = False) -> None:
+    """Writes `data` as JSON through tf.io.gfile (so also to gs://). `atomic` writes a temporary
+    file and renames it over `path`, so that a concurrent reader never sees half of it."""
+    target = path + '.tmp' if atomic else path
+    with tf.io.gfile.GFile(target, 'w') as f:
+        f.write(json.dumps(data, indent=2, sort_keys=True))
+    if atomic:
+        tf.io.gfile.rename(target, path, overwrite=True)
 
 
-def read_progress(run_dir: str) -> dict | None:
-    """What `write_progress` last wrote, or None."""
-    path = os.path.join(run_dir, PROGRESS_FILE)
+def read_json(path: str) -> dict | None:
+    """The JSON at `path`, or None when there is no such file."""
     if not tf.io.gfile.exists(path):
         return None
     with tf.io.gfile.GFile(path) as f:
         return json.load(f)
+
+
+def write_progress(run_dir: str, **progress) -> None:
+    """Replaces `run_dir/progress.json` atomically: another process polls it."""
+    tf.io.gfile.makedirs(run_dir)
+    write_json(os.path.join(run_dir, PROGRESS_FILE), {**progress, 'time': time.time()},
+               atomic=True)
+
+
+def read_progress(run_dir: str) -> dict | None:
+    """What `write_progress` last wrote, or None."""
+    return read_json(os.path.join(run_dir, PROGRESS_FILE))
 
 
 def transfer_weights(source: tf.keras.Model, target: tf.keras.Model, scratch_dir: str) -> None:

@@ -108,7 +108,7 @@ def test_replicas_write_into_the_artifacts_and_read_the_config_the_executor_wrot
     # The file the pods read: the same settings, with the chief in tf_config mode.
     written = yaml.safe_load(Path(config_path).read_text())['trainer']
     assert written['distribution']['cluster'] == 'tf_config'
-    assert config_lib.from_dict(written) == tfjob_training.replica_config(config)
+    assert config_lib.from_dict(written) == config_lib.in_tf_config_mode(config)
     read = cli.load_config(config_path)  # as `asynctrain train --config` reads it
     assert (read.distribution.cluster, read.training.train_steps, read.distribution.num_shards) == (
         'tf_config', 123, 2)
