@@ -67,23 +67,46 @@ NOT_INPUT_BOUND_STALL = 0.05
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--examples', type=int, default=DEFAULT_EXAMPLES,
-                        help=f'transformed examples to generate (default {DEFAULT_EXAMPLES:,})')
-    parser.add_argument('--steps', type=int, default=DEFAULT_STEPS,
-                        help=f'timed train steps per variant (default {DEFAULT_STEPS}); the '
-                             'model sweep runs an eighth of them per width')
-    parser.add_argument('--naive-steps', type=int, default=DEFAULT_NAIVE_STEPS,
-                        help=f'timed steps of the naive pipeline (default {DEFAULT_NAIVE_STEPS})')
-    parser.add_argument('--sweep', nargs='+', default=[','.join(map(str, w)) for w in SWEEP],
-                        metavar='UNITS',
-                        help='hidden layers of each model in the sweep, e.g. 64,32 2048,1024 '
-                             f'(default {" ".join(",".join(map(str, w)) for w in SWEEP)})')
-    parser.add_argument('--sample-rows', type=int, default=DEFAULT_SAMPLE_ROWS,
-                        help='taxi rows transformed by the Transform executor, then resampled '
-                             f'(default {DEFAULT_SAMPLE_ROWS})')
-    parser.add_argument('--output', default=DEFAULT_OUTPUT,
-                        help=f'directory for the data, result.json and input_pipeline.png '
-                             f'(default {DEFAULT_OUTPUT}); emptied first')
+    parser.add_argument(
+        '--examples',
+        type=int,
+        default=DEFAULT_EXAMPLES,
+        help=f'transformed examples to generate (default {DEFAULT_EXAMPLES:,})',
+    )
+    parser.add_argument(
+        '--steps',
+        type=int,
+        default=DEFAULT_STEPS,
+        help=f'timed train steps per variant (default {DEFAULT_STEPS}); the '
+        'model sweep runs an eighth of them per width',
+    )
+    parser.add_argument(
+        '--naive-steps',
+        type=int,
+        default=DEFAULT_NAIVE_STEPS,
+        help=f'timed steps of the naive pipeline (default {DEFAULT_NAIVE_STEPS})',
+    )
+    parser.add_argument(
+        '--sweep',
+        nargs='+',
+        default=[','.join(map(str, w)) for w in SWEEP],
+        metavar='UNITS',
+        help='hidden layers of each model in the sweep, e.g. 64,32 2048,1024 '
+        f'(default {" ".join(",".join(map(str, w)) for w in SWEEP)})',
+    )
+    parser.add_argument(
+        '--sample-rows',
+        type=int,
+        default=DEFAULT_SAMPLE_ROWS,
+        help='taxi rows transformed by the Transform executor, then resampled '
+        f'(default {DEFAULT_SAMPLE_ROWS})',
+    )
+    parser.add_argument(
+        '--output',
+        default=DEFAULT_OUTPUT,
+        help=f'directory for the data, result.json and input_pipeline.png '
+        f'(default {DEFAULT_OUTPUT}); emptied first',
+    )
 
 
 def _log(message: str) -> None:
@@ -113,9 +136,13 @@ class TransformedExamples:
     seconds: float
 
 
-def make_transformed_examples(output_dir: str, num_examples: int,
-                              sample_rows: int = DEFAULT_SAMPLE_ROWS, num_files: int = 8,
-                              seed: int = 0) -> TransformedExamples:
+def make_transformed_examples(
+    output_dir: str,
+    num_examples: int,
+    sample_rows: int = DEFAULT_SAMPLE_ROWS,
+    num_files: int = 8,
+    seed: int = 0,
+) -> TransformedExamples:
     """Transforms `sample_rows` taxi rows with the stock Transform executor and our
     `preprocessing_fn`, then writes `num_examples` rows resampled from its train split.
 
@@ -133,23 +160,30 @@ def make_transformed_examples(output_dir: str, num_examples: int,
     started = time.monotonic()
     schema = fc.load_schema(str(runs.TAXI_SCHEMA))
     config = fc.load_feature_config(str(runs.TAXI_FEATURES), str(runs.TAXI_SCHEMA))
-    raw_uri = runs.write_span(os.path.join(output_dir, 'raw'), 1,
-                              runs.resample_span(runs.read_taxi_table(schema), 1, sample_rows,
-                                                 seed))
+    raw_uri = runs.write_span(
+        os.path.join(output_dir, 'raw'),
+        1,
+        runs.resample_span(runs.read_taxi_table(schema), 1, sample_rows, seed),
+    )
     transform = runs.run_transform(
         [runs.examples_artifact(raw_uri, 1)],
         runs.schema_artifact(runs.TAXI_SCHEMA, os.path.join(output_dir, 'schema')),
-        os.path.join(output_dir, 'transform'), config, disable_analyzer_cache=True,
-        disable_statistics=True)
+        os.path.join(output_dir, 'transform'),
+        config,
+        disable_analyzer_cache=True,
+        disable_statistics=True,
+    )
     transformed = transform.transformed_examples[0]
     sample = example_coder.ExamplesToRecordBatchDecoder().DecodeBatch(
-        runs.read_tfrecord_gzip(os.path.join(transformed, 'Split-train', '*')))
+        runs.read_tfrecord_gzip(os.path.join(transformed, 'Split-train', '*'))
+    )
 
     examples_dir = os.path.join(output_dir, 'examples')
     train_dir = os.path.join(examples_dir, 'Split-train')
     os.makedirs(train_dir)
-    shutil.copytree(os.path.join(transformed, 'Split-eval'),
-                    os.path.join(examples_dir, 'Split-eval'))
+    shutil.copytree(
+        os.path.join(transformed, 'Split-eval'), os.path.join(examples_dir, 'Split-eval')
+    )
     rng = np.random.default_rng(seed)
     # zlib level 1 keeps generation fast; reading (inflate) costs about the same at any level.
     options = tf.io.TFRecordOptions(compression_type='GZIP', compression_level=1)
@@ -164,13 +198,19 @@ def make_transformed_examples(output_dir: str, num_examples: int,
                     writer.write(record)
     size = sum(os.path.getsize(os.path.join(train_dir, f)) for f in os.listdir(train_dir))
     return TransformedExamples(
-        examples_dir=examples_dir, transform_graph=transform.transform_graph,
-        label_key=config.label.name, num_examples=num_examples, num_files=num_files, bytes=size,
-        seconds=time.monotonic() - started)
+        examples_dir=examples_dir,
+        transform_graph=transform.transform_graph,
+        label_key=config.label.name,
+        num_examples=num_examples,
+        num_files=num_files,
+        bytes=size,
+        seconds=time.monotonic() - started,
+    )
 
 
-def make_task(data: TransformedExamples, hidden_units: tuple[int, ...] = (64, 32),
-              trainer_config=None):
+def make_task(
+    data: TransformedExamples, hidden_units: tuple[int, ...] = (64, 32), trainer_config=None
+):
     """Our task (model, optimizer, step, inputs) over `data`, with the Trainer's defaults."""
     from components.trainer import config as config_lib
     from components.trainer import task as task_lib
@@ -178,8 +218,10 @@ def make_task(data: TransformedExamples, hidden_units: tuple[int, ...] = (64, 32
     schema = task_lib.load_transformed_schema(data.transform_graph, data.label_key)
     config = trainer_config or config_lib.TrainerConfig(
         model=config_lib.ModelConfig(hidden_units=tuple(hidden_units)),
-        training=config_lib.TrainingConfig(batch_size=BATCH_SIZE,
-                                           steps_per_execution=STEPS_PER_EXECUTION))
+        training=config_lib.TrainingConfig(
+            batch_size=BATCH_SIZE, steps_per_execution=STEPS_PER_EXECUTION
+        ),
+    )
     return task_lib.BinaryClassificationTask(schema, config)
 
 
@@ -191,13 +233,15 @@ def in_memory_batches(task, data: TransformedExamples, count: int = 1) -> list:
     """The first `count` parsed batches of our dataset, as tensors in memory."""
     from components.trainer import data as data_lib
 
-    return list(task.build_inputs(data.examples_dir, data_lib.TRAIN_SPLIT, training=True)
-                .take(count))
+    return list(
+        task.build_inputs(data.examples_dir, data_lib.TRAIN_SPLIT, training=True).take(count)
+    )
 
 
 def in_memory_dataset(task, data: TransformedExamples):
     """`FIT_IN_MEMORY_BATCHES` in-memory batches as a repeated dataset, for `model.fit`."""
     import tensorflow as tf
+
     batches = in_memory_batches(task, data, FIT_IN_MEMORY_BATCHES)
     stacked = tf.nest.map_structure(lambda *x: tf.stack(x), *batches)
     return tf.data.Dataset.from_tensor_slices(stacked).repeat()
@@ -211,7 +255,8 @@ def cached_dataset(task, data: TransformedExamples):
     config = task.config
     cached = dataclasses.replace(config, input=dataclasses.replace(config.input, cache='memory'))
     return task_lib.BinaryClassificationTask(task.schema, cached).build_inputs(
-        data.examples_dir, data_lib.TRAIN_SPLIT, training=True)
+        data.examples_dir, data_lib.TRAIN_SPLIT, training=True
+    )
 
 
 def train_in_loop(task, inputs, steps: int, warmup_steps: int = 0) -> dict:
@@ -264,12 +309,19 @@ def train_in_loop(task, inputs, steps: int, warmup_steps: int = 0) -> dict:
     result = {}
     if warmup_steps:
         warmup_seconds, _ = timed(warmup_steps)
-        result = {'warmup_steps': warmup_steps,
-                  'warmup_examples_per_sec': _rate(warmup_steps, warmup_seconds)}
+        result = {
+            'warmup_steps': warmup_steps,
+            'warmup_examples_per_sec': _rate(warmup_steps, warmup_seconds),
+        }
     seconds, waited = timed(steps)
-    return {'examples_per_sec': _rate(steps, seconds), 'seconds': seconds, 'steps': steps,
-            'input_stall_fraction': min(waited / seconds, 1.0), 'stall_method': 'measured',
-            **result}
+    return {
+        'examples_per_sec': _rate(steps, seconds),
+        'seconds': seconds,
+        'steps': steps,
+        'input_stall_fraction': min(waited / seconds, 1.0),
+        'stall_method': 'measured',
+        **result,
+    }
 
 
 def train_with_fit(task, dataset, steps: int) -> dict:
@@ -277,8 +329,9 @@ def train_with_fit(task, dataset, steps: int) -> dict:
     import tensorflow as tf
 
     keras_model = task.build_model()
-    keras_model.compile(optimizer=task.build_optimizer(),
-                        loss=tf.keras.losses.BinaryCrossentropy(from_logits=True))
+    keras_model.compile(
+        optimizer=task.build_optimizer(), loss=tf.keras.losses.BinaryCrossentropy(from_logits=True)
+    )
     warm = min(20, steps)
     keras_model.fit(dataset, steps_per_epoch=warm, epochs=1, verbose=0)
     started = time.perf_counter()
@@ -297,12 +350,14 @@ def tfx_dataset(task, data: TransformedExamples):
     from components.trainer import data as data_lib
 
     factory = tfxio_utils.get_tf_dataset_factory_from_artifact(
-        [runs.examples_artifact(data.examples_dir, 1)], [])
+        [runs.examples_artifact(data.examples_dir, 1)], []
+    )
     schema = tft.TFTransformOutput(data.transform_graph).transformed_metadata.schema
-    return factory([data_lib.split_file_pattern(data.examples_dir, data_lib.TRAIN_SPLIT)],
-                   tfxio.TensorFlowDatasetOptions(batch_size=BATCH_SIZE,
-                                                  label_key=data.label_key),
-                   schema)
+    return factory(
+        [data_lib.split_file_pattern(data.examples_dir, data_lib.TRAIN_SPLIT)],
+        tfxio.TensorFlowDatasetOptions(batch_size=BATCH_SIZE, label_key=data.label_key),
+        schema,
+    )
 
 
 def train_naive(task, data: TransformedExamples, steps: int) -> dict:
@@ -317,8 +372,7 @@ def train_naive(task, data: TransformedExamples, steps: int) -> dict:
     optimizer = task.build_optimizer()
     spec = dict(task.schema.feature_spec)
     label_key = task.schema.label_key
-    files = sorted(glob.glob(data_lib.split_file_pattern(data.examples_dir,
-                                                         data_lib.TRAIN_SPLIT)))
+    files = sorted(glob.glob(data_lib.split_file_pattern(data.examples_dir, data_lib.TRAIN_SPLIT)))
     records = iter(tf.data.TFRecordDataset(files, compression_type='GZIP').repeat())
 
     def next_batch():
@@ -335,8 +389,13 @@ def train_naive(task, data: TransformedExamples, steps: int) -> dict:
         waited += time.perf_counter() - before
         task.train_step(features, labels, keras_model, optimizer)
     seconds = time.perf_counter() - started
-    return {'examples_per_sec': _rate(steps, seconds), 'seconds': seconds, 'steps': steps,
-            'input_stall_fraction': waited / seconds, 'stall_method': 'measured'}
+    return {
+        'examples_per_sec': _rate(steps, seconds),
+        'seconds': seconds,
+        'steps': steps,
+        'input_stall_fraction': waited / seconds,
+        'stall_method': 'measured',
+    }
 
 
 def input_only_rate(dataset, steps: int) -> float:
@@ -366,8 +425,7 @@ def naive_input_only_rate(task, data: TransformedExamples, steps: int) -> float:
     from components.trainer import data as data_lib
 
     spec = dict(task.schema.feature_spec)
-    files = sorted(glob.glob(data_lib.split_file_pattern(data.examples_dir,
-                                                         data_lib.TRAIN_SPLIT)))
+    files = sorted(glob.glob(data_lib.split_file_pattern(data.examples_dir, data_lib.TRAIN_SPLIT)))
     records = iter(tf.data.TFRecordDataset(files, compression_type='GZIP').repeat())
     started = time.perf_counter()
     for _ in range(steps):
@@ -388,55 +446,88 @@ def run_sweep(data: TransformedExamples, widths, steps: int, ours_input_rate: fl
     for hidden_units in widths:
         task = make_task(data, hidden_units)
         upper = train_in_loop(task, in_memory_batches(task, data), steps)
-        ours = train_in_loop(task, task.build_inputs(data.examples_dir, data_lib.TRAIN_SPLIT,
-                                                     training=True), steps)
-        point = {'hidden_units': list(hidden_units), 'parameters': model_parameters(task),
-                 'upper_bound_examples_per_sec': upper['examples_per_sec'],
-                 'ours_examples_per_sec': ours['examples_per_sec'],
-                 'ours_ratio_to_upper_bound': ours['examples_per_sec'] / upper['examples_per_sec'],
-                 'ours_input_stall_fraction': ours['input_stall_fraction'],
-                 # The model alone is slower than the input alone: compute-bound.
-                 'compute_bound': upper['examples_per_sec'] < ours_input_rate}
+        ours = train_in_loop(
+            task, task.build_inputs(data.examples_dir, data_lib.TRAIN_SPLIT, training=True), steps
+        )
+        point = {
+            'hidden_units': list(hidden_units),
+            'parameters': model_parameters(task),
+            'upper_bound_examples_per_sec': upper['examples_per_sec'],
+            'ours_examples_per_sec': ours['examples_per_sec'],
+            'ours_ratio_to_upper_bound': ours['examples_per_sec'] / upper['examples_per_sec'],
+            'ours_input_stall_fraction': ours['input_stall_fraction'],
+            # The model alone is slower than the input alone: compute-bound.
+            'compute_bound': upper['examples_per_sec'] < ours_input_rate,
+        }
         points.append(point)
-        _log(f'sweep {hidden_units}: {point["parameters"]:,} parameters, upper '
-             f'{upper["examples_per_sec"]:,.0f}/s, ours {ours["examples_per_sec"]:,.0f}/s '
-             f'(ratio {point["ours_ratio_to_upper_bound"]:.2f}, stall '
-             f'{ours["input_stall_fraction"]:.1%})')
+        _log(
+            f'sweep {hidden_units}: {point["parameters"]:,} parameters, upper '
+            f'{upper["examples_per_sec"]:,.0f}/s, ours {ours["examples_per_sec"]:,.0f}/s '
+            f'(ratio {point["ours_ratio_to_upper_bound"]:.2f}, stall '
+            f'{ours["input_stall_fraction"]:.1%})'
+        )
     first_not_input_bound = next(
-        (p['hidden_units'] for p in points
-         if p['ours_input_stall_fraction'] < NOT_INPUT_BOUND_STALL), None)
+        (
+            p['hidden_units']
+            for p in points
+            if p['ours_input_stall_fraction'] < NOT_INPUT_BOUND_STALL
+        ),
+        None,
+    )
     first_compute_bound = next((p['hidden_units'] for p in points if p['compute_bound']), None)
-    return {'steps': steps, 'points': points,
-            'first_width_with_stall_under_5pct': first_not_input_bound,
-            'first_width_slower_than_ours_input_alone': first_compute_bound}
+    return {
+        'steps': steps,
+        'points': points,
+        'first_width_with_stall_under_5pct': first_not_input_bound,
+        'first_width_slower_than_ours_input_alone': first_compute_bound,
+    }
 
 
 def write_chart(result: dict, path: str) -> None:
     import matplotlib
+
     matplotlib.use('Agg')
     from matplotlib import pyplot as plt
 
     variants = result['variants']
     names = [v for v in VARIANTS if v in variants]
     figure, (bars_axes, sweep_axes) = plt.subplots(1, 2, figsize=(12, 4.5))
-    bars = bars_axes.bar(names, [variants[n]['examples_per_sec'] for n in names],
-                         color=['#9e9e9e', '#1f77b4', '#2ca02c', '#ff7f0e',
-                                '#d62728'][:len(names)])
-    bars_axes.bar_label(bars, labels=[
-        f"{variants[n]['ratio_to_upper_bound']:.2f}x\nstall {variants[n]['input_stall_fraction']:.0%}"
-        for n in names])
+    bars = bars_axes.bar(
+        names,
+        [variants[n]['examples_per_sec'] for n in names],
+        color=['#9e9e9e', '#1f77b4', '#2ca02c', '#ff7f0e', '#d62728'][: len(names)],
+    )
+    bars_axes.bar_label(
+        bars,
+        labels=[
+            f'{variants[n]["ratio_to_upper_bound"]:.2f}x\nstall {variants[n]["input_stall_fraction"]:.0%}'
+            for n in names
+        ],
+    )
     bars_axes.set_ylabel('training examples/s')
-    bars_axes.set_title(f"{result['steps']} steps of batch {result['batch_size']}, "
-                        f"{result['data']['examples']:,} examples")
+    bars_axes.set_title(
+        f'{result["steps"]} steps of batch {result["batch_size"]}, '
+        f'{result["data"]["examples"]:,} examples'
+    )
     bars_axes.margins(y=0.25)
     points = result['model_sweep']['points']
     params = [p['parameters'] for p in points]
-    sweep_axes.plot(params, [p['upper_bound_examples_per_sec'] for p in points], 'o-',
-                    color='#9e9e9e', label='upper bound (in memory)')
-    sweep_axes.plot(params, [p['ours_examples_per_sec'] for p in points], 'o-',
-                    color='#1f77b4', label='ours')
-    sweep_axes.axhline(result['input_only_examples_per_sec']['ours'], color='#1f77b4',
-                       linestyle=':', label='our input alone')
+    sweep_axes.plot(
+        params,
+        [p['upper_bound_examples_per_sec'] for p in points],
+        'o-',
+        color='#9e9e9e',
+        label='upper bound (in memory)',
+    )
+    sweep_axes.plot(
+        params, [p['ours_examples_per_sec'] for p in points], 'o-', color='#1f77b4', label='ours'
+    )
+    sweep_axes.axhline(
+        result['input_only_examples_per_sec']['ours'],
+        color='#1f77b4',
+        linestyle=':',
+        label='our input alone',
+    )
     sweep_axes.set_xscale('log')
     sweep_axes.set_yscale('log')
     sweep_axes.set_xlabel('model parameters')
@@ -450,14 +541,18 @@ def write_chart(result: dict, path: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.examples < BATCH_SIZE or args.steps < 1 or args.sample_rows < 10:
-        print(f'--examples: at least {BATCH_SIZE}; --steps: at least 1; --sample-rows: at '
-              'least 10', file=sys.stderr)
+        print(
+            f'--examples: at least {BATCH_SIZE}; --steps: at least 1; --sample-rows: at least 10',
+            file=sys.stderr,
+        )
         return 2
     try:
         widths = [tuple(int(u) for u in w.split(',')) for w in args.sweep]
     except ValueError:
-        print(f'--sweep: expected comma-separated integers per model, got {args.sweep}',
-              file=sys.stderr)
+        print(
+            f'--sweep: expected comma-separated integers per model, got {args.sweep}',
+            file=sys.stderr,
+        )
         return 2
     output = os.path.abspath(args.output)
     shutil.rmtree(output, ignore_errors=True)
@@ -465,10 +560,11 @@ def run(args: argparse.Namespace) -> int:
     _log(f'transforming {args.sample_rows:,} taxi rows, resampling to {args.examples:,} examples')
     from components.trainer import data as data_lib
 
-    data = make_transformed_examples(os.path.join(output, 'data'), args.examples,
-                                     args.sample_rows)
-    _log(f'data: {data.num_examples:,} examples, {data.bytes / 2**20:.0f} MiB in '
-         f'{data.num_files} GZIP files, {data.seconds:.1f} s')
+    data = make_transformed_examples(os.path.join(output, 'data'), args.examples, args.sample_rows)
+    _log(
+        f'data: {data.num_examples:,} examples, {data.bytes / 2**20:.0f} MiB in '
+        f'{data.num_files} GZIP files, {data.seconds:.1f} s'
+    )
     task = make_task(data)
     steps = args.steps
     variants = {}
@@ -479,16 +575,19 @@ def run(args: argparse.Namespace) -> int:
     variants['ours'] = train_in_loop(task, ours_dataset, steps)
     _log('ours, input.cache: memory (one epoch to fill the cache, then timed)')
     epoch_steps = -(-data.num_examples // BATCH_SIZE)
-    variants['ours_cached'] = train_in_loop(task, cached_dataset(task, data), steps,
-                                            warmup_steps=epoch_steps)
-    variants['ours_cached']['first_epoch_examples_per_sec'] = (
-        variants['ours_cached'].pop('warmup_examples_per_sec'))
+    variants['ours_cached'] = train_in_loop(
+        task, cached_dataset(task, data), steps, warmup_steps=epoch_steps
+    )
+    variants['ours_cached']['first_epoch_examples_per_sec'] = variants['ours_cached'].pop(
+        'warmup_examples_per_sec'
+    )
     variants['ours_cached']['first_epoch_steps'] = variants['ours_cached'].pop('warmup_steps')
     _log('tfx: tf_dataset_factory + model.fit')
     fit = train_with_fit(task, tfx_dataset(task, data), steps)
     fit_in_memory = train_with_fit(task, in_memory_dataset(task, data), steps)
     fit['input_stall_fraction'] = max(
-        0.0, 1 - fit['examples_per_sec'] / fit_in_memory['examples_per_sec'])
+        0.0, 1 - fit['examples_per_sec'] / fit_in_memory['examples_per_sec']
+    )
     fit['stall_method'] = 'derived from model.fit on the in-memory batches'
     fit['fit_in_memory_examples_per_sec'] = fit_in_memory['examples_per_sec']
     variants['tfx'] = fit
@@ -497,15 +596,18 @@ def run(args: argparse.Namespace) -> int:
     upper = variants['upper_bound']['examples_per_sec']
     for name, measured in variants.items():
         measured['ratio_to_upper_bound'] = measured['examples_per_sec'] / upper
-        _log(f'{name}: {measured["examples_per_sec"]:,.0f} examples/s, '
-             f'{measured["ratio_to_upper_bound"]:.2f} of the upper bound, input stall '
-             f'{measured["input_stall_fraction"]:.1%}')
+        _log(
+            f'{name}: {measured["examples_per_sec"]:,.0f} examples/s, '
+            f'{measured["ratio_to_upper_bound"]:.2f} of the upper bound, input stall '
+            f'{measured["input_stall_fraction"]:.1%}'
+        )
 
     _log('input pipelines alone (no model)')
     input_steps = max(1, steps // 2)
     input_only = {
-        'ours': input_only_rate(task.build_inputs(data.examples_dir, data_lib.TRAIN_SPLIT,
-                                                  training=True), input_steps),
+        'ours': input_only_rate(
+            task.build_inputs(data.examples_dir, data_lib.TRAIN_SPLIT, training=True), input_steps
+        ),
         'tfx': input_only_rate(tfx_dataset(task, data), input_steps),
         'naive': naive_input_only_rate(task, data, args.naive_steps),
     }
@@ -520,13 +622,18 @@ def run(args: argparse.Namespace) -> int:
         'steps_per_execution': STEPS_PER_EXECUTION,
         'model_hidden_units': list(task.config.model.hidden_units),
         'model_parameters': model_parameters(task),
-        'data': {'examples': data.num_examples, 'files': data.num_files, 'bytes': data.bytes,
-                 'sample_rows_transformed': args.sample_rows,
-                 'generation_seconds': data.seconds},
+        'data': {
+            'examples': data.num_examples,
+            'files': data.num_files,
+            'bytes': data.bytes,
+            'sample_rows_transformed': args.sample_rows,
+            'generation_seconds': data.seconds,
+        },
         'variants': variants,
         'ours_vs_tfx': variants['ours']['examples_per_sec'] / variants['tfx']['examples_per_sec'],
-        'ours_cached_vs_tfx': (variants['ours_cached']['examples_per_sec']
-                               / variants['tfx']['examples_per_sec']),
+        'ours_cached_vs_tfx': (
+            variants['ours_cached']['examples_per_sec'] / variants['tfx']['examples_per_sec']
+        ),
         'input_only_examples_per_sec': input_only,
         'model_sweep': sweep,
         'machine': report.machine(),
@@ -536,16 +643,22 @@ def run(args: argparse.Namespace) -> int:
     # The data is regenerated on every run; only the report stays.
     shutil.rmtree(os.path.join(output, 'data'), ignore_errors=True)
 
-    print(f"\n{'pipeline':<14}{'examples/s':>12}{'vs upper':>10}{'input stall':>13}")
+    print(f'\n{"pipeline":<14}{"examples/s":>12}{"vs upper":>10}{"input stall":>13}')
     for name in VARIANTS:
         measured = variants[name]
-        print(f"{name:<14}{measured['examples_per_sec']:>12,.0f}"
-              f"{measured['ratio_to_upper_bound']:>10.2f}{measured['input_stall_fraction']:>13.1%}")
-    print(f"ours_cached after its first epoch "
-          f"({variants['ours_cached']['first_epoch_examples_per_sec']:,.0f} examples/s): "
-          f"{variants['ours_cached']['ratio_to_upper_bound']:.2f} of the upper bound")
-    print(f"ours / tfx = {result['ours_vs_tfx']:.2f}; first width with our stall under 5%: "
-          f"{sweep['first_width_with_stall_under_5pct']}")
+        print(
+            f'{name:<14}{measured["examples_per_sec"]:>12,.0f}'
+            f'{measured["ratio_to_upper_bound"]:>10.2f}{measured["input_stall_fraction"]:>13.1%}'
+        )
+    print(
+        f'ours_cached after its first epoch '
+        f'({variants["ours_cached"]["first_epoch_examples_per_sec"]:,.0f} examples/s): '
+        f'{variants["ours_cached"]["ratio_to_upper_bound"]:.2f} of the upper bound'
+    )
+    print(
+        f'ours / tfx = {result["ours_vs_tfx"]:.2f}; first width with our stall under 5%: '
+        f'{sweep["first_width_with_stall_under_5pct"]}'
+    )
     print(f'wrote {result_path} and {chart_path}')
     return 0
 

@@ -44,20 +44,46 @@ LAYOUTS = ((1, 'fixed_shards'), (2, 'fixed_shards'), (2, 'min_shard_size'))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--steps', type=int, default=DEFAULT_STEPS,
-                        help=f'timed steps per config (default {DEFAULT_STEPS})')
-    parser.add_argument('--steps-per-execution', type=int, nargs='+', default=[1, 10, 100],
-                        metavar='N', help='values of steps_per_execution (default 1 10 100)')
-    parser.add_argument('--workers', type=int, nargs='+', default=[1, 2], metavar='N',
-                        help='worker counts (default 1 2)')
-    parser.add_argument('--examples', type=int, default=DEFAULT_EXAMPLES,
-                        help=f'transformed examples to generate (default {DEFAULT_EXAMPLES:,})')
-    parser.add_argument('--sample-rows', type=int, default=DEFAULT_SAMPLE_ROWS,
-                        help='taxi rows transformed, then resampled '
-                             f'(default {DEFAULT_SAMPLE_ROWS})')
-    parser.add_argument('--output', default=DEFAULT_OUTPUT,
-                        help=f'directory for the data, result.json and parameter_server.png '
-                             f'(default {DEFAULT_OUTPUT}); emptied first')
+    parser.add_argument(
+        '--steps',
+        type=int,
+        default=DEFAULT_STEPS,
+        help=f'timed steps per config (default {DEFAULT_STEPS})',
+    )
+    parser.add_argument(
+        '--steps-per-execution',
+        type=int,
+        nargs='+',
+        default=[1, 10, 100],
+        metavar='N',
+        help='values of steps_per_execution (default 1 10 100)',
+    )
+    parser.add_argument(
+        '--workers',
+        type=int,
+        nargs='+',
+        default=[1, 2],
+        metavar='N',
+        help='worker counts (default 1 2)',
+    )
+    parser.add_argument(
+        '--examples',
+        type=int,
+        default=DEFAULT_EXAMPLES,
+        help=f'transformed examples to generate (default {DEFAULT_EXAMPLES:,})',
+    )
+    parser.add_argument(
+        '--sample-rows',
+        type=int,
+        default=DEFAULT_SAMPLE_ROWS,
+        help=f'taxi rows transformed, then resampled (default {DEFAULT_SAMPLE_ROWS})',
+    )
+    parser.add_argument(
+        '--output',
+        default=DEFAULT_OUTPUT,
+        help=f'directory for the data, result.json and parameter_server.png '
+        f'(default {DEFAULT_OUTPUT}); emptied first',
+    )
 
 
 def _log(message: str) -> None:
@@ -73,8 +99,15 @@ def _variable_shards(keras_model) -> int:
     return sum(len(getattr(v, 'variables', [v])) for v in keras_model.variables)
 
 
-def run_config(data, cluster, run_dir: str, steps: int, steps_per_execution: int,
-               partitioner: str, server_threads: int = 0) -> dict:
+def run_config(
+    data,
+    cluster,
+    run_dir: str,
+    steps: int,
+    steps_per_execution: int,
+    partitioner: str,
+    server_threads: int = 0,
+) -> dict:
     """One timed training run on a running cluster; returns what the Trainer measured."""
     from benchmarks import input_pipeline
     from components.trainer import config as config_lib
@@ -83,18 +116,26 @@ def run_config(data, cluster, run_dir: str, steps: int, steps_per_execution: int
     warm = steps_per_execution * cluster.num_workers
     config = config_lib.TrainerConfig(
         training=config_lib.TrainingConfig(
-            train_steps=warm + steps, batch_size=BATCH_SIZE,
-            steps_per_execution=steps_per_execution, checkpoint_interval_steps=0,
-            summary_interval_steps=warm + steps),
+            train_steps=warm + steps,
+            batch_size=BATCH_SIZE,
+            steps_per_execution=steps_per_execution,
+            checkpoint_interval_steps=0,
+            summary_interval_steps=warm + steps,
+        ),
         distribution=config_lib.DistributionConfig(
-            num_workers=cluster.num_workers, num_ps=cluster.num_ps, partitioner=partitioner,
-            server_threads=server_threads))
+            num_workers=cluster.num_workers,
+            num_ps=cluster.num_ps,
+            partitioner=partitioner,
+            server_threads=server_threads,
+        ),
+    )
     task = input_pipeline.make_task(data, trainer_config=config)
     trainer = train_lib.Trainer(task, cluster, data.examples_dir, run_dir)
     # Untimed: one closure per worker traces the step and starts each worker's dataset. The
     # Trainer trains up to its config's train_steps, so it runs first with a smaller target.
     trainer.config = dataclasses.replace(
-        config, training=dataclasses.replace(config.training, train_steps=warm))
+        config, training=dataclasses.replace(config.training, train_steps=warm)
+    )
     trainer.train()
     trainer.config = config
     measured = trainer.train()
@@ -117,6 +158,7 @@ def run_config(data, cluster, run_dir: str, steps: int, steps_per_execution: int
 
 def write_chart(result: dict, path: str) -> None:
     import matplotlib
+
     matplotlib.use('Agg')
     from matplotlib import pyplot as plt
 
@@ -132,24 +174,36 @@ def write_chart(result: dict, path: str) -> None:
     for i, spe in enumerate(spes):
         rates, stale = [], []
         for workers, layout in groups:
-            match = [c for c in configs if c['steps_per_execution'] == spe
-                     and (c['num_workers'], layout_name(c['num_ps'], c['partitioner']))
-                     == (workers, layout)]
+            match = [
+                c
+                for c in configs
+                if c['steps_per_execution'] == spe
+                and (c['num_workers'], layout_name(c['num_ps'], c['partitioner']))
+                == (workers, layout)
+            ]
             rates.append(match[0]['steps_per_sec'] if match else 0)
             stale.append(match[0]['staleness_mean'] if match else 0)
         positions = [g + (i - (len(spes) - 1) / 2) * width for g in range(len(groups))]
         speed.bar(positions, rates, width, label=f'steps_per_execution {spe}')
         staleness.bar(positions, stale, width, label=f'steps_per_execution {spe}')
-    labels = [f'{w} worker{"s" if w > 1 else ""}\n{layout}'.replace(' fixed_shards', '\nfixed')
-              .replace(' min_shard_size', '\nmin size') for w, layout in groups]
-    for axes, title in ((speed, 'steps/s (x batch 256 = examples/s)'),
-                        (staleness, 'mean staleness (updates)')):
+    labels = [
+        f'{w} worker{"s" if w > 1 else ""}\n{layout}'.replace(' fixed_shards', '\nfixed').replace(
+            ' min_shard_size', '\nmin size'
+        )
+        for w, layout in groups
+    ]
+    for axes, title in (
+        (speed, 'steps/s (x batch 256 = examples/s)'),
+        (staleness, 'mean staleness (updates)'),
+    ):
         axes.set_xticks(range(len(groups)))
         axes.set_xticklabels(labels, fontsize=8)
         axes.set_title(title)
         axes.legend(fontsize=8)
-    figure.suptitle(f"ParameterServerStrategy, in-process cluster on {result['machine']['cpus']} "
-                    f"CPUs, {result['steps']} timed steps per config")
+    figure.suptitle(
+        f'ParameterServerStrategy, in-process cluster on {result["machine"]["cpus"]} '
+        f'CPUs, {result["steps"]} timed steps per config'
+    )
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
@@ -168,8 +222,9 @@ def run(args: argparse.Namespace) -> int:
     from components.trainer import cluster as cluster_lib
     from components.trainer import config as config_lib
 
-    data = input_pipeline.make_transformed_examples(os.path.join(output, 'data'), args.examples,
-                                                    args.sample_rows)
+    data = input_pipeline.make_transformed_examples(
+        os.path.join(output, 'data'), args.examples, args.sample_rows
+    )
     _log(f'data: {data.num_examples:,} examples in {data.seconds:.1f} s')
     configs = []
     for num_workers in args.workers:
@@ -179,22 +234,34 @@ def run(args: argparse.Namespace) -> int:
             # Every cluster gets the thread count the largest one needs: the first in-process
             # server fixes the process's inter-op pool, and a later, larger cluster with fewer
             # threads than num_workers + 1 deadlocks.
-            with cluster_lib.start(config_lib.DistributionConfig(
-                    num_workers=num_workers, num_ps=num_ps,
-                    server_threads=max(args.workers) + 1)) as cluster:
+            with cluster_lib.start(
+                config_lib.DistributionConfig(
+                    num_workers=num_workers, num_ps=num_ps, server_threads=max(args.workers) + 1
+                )
+            ) as cluster:
                 for partitioner in [p for n, p in LAYOUTS if n == num_ps]:
                     for spe in args.steps_per_execution:
-                        run_dir = os.path.join(output, 'runs', f'{num_workers}w-{num_ps}ps-'
-                                               f'{partitioner}-spe{spe}')
-                        measured = run_config(data, cluster, run_dir, args.steps, spe,
-                                              partitioner, max(args.workers) + 1)
+                        run_dir = os.path.join(
+                            output, 'runs', f'{num_workers}w-{num_ps}ps-{partitioner}-spe{spe}'
+                        )
+                        measured = run_config(
+                            data,
+                            cluster,
+                            run_dir,
+                            args.steps,
+                            spe,
+                            partitioner,
+                            max(args.workers) + 1,
+                        )
                         configs.append(measured)
-                        _log(f'{num_workers} worker(s), {layout_name(num_ps, partitioner)} '
-                             f'({measured["variable_shards"]} shards), spe {spe}: '
-                             f'{measured["steps_per_sec"]:.1f} steps/s, '
-                             f'{measured["examples_per_sec"]:,.0f} examples/s, staleness mean '
-                             f'{measured["staleness_mean"]:.2f} max {measured["staleness_max"]}, '
-                             f'input wait {measured["input_wait_fraction"]:.1%}')
+                        _log(
+                            f'{num_workers} worker(s), {layout_name(num_ps, partitioner)} '
+                            f'({measured["variable_shards"]} shards), spe {spe}: '
+                            f'{measured["steps_per_sec"]:.1f} steps/s, '
+                            f'{measured["examples_per_sec"]:,.0f} examples/s, staleness mean '
+                            f'{measured["staleness_mean"]:.2f} max {measured["staleness_max"]}, '
+                            f'input wait {measured["input_wait_fraction"]:.1%}'
+                        )
 
     result = {
         'benchmark': 'ps',
@@ -207,17 +274,23 @@ def run(args: argparse.Namespace) -> int:
         'seconds_total': time.monotonic() - started,
         'finished_at': report.finished_at(),
     }
-    result_path, chart_path = report.write_result(output, result, 'parameter_server.png', write_chart)
+    result_path, chart_path = report.write_result(
+        output, result, 'parameter_server.png', write_chart
+    )
     shutil.rmtree(os.path.join(output, 'data'), ignore_errors=True)
     shutil.rmtree(os.path.join(output, 'runs'), ignore_errors=True)
 
-    print(f"\n{'workers':>7} {'layout':<22}{'spe':>5}{'steps/s':>9}{'examples/s':>12}"
-          f"{'stale mean':>11}{'max':>5}{'input wait':>11}")
+    print(
+        f'\n{"workers":>7} {"layout":<22}{"spe":>5}{"steps/s":>9}{"examples/s":>12}'
+        f'{"stale mean":>11}{"max":>5}{"input wait":>11}'
+    )
     for c in configs:
-        print(f"{c['num_workers']:>7} {layout_name(c['num_ps'], c['partitioner']):<22}"
-              f"{c['steps_per_execution']:>5}{c['steps_per_sec']:>9.1f}"
-              f"{c['examples_per_sec']:>12,.0f}{c['staleness_mean']:>11.2f}"
-              f"{c['staleness_max']:>5}{c['input_wait_fraction']:>11.1%}")
+        print(
+            f'{c["num_workers"]:>7} {layout_name(c["num_ps"], c["partitioner"]):<22}'
+            f'{c["steps_per_execution"]:>5}{c["steps_per_sec"]:>9.1f}'
+            f'{c["examples_per_sec"]:>12,.0f}{c["staleness_mean"]:>11.2f}'
+            f'{c["staleness_max"]:>5}{c["input_wait_fraction"]:>11.1%}'
+        )
     print(f'wrote {result_path} and {chart_path}')
     return 0
 

@@ -35,19 +35,38 @@ DEFAULT_ROWS = 15000
 DEFAULT_TRAIN_STEPS = 500
 VARIANTS = ('stock', 'ours')
 # Components in pipeline order; both pipelines give them these ids.
-COMPONENTS = ('CsvExampleGen', 'StatisticsGen', 'ImportSchemaGen', 'ExampleValidator',
-              'Transform', 'Trainer', 'Evaluator', 'Pusher')
+COMPONENTS = (
+    'CsvExampleGen',
+    'StatisticsGen',
+    'ImportSchemaGen',
+    'ExampleValidator',
+    'Transform',
+    'Trainer',
+    'Evaluator',
+    'Pusher',
+)
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--rows', type=int, default=DEFAULT_ROWS,
-                        help=f'CSV rows to generate (default {DEFAULT_ROWS:,})')
-    parser.add_argument('--train-steps', type=int, default=DEFAULT_TRAIN_STEPS,
-                        help=f'training steps of both Trainers (default {DEFAULT_TRAIN_STEPS})')
-    parser.add_argument('--output', default=DEFAULT_OUTPUT,
-                        help=f'directory for the CSV, both runs, result.json and pipeline.png '
-                             f'(default {DEFAULT_OUTPUT}); emptied first')
+    parser.add_argument(
+        '--rows',
+        type=int,
+        default=DEFAULT_ROWS,
+        help=f'CSV rows to generate (default {DEFAULT_ROWS:,})',
+    )
+    parser.add_argument(
+        '--train-steps',
+        type=int,
+        default=DEFAULT_TRAIN_STEPS,
+        help=f'training steps of both Trainers (default {DEFAULT_TRAIN_STEPS})',
+    )
+    parser.add_argument(
+        '--output',
+        default=DEFAULT_OUTPUT,
+        help=f'directory for the CSV, both runs, result.json and pipeline.png '
+        f'(default {DEFAULT_OUTPUT}); emptied first',
+    )
     parser.add_argument('--variant', choices=VARIANTS, help=argparse.SUPPRESS)
 
 
@@ -58,8 +77,14 @@ def _log(message: str) -> None:
 def bench_config(input_dir: str, work_dir: str, train_steps: int, name: str):
     """The pipeline config both variants share (ours reads all of it, stock what applies)."""
     from pipelines.config import load_config
-    return load_config(None, data=input_dir, work_dir=work_dir, pipeline_name=name,
-                       trainer={'training': {'train_steps': train_steps}})
+
+    return load_config(
+        None,
+        data=input_dir,
+        work_dir=work_dir,
+        pipeline_name=name,
+        trainer={'training': {'train_steps': train_steps}},
+    )
 
 
 def stock_pipeline(config, metadata_connection_config):
@@ -74,16 +99,21 @@ def stock_pipeline(config, metadata_connection_config):
     features = fc.load_feature_config(config.feature_config_path, config.schema_path)
     label_key = features.label.name
     example_gen = tfx.components.CsvExampleGen(
-        input_base=config.data_dir, input_config=pipeline_lib.input_config(config),
-        output_config=pipeline_lib.output_config(config))
+        input_base=config.data_dir,
+        input_config=pipeline_lib.input_config(config),
+        output_config=pipeline_lib.output_config(config),
+    )
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs['examples'])
     schema_gen = tfx.components.ImportSchemaGen(schema_file=config.schema_path)
     example_validator = tfx.components.ExampleValidator(
-        statistics=statistics_gen.outputs['statistics'], schema=schema_gen.outputs['schema'])
+        statistics=statistics_gen.outputs['statistics'], schema=schema_gen.outputs['schema']
+    )
     transform = tfx.components.Transform(
-        examples=example_gen.outputs['examples'], schema=schema_gen.outputs['schema'],
+        examples=example_gen.outputs['examples'],
+        schema=schema_gen.outputs['schema'],
         preprocessing_fn=pipeline_lib.PREPROCESSING_FN,
-        custom_config=preprocessing.config_to_custom_config(features))
+        custom_config=preprocessing.config_to_custom_config(features),
+    )
     training = config.trainer.training
     trainer = tfx.components.Trainer(
         run_fn='benchmarks.reference_trainer.run_fn',
@@ -92,22 +122,41 @@ def stock_pipeline(config, metadata_connection_config):
         schema=schema_gen.outputs['schema'],
         train_args=tfx.proto.TrainArgs(num_steps=training.train_steps),
         eval_args=tfx.proto.EvalArgs(num_steps=10),
-        custom_config={reference_trainer.LABEL_KEY: label_key,
-                       reference_trainer.BATCH_SIZE: training.batch_size,
-                       reference_trainer.HIDDEN_UNITS: list(config.trainer.model.hidden_units)})
+        custom_config={
+            reference_trainer.LABEL_KEY: label_key,
+            reference_trainer.BATCH_SIZE: training.batch_size,
+            reference_trainer.HIDDEN_UNITS: list(config.trainer.model.hidden_units),
+        },
+    )
     evaluator = tfx.components.Evaluator(
-        examples=example_gen.outputs['examples'], model=trainer.outputs['model'],
-        eval_config=pipeline_lib.eval_config(config, label_key))
+        examples=example_gen.outputs['examples'],
+        model=trainer.outputs['model'],
+        eval_config=pipeline_lib.eval_config(config, label_key),
+    )
     pusher = tfx.components.Pusher(
-        model=trainer.outputs['model'], model_blessing=evaluator.outputs['blessing'],
+        model=trainer.outputs['model'],
+        model_blessing=evaluator.outputs['blessing'],
         push_destination=tfx.proto.PushDestination(
-            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.serving_dir)))
+            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.serving_dir)
+        ),
+    )
     return tfx.dsl.Pipeline(
-        pipeline_name=config.pipeline_name, pipeline_root=config.pipeline_root,
-        components=[example_gen, statistics_gen, schema_gen, example_validator, transform,
-                    trainer, evaluator, pusher],
-        enable_cache=False, metadata_connection_config=metadata_connection_config,
-        beam_pipeline_args=list(config.beam_pipeline_args))
+        pipeline_name=config.pipeline_name,
+        pipeline_root=config.pipeline_root,
+        components=[
+            example_gen,
+            statistics_gen,
+            schema_gen,
+            example_validator,
+            transform,
+            trainer,
+            evaluator,
+            pusher,
+        ],
+        enable_cache=False,
+        metadata_connection_config=metadata_connection_config,
+        beam_pipeline_args=list(config.beam_pipeline_args),
+    )
 
 
 def component_seconds(config) -> dict:
@@ -117,15 +166,14 @@ def component_seconds(config) -> dict:
 
     prefix = f'{config.pipeline_name}.'
     seconds = {}
-    connection = tfx.orchestration.metadata.sqlite_metadata_connection_config(
-        config.metadata_path)
+    connection = tfx.orchestration.metadata.sqlite_metadata_connection_config(config.metadata_path)
     with metadata.Metadata(connection) as m:
         for execution in m.store.get_executions():
             for context in m.store.get_contexts_by_execution(execution.id):
                 if context.name.startswith(prefix):
-                    seconds[context.name[len(prefix):]] = (
-                        execution.last_update_time_since_epoch
-                        - execution.create_time_since_epoch) / 1000.0
+                    seconds[context.name[len(prefix) :]] = (
+                        execution.last_update_time_since_epoch - execution.create_time_since_epoch
+                    ) / 1000.0
     return seconds
 
 
@@ -135,22 +183,29 @@ def run_variant(variant: str, input_dir: str, work_dir: str, train_steps: int) -
     started = time.monotonic()
     if variant == 'ours':
         from pipelines.local_runner import run_local
+
         summary = run_local(config, out=sys.stderr)
-        outcome = {'blessed': summary.blessed, 'eval_metric': summary.eval_metric,
-                   'executed': len(summary.executed)}
+        outcome = {
+            'blessed': summary.blessed,
+            'eval_metric': summary.eval_metric,
+            'executed': len(summary.executed),
+        }
     else:
         from tfx import v1 as tfx
 
         from pipelines import local_runner
+
         os.makedirs(config.work_dir, exist_ok=True)
-        pipeline = stock_pipeline(config, tfx.orchestration.metadata
-                                  .sqlite_metadata_connection_config(config.metadata_path))
-        progress = local_runner.ComponentProgress([c.id for c in pipeline.components],
-                                                  sys.stderr)
+        pipeline = stock_pipeline(
+            config,
+            tfx.orchestration.metadata.sqlite_metadata_connection_config(config.metadata_path),
+        )
+        progress = local_runner.ComponentProgress([c.id for c in pipeline.components], sys.stderr)
         os.makedirs(os.path.join(config.work_dir, 'logs'), exist_ok=True)
         # The same log routing as `asynctrain run`: TFX's logs to a file, progress lines out.
-        with local_runner._component_logs(os.path.join(config.work_dir, 'logs', 'run.log'),
-                                          progress):
+        with local_runner._component_logs(
+            os.path.join(config.work_dir, 'logs', 'run.log'), progress
+        ):
             tfx.orchestration.LocalDagRunner().run(pipeline)
         outcome = {}
     total = time.monotonic() - started
@@ -158,15 +213,26 @@ def run_variant(variant: str, input_dir: str, work_dir: str, train_steps: int) -
 
 
 def _run_in_child(variant: str, args: argparse.Namespace, output: str) -> dict | None:
-    command = [sys.executable, '-m', 'benchmarks.pipeline', '--variant', variant,
-               '--rows', str(args.rows), '--train-steps', str(args.train_steps),
-               '--output', output]
+    command = [
+        sys.executable,
+        '-m',
+        'benchmarks.pipeline',
+        '--variant',
+        variant,
+        '--rows',
+        str(args.rows),
+        '--train-steps',
+        str(args.train_steps),
+        '--output',
+        output,
+    ]
     env = dict(os.environ)
     env.setdefault('TF_USE_LEGACY_KERAS', '1')
     env.setdefault('GRPC_FAIL_FAST', 'use_caller')
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
-    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=_REPO_ROOT,
-                          env=env)
+    done = subprocess.run(
+        command, capture_output=True, text=True, check=False, cwd=_REPO_ROOT, env=env
+    )
     for line in done.stderr.splitlines():
         if line.startswith('['):  # The component progress lines.
             _log(f'{variant} {line}')
@@ -178,6 +244,7 @@ def _run_in_child(variant: str, args: argparse.Namespace, output: str) -> dict |
 
 def write_chart(result: dict, path: str) -> None:
     import matplotlib
+
     matplotlib.use('Agg')
     from matplotlib import pyplot as plt
 
@@ -188,14 +255,21 @@ def write_chart(result: dict, path: str) -> None:
     for i, (variant, color) in enumerate((('stock', '#9e9e9e'), ('ours', '#1f77b4'))):
         values = [variants[variant]['component_seconds'].get(c, 0.0) for c in COMPONENTS]
         values.append(variants[variant]['total_seconds'])
-        bars = axes.bar([x + (i - 0.5) * width for x in range(len(names))], values, width,
-                        color=color, label=variant)
+        bars = axes.bar(
+            [x + (i - 0.5) * width for x in range(len(names))],
+            values,
+            width,
+            color=color,
+            label=variant,
+        )
         axes.bar_label(bars, fmt='%.0f', fontsize=7)
     axes.set_xticks(range(len(names)))
     axes.set_xticklabels(names, fontsize=8)
     axes.set_ylabel('wall time (s)')
-    axes.set_title(f"Local pipeline, {result['rows']:,} CSV rows, {result['train_steps']} "
-                   f"train steps: total stock/ours = {result['total_stock_over_ours']:.2f}")
+    axes.set_title(
+        f'Local pipeline, {result["rows"]:,} CSV rows, {result["train_steps"]} '
+        f'train steps: total stock/ours = {result["total_stock_over_ours"]:.2f}'
+    )
     axes.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=100)
@@ -209,8 +283,9 @@ def run(args: argparse.Namespace) -> int:
     output = os.path.abspath(args.output)
     input_dir = os.path.join(output, 'input')
     if args.variant:  # Child process: one pipeline, the result as JSON on stdout.
-        result = run_variant(args.variant, input_dir, os.path.join(output, args.variant),
-                             args.train_steps)
+        result = run_variant(
+            args.variant, input_dir, os.path.join(output, args.variant), args.train_steps
+        )
         print(json.dumps(result))
         return 0
 
@@ -232,21 +307,24 @@ def run(args: argparse.Namespace) -> int:
         'rows': args.rows,
         'train_steps': args.train_steps,
         'variants': variants,
-        'total_stock_over_ours': (variants['stock']['total_seconds']
-                                  / variants['ours']['total_seconds']),
+        'total_stock_over_ours': (
+            variants['stock']['total_seconds'] / variants['ours']['total_seconds']
+        ),
         'machine': report.machine(),
         'finished_at': report.finished_at(),
     }
     result_path, chart_path = report.write_result(output, result, 'pipeline.png', write_chart)
 
-    print(f"\n{'component':<18}{'stock':>9}{'ours':>9}{'stock/ours':>12}")
+    print(f'\n{"component":<18}{"stock":>9}{"ours":>9}{"stock/ours":>12}')
     for name in list(COMPONENTS) + ['total']:
         if name == 'total':
             stock, ours = variants['stock']['total_seconds'], variants['ours']['total_seconds']
         else:
             stock = variants['stock']['component_seconds'].get(name, float('nan'))
             ours = variants['ours']['component_seconds'].get(name, float('nan'))
-        print(f'{name:<18}{stock:>8.1f}s{ours:>8.1f}s{stock / ours if ours else float("nan"):>12.2f}')
+        print(
+            f'{name:<18}{stock:>8.1f}s{ours:>8.1f}s{stock / ours if ours else float("nan"):>12.2f}'
+        )
     print(f'wrote {result_path} and {chart_path}')
     return 0
 

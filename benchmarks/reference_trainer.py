@@ -19,8 +19,12 @@ HIDDEN_UNITS = 'hidden_units'
 LEARNING_RATE = 'learning_rate'
 
 
-def build_keras_model(tft_output: tft.TFTransformOutput, label_key: str,
-                      hidden_units: tuple[int, ...], learning_rate: float) -> tf.keras.Model:
+def build_keras_model(
+    tft_output: tft.TFTransformOutput,
+    label_key: str,
+    hidden_units: tuple[int, ...],
+    learning_rate: float,
+) -> tf.keras.Model:
     """A wide-and-deep-style binary classifier over the transformed features."""
     schema = tft_output.transformed_metadata.schema
     inputs, encoded = {}, []
@@ -40,13 +44,17 @@ def build_keras_model(tft_output: tft.TFTransformOutput, label_key: str,
         x = tf.keras.layers.Dense(units, activation='relu')(x)
     output = tf.keras.layers.Dense(1, activation='sigmoid', name='probabilities')(x)
     model = tf.keras.Model(inputs=inputs, outputs=output)
-    model.compile(optimizer=tf.keras.optimizers.Adam(learning_rate),
-                  loss='binary_crossentropy', metrics=[tf.keras.metrics.AUC(name='auc')])
+    model.compile(
+        optimizer=tf.keras.optimizers.Adam(learning_rate),
+        loss='binary_crossentropy',
+        metrics=[tf.keras.metrics.AUC(name='auc')],
+    )
     return model
 
 
-def export_serving_model(model: tf.keras.Model, tft_output: tft.TFTransformOutput,
-                         label_key: str, export_dir: str) -> None:
+def export_serving_model(
+    model: tf.keras.Model, tft_output: tft.TFTransformOutput, label_key: str, export_dir: str
+) -> None:
     """SavedModel with `serving_default` (raw tf.Example in) and `transform_features`."""
     model.tft_layer = tft_output.transform_features_layer()
     raw_spec = tft_output.raw_feature_spec()
@@ -61,8 +69,11 @@ def export_serving_model(model: tf.keras.Model, tft_output: tft.TFTransformOutpu
     def transform_features(examples):
         return model.tft_layer(tf.io.parse_example(examples, raw_spec))
 
-    model.save(export_dir, save_format='tf', signatures={
-        'serving_default': serve, 'transform_features': transform_features})
+    model.save(
+        export_dir,
+        save_format='tf',
+        signatures={'serving_default': serve, 'transform_features': transform_features},
+    )
 
 
 def run_fn(fn_args: tfx.components.FnArgs) -> None:
@@ -75,12 +86,22 @@ def run_fn(fn_args: tfx.components.FnArgs) -> None:
 
     def dataset(files):
         return fn_args.data_accessor.tf_dataset_factory(
-            files, tfxio.TensorFlowDatasetOptions(batch_size=batch_size, label_key=label_key),
-            schema).repeat()
+            files,
+            tfxio.TensorFlowDatasetOptions(batch_size=batch_size, label_key=label_key),
+            schema,
+        ).repeat()
 
-    model = build_keras_model(tft_output, label_key, tuple(config.get(HIDDEN_UNITS, (64, 32))),
-                              float(config.get(LEARNING_RATE, 0.001)))
-    model.fit(dataset(fn_args.train_files), steps_per_epoch=fn_args.train_steps,
-              validation_data=dataset(fn_args.eval_files), validation_steps=fn_args.eval_steps,
-              verbose=2)
+    model = build_keras_model(
+        tft_output,
+        label_key,
+        tuple(config.get(HIDDEN_UNITS, (64, 32))),
+        float(config.get(LEARNING_RATE, 0.001)),
+    )
+    model.fit(
+        dataset(fn_args.train_files),
+        steps_per_epoch=fn_args.train_steps,
+        validation_data=dataset(fn_args.eval_files),
+        validation_steps=fn_args.eval_steps,
+        verbose=2,
+    )
     export_serving_model(model, tft_output, label_key, fn_args.serving_model_dir)

@@ -12,16 +12,23 @@ from typing import Any
 
 def machine() -> dict[str, Any]:
     """The machine a figure was measured on, recorded beside the figure."""
-    return {'cpus': os.cpu_count(), 'platform': platform.platform(),
-            'python': platform.python_version()}
+    return {
+        'cpus': os.cpu_count(),
+        'platform': platform.platform(),
+        'python': platform.python_version(),
+    }
 
 
 def finished_at() -> str:
     return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
 
 
-def write_result(output: str, result: dict[str, Any], chart_name: str,
-                 write_chart: Callable[[dict[str, Any], str], None]) -> tuple[str, str]:
+def write_result(
+    output: str,
+    result: dict[str, Any],
+    chart_name: str,
+    write_chart: Callable[[dict[str, Any], str], None],
+) -> tuple[str, str]:
     """Writes `<output>/result.json` and the chart `<output>/<chart_name>`; returns both paths."""
     result_path = os.path.join(output, 'result.json')
     with open(result_path, 'w', encoding='utf-8') as f:

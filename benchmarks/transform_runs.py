@@ -68,16 +68,22 @@ def taxi_csv_path() -> str:
 
 def read_taxi_table(schema: schema_pb2.Schema, csv_path: str | None = None) -> pa.Table:
     """The taxi CSV as one flat column per schema feature, typed by the schema; empty cell = null."""
-    read_types = {schema_pb2.INT: pa.int64(), schema_pb2.FLOAT: pa.float64(),
-                  schema_pb2.BYTES: pa.string()}
+    read_types = {
+        schema_pb2.INT: pa.int64(),
+        schema_pb2.FLOAT: pa.float64(),
+        schema_pb2.BYTES: pa.string(),
+    }
     table = pa_csv.read_csv(
         csv_path or taxi_csv_path(),
         convert_options=pa_csv.ConvertOptions(
             column_types={f.name: read_types[f.type] for f in schema.feature},
-            strings_can_be_null=True))
+            strings_can_be_null=True,
+        ),
+    )
     # FLOAT parses as float64 and is rounded to float32, as a float_list stores it.
-    return pa.table({f.name: table.column(f.name).cast(_VALUE_TYPES[f.type])
-                     for f in schema.feature})
+    return pa.table(
+        {f.name: table.column(f.name).cast(_VALUE_TYPES[f.type]) for f in schema.feature}
+    )
 
 
 def resample_span(table: pa.Table, span: int, rows: int, seed: int = 0) -> pa.Table:
@@ -92,8 +98,10 @@ def resample_span(table: pa.Table, span: int, rows: int, seed: int = 0) -> pa.Ta
         stamps = sample.column('trip_start_timestamp').to_numpy()
         day = FIRST_DAY + (span - 1) * SECONDS_PER_DAY
         sample = sample.set_column(
-            sample.column_names.index('trip_start_timestamp'), 'trip_start_timestamp',
-            pa.array(day + np.mod(stamps, SECONDS_PER_DAY), pa.int64()))
+            sample.column_names.index('trip_start_timestamp'),
+            'trip_start_timestamp',
+            pa.array(day + np.mod(stamps, SECONDS_PER_DAY), pa.int64()),
+        )
     return sample
 
 
@@ -102,15 +110,15 @@ def _as_single_value_lists(column: pa.ChunkedArray) -> pa.Array:
     flat = column.combine_chunks()
     valid = pc.is_valid(flat).to_numpy(zero_copy_only=False)
     offsets = np.concatenate([[0], np.cumsum(valid)]).astype(np.int64)
-    return pa.LargeListArray.from_arrays(
-        pa.array(offsets), flat.drop_null(), mask=pa.array(~valid))
+    return pa.LargeListArray.from_arrays(pa.array(offsets), flat.drop_null(), mask=pa.array(~valid))
 
 
 def encode_examples(table: pa.Table) -> list[bytes]:
     """Serialized tf.Examples, one per row; a null cell becomes an empty feature."""
     batch = pa.RecordBatch.from_arrays(
         [_as_single_value_lists(table.column(name)) for name in table.column_names],
-        table.column_names)
+        table.column_names,
+    )
     return example_coder.RecordBatchToExamples(batch)
 
 
@@ -127,8 +135,7 @@ def split_span(table: pa.Table, train_fraction: float = 2 / 3) -> dict[str, pa.T
     return {'train': table.slice(0, cut), 'eval': table.slice(cut)}
 
 
-def write_span(examples_dir: str, span: int, table: pa.Table,
-               train_fraction: float = 2 / 3) -> str:
+def write_span(examples_dir: str, span: int, table: pa.Table, train_fraction: float = 2 / 3) -> str:
     """Writes `Split-train` and `Split-eval` of one span under `examples_dir/Span-<span>`.
 
     Returns the span's directory, the URI of its `Examples` artifact. Its paths must stay the same
@@ -145,8 +152,9 @@ def split_file(uri: str, split: str) -> str:
     return os.path.join(uri, f'Split-{split}', 'data_tfrecord-00000-of-00001.gz')
 
 
-def examples_artifact(uri: str, span: int,
-                      split_names: Sequence[str] = SPLITS) -> standard_artifacts.Examples:
+def examples_artifact(
+    uri: str, span: int, split_names: Sequence[str] = SPLITS
+) -> standard_artifacts.Examples:
     """An `Examples` artifact as ExampleGen publishes it: span, split names, tf.Example payload."""
     examples = standard_artifacts.Examples()
     examples.uri = uri
@@ -192,11 +200,17 @@ class TransformRun:
     updated_analyzer_cache: str | None
 
 
-def run_transform(examples: Sequence[standard_artifacts.Examples],
-                  schema: standard_artifacts.Schema, output_dir: str,
-                  config: fc.FeatureConfig, *, analyzer_cache: str | None = None,
-                  disable_analyzer_cache: bool = False, disable_statistics: bool = False,
-                  beam_args: Sequence[str] = ()) -> TransformRun:
+def run_transform(
+    examples: Sequence[standard_artifacts.Examples],
+    schema: standard_artifacts.Schema,
+    output_dir: str,
+    config: fc.FeatureConfig,
+    *,
+    analyzer_cache: str | None = None,
+    disable_analyzer_cache: bool = False,
+    disable_statistics: bool = False,
+    beam_args: Sequence[str] = (),
+) -> TransformRun:
     """Runs the stock Transform executor over `examples` as the Transform component wires it.
 
     Analyze train, transform every split, materialize. With the cache on (the component's
@@ -212,14 +226,20 @@ def run_transform(examples: Sequence[standard_artifacts.Examples],
         cache.uri = analyzer_cache
         input_dict[specs.ANALYZER_CACHE_KEY] = [cache]
     output_dict = {
-        specs.TRANSFORM_GRAPH_KEY: [_output(standard_artifacts.TransformGraph,
-                                            os.path.join(output_dir, 'transform_graph'))],
-        specs.TRANSFORMED_EXAMPLES_KEY: [_output(standard_artifacts.Examples,
-                                                 os.path.join(output_dir, 'transformed_examples'))],
+        specs.TRANSFORM_GRAPH_KEY: [
+            _output(standard_artifacts.TransformGraph, os.path.join(output_dir, 'transform_graph'))
+        ],
+        specs.TRANSFORMED_EXAMPLES_KEY: [
+            _output(standard_artifacts.Examples, os.path.join(output_dir, 'transformed_examples'))
+        ],
     }
     if not disable_analyzer_cache:
-        output_dict[specs.UPDATED_ANALYZER_CACHE_KEY] = [_output(
-            standard_artifacts.TransformCache, os.path.join(output_dir, 'updated_analyzer_cache'))]
+        output_dict[specs.UPDATED_ANALYZER_CACHE_KEY] = [
+            _output(
+                standard_artifacts.TransformCache,
+                os.path.join(output_dir, 'updated_analyzer_cache'),
+            )
+        ]
     if not disable_statistics:
         for key, artifact_type in _STATISTICS_OUTPUTS.items():
             output_dict[key] = [_output(artifact_type, os.path.join(output_dir, key))]
@@ -230,8 +250,10 @@ def run_transform(examples: Sequence[standard_artifacts.Examples],
         specs.DISABLE_STATISTICS_KEY: int(disable_statistics),
     }
     context = base_beam_executor.BaseBeamExecutor.Context(
-        beam_pipeline_args=list(beam_args), tmp_dir=os.path.join(output_dir, '.temp'),
-        unique_id='transform')
+        beam_pipeline_args=list(beam_args),
+        tmp_dir=os.path.join(output_dir, '.temp'),
+        unique_id='transform',
+    )
     start, cpu_start = time.perf_counter(), time.process_time()
     transform_executor.Executor(context).Do(input_dict, output_dict, exec_properties)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
@@ -241,7 +263,8 @@ def run_transform(examples: Sequence[standard_artifacts.Examples],
         cpu_seconds=cpu_seconds,
         transform_graph=output_dict[specs.TRANSFORM_GRAPH_KEY][0].uri,
         transformed_examples=tuple(a.uri for a in output_dict[specs.TRANSFORMED_EXAMPLES_KEY]),
-        updated_analyzer_cache=cache[0].uri if cache else None)
+        updated_analyzer_cache=cache[0].uri if cache else None,
+    )
 
 
 def cached_datasets(cache_uri: str) -> list[str]:
@@ -263,7 +286,9 @@ def read_tfrecord_gzip(pattern: str) -> list[bytes]:
     return [r.numpy() for r in tf.data.TFRecordDataset(files, compression_type='GZIP')]
 
 
-def transform_raw_examples(transform_graph: str, serialized: Sequence[bytes]) -> dict[str, np.ndarray]:
+def transform_raw_examples(
+    transform_graph: str, serialized: Sequence[bytes]
+) -> dict[str, np.ndarray]:
     """Applies an exported transform graph to raw serialized tf.Examples, as serving does."""
     output = tft.TFTransformOutput(transform_graph)
     layer = output.transform_features_layer()
@@ -298,8 +323,9 @@ class Comparison:
         return not self.mismatched_features and all(self.vocabularies_equal.values())
 
 
-def compare_transform_graphs(graph_a: str, graph_b: str, serialized: Sequence[bytes],
-                             config: fc.FeatureConfig) -> Comparison:
+def compare_transform_graphs(
+    graph_a: str, graph_b: str, serialized: Sequence[bytes], config: fc.FeatureConfig
+) -> Comparison:
     """Transforms `serialized` with both graphs and compares every feature and vocabulary."""
     a = transform_raw_examples(graph_a, serialized)
     b = transform_raw_examples(graph_b, serialized)
@@ -308,8 +334,9 @@ def compare_transform_graphs(graph_a: str, graph_b: str, serialized: Sequence[by
         if name not in a or name not in b or a[name].shape != b[name].shape:
             mismatched.append(name)
             continue
-        diffs[name] = float(np.max(np.abs(a[name].astype(np.float64) - b[name].astype(np.float64)),
-                                   initial=0.0))
+        diffs[name] = float(
+            np.max(np.abs(a[name].astype(np.float64) - b[name].astype(np.float64)), initial=0.0)
+        )
         if np.issubdtype(a[name].dtype, np.floating):
             same = np.allclose(a[name], b[name], rtol=1e-6, atol=1e-6)
         else:
@@ -319,6 +346,12 @@ def compare_transform_graphs(graph_a: str, graph_b: str, serialized: Sequence[by
     output_a, output_b = tft.TFTransformOutput(graph_a), tft.TFTransformOutput(graph_b)
     vocabularies = {
         spec.name: output_a.vocabulary_by_name(spec.name) == output_b.vocabulary_by_name(spec.name)
-        for spec in config.features if spec.transform == fc.VOCABULARY}
-    return Comparison(rows=len(serialized), feature_max_abs_diff=diffs,
-                      mismatched_features=tuple(mismatched), vocabularies_equal=vocabularies)
+        for spec in config.features
+        if spec.transform == fc.VOCABULARY
+    }
+    return Comparison(
+        rows=len(serialized),
+        feature_max_abs_diff=diffs,
+        mismatched_features=tuple(mismatched),
+        vocabularies_equal=vocabularies,
+    )

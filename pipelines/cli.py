@@ -50,7 +50,8 @@ BENCHMARKS = {
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog='asynctrain', description='TFX pipeline components for production training.')
+        prog='asynctrain', description='TFX pipeline components for production training.'
+    )
     sub = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
     for name, (module, help_text) in COMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text)
@@ -73,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra: list[str] = []
     if '--' in argv:
         split = argv.index('--')
-        argv, extra = argv[:split], argv[split + 1:]
+        argv, extra = argv[:split], argv[split + 1 :]
     args = build_parser(argv).parse_args(argv)
     args.beam_args = extra
     return int(importlib.import_module(args._module).run(args) or 0)

@@ -21,16 +21,35 @@ from pipelines.config import ConfigError, load_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--target', choices=kubeflow_runner.TARGETS, default='kubeflow',
-                        help='kubeflow: PipelineSpec YAML for open-source KFP; vertex: PipelineJob JSON')
-    parser.add_argument('--output', required=True, help='file to write (.yaml for kubeflow, .json for vertex)')
-    parser.add_argument('--image', help=f'container image of every step: {kubeflow_runner.DEFAULT_IMAGE_HINT}; '
-                        'default the local tag asynctrain:<version>')
-    parser.add_argument('--pipeline-root', help="artifact root the cluster writes, e.g. gs://bucket/asynctrain; "
-                        "default the config's pipeline root (<work_dir>/pipeline_root)")
-    parser.add_argument('--config', help='pipeline config YAML (pipelines/config.py); defaults otherwise')
-    parser.add_argument('--beam-arg', action='append', dest='beam_arg', metavar='ARG',
-                        help='a Beam pipeline argument for every Beam-based step, e.g. --beam-arg=--runner=DataflowRunner')
+    parser.add_argument(
+        '--target',
+        choices=kubeflow_runner.TARGETS,
+        default='kubeflow',
+        help='kubeflow: PipelineSpec YAML for open-source KFP; vertex: PipelineJob JSON',
+    )
+    parser.add_argument(
+        '--output', required=True, help='file to write (.yaml for kubeflow, .json for vertex)'
+    )
+    parser.add_argument(
+        '--image',
+        help=f'container image of every step: {kubeflow_runner.DEFAULT_IMAGE_HINT}; '
+        'default the local tag asynctrain:<version>',
+    )
+    parser.add_argument(
+        '--pipeline-root',
+        help='artifact root the cluster writes, e.g. gs://bucket/asynctrain; '
+        "default the config's pipeline root (<work_dir>/pipeline_root)",
+    )
+    parser.add_argument(
+        '--config', help='pipeline config YAML (pipelines/config.py); defaults otherwise'
+    )
+    parser.add_argument(
+        '--beam-arg',
+        action='append',
+        dest='beam_arg',
+        metavar='ARG',
+        help='a Beam pipeline argument for every Beam-based step, e.g. --beam-arg=--runner=DataflowRunner',
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -43,6 +43,7 @@ def _inside(path: str, directory: str) -> bool:
 def bundled_data_dir() -> str:
     """The Chicago taxi sample that ships inside the installed tfx package (15,002 rows)."""
     import tfx  # Imported here: resolving the default must not load TFX for `--help`.
+
     return str(pathlib.Path(tfx.__file__).parent / 'examples/chicago_taxi_pipeline/data/simple')
 
 
@@ -71,7 +72,9 @@ class ExampleGenSettings:
             if getattr(self, name) < 1:
                 raise ConfigError(f'example_gen.{name}: expected an integer >= 1')
         if len(self.delimiter) != 1:
-            raise ConfigError(f'example_gen.delimiter: expected one character, got {self.delimiter!r}')
+            raise ConfigError(
+                f'example_gen.delimiter: expected one character, got {self.delimiter!r}'
+            )
         if not 0.0 <= self.max_bad_fraction <= 1.0:
             raise ConfigError('example_gen.max_bad_fraction: expected a number in [0, 1]')
 
@@ -91,7 +94,8 @@ class EvaluationSettings:
     def __post_init__(self):
         if self.metric not in ('AUC', 'BinaryAccuracy'):
             raise ConfigError(
-                f"evaluation.metric: unsupported metric {self.metric!r}; allowed: ['AUC', 'BinaryAccuracy']")
+                f"evaluation.metric: unsupported metric {self.metric!r}; allowed: ['AUC', 'BinaryAccuracy']"
+            )
         if not 0.0 <= self.min_value <= 1.0:
             raise ConfigError('evaluation.min_value: expected a number in [0, 1]')
 
@@ -142,17 +146,23 @@ class PipelineConfig:
     trainer: TrainerConfig = dataclasses.field(default_factory=TrainerConfig)
     evaluation: EvaluationSettings = dataclasses.field(default_factory=EvaluationSettings)
     retraining: RetrainingSettings = dataclasses.field(default_factory=RetrainingSettings)
-    beam_pipeline_args: tuple[str, ...] = ('--direct_running_mode=in_memory',
-                                           '--direct_num_workers=1')
+    beam_pipeline_args: tuple[str, ...] = (
+        '--direct_running_mode=in_memory',
+        '--direct_num_workers=1',
+    )
     enable_cache: bool = True
     date: str | None = None
 
     def __post_init__(self):
-        for field, value in (('trainer.training.checkpoint_dir', self.trainer.training.checkpoint_dir),
-                             ('trainer.input.cache_dir', self.trainer.input.cache_dir)):
+        for field, value in (
+            ('trainer.training.checkpoint_dir', self.trainer.training.checkpoint_dir),
+            ('trainer.input.cache_dir', self.trainer.input.cache_dir),
+        ):
             if value and not _inside(value, self.work_dir):
-                raise ConfigError(f'{field}: {value!r} is outside the work directory '
-                                  f'{self.work_dir!r}; give a path under it')
+                raise ConfigError(
+                    f'{field}: {value!r} is outside the work directory '
+                    f'{self.work_dir!r}; give a path under it'
+                )
         if self.date is not None:
             try:
                 datetime.date.fromisoformat(self.date)
@@ -161,7 +171,8 @@ class PipelineConfig:
             if not all(s in self.example_gen.input_pattern for s in ('{YYYY}', '{MM}', '{DD}')):
                 raise ConfigError(
                     'example_gen.input_pattern: a run for one date needs {YYYY}, {MM} and {DD} '
-                    f'in the pattern, got {self.example_gen.input_pattern!r}')
+                    f'in the pattern, got {self.example_gen.input_pattern!r}'
+                )
 
     @property
     def data_dir(self) -> str:
@@ -170,8 +181,11 @@ class PipelineConfig:
     @property
     def dataset_dir(self) -> pathlib.Path:
         path = pathlib.Path(self.dataset)
-        return path if path.is_absolute() or path.exists() and '/' in self.dataset \
+        return (
+            path
+            if path.is_absolute() or path.exists() and '/' in self.dataset
             else REPO_ROOT / 'schemas' / self.dataset
+        )
 
     @property
     def schema_path(self) -> str:
@@ -241,8 +255,9 @@ def from_dict(cls: type, data: Any, where: str = '') -> Any:
         raise
     except (ValueError, TypeError) as e:
         message = str(e)
-        raise ConfigError(message if where and message.startswith(where) else
-                          f'{where or "config"}: {message}') from None
+        raise ConfigError(
+            message if where and message.startswith(where) else f'{where or "config"}: {message}'
+        ) from None
 
 
 def load_config(path: str | None = None, **overrides: Any) -> PipelineConfig:

@@ -62,7 +62,9 @@ class CompileOptions:
                 f'files, got {self.output!r}'
             )
         if not self.image or ':' not in self.image.rsplit('/', 1)[-1] and '@' not in self.image:
-            raise ValueError(f'image: expected a tagged image reference like {DEFAULT_IMAGE_HINT}, got {self.image!r}')
+            raise ValueError(
+                f'image: expected a tagged image reference like {DEFAULT_IMAGE_HINT}, got {self.image!r}'
+            )
         if not self.pipeline_root:
             raise ValueError('pipeline_root: required, e.g. gs://bucket/asynctrain')
 
@@ -84,9 +86,9 @@ def _refuse_module_file_upload(pipeline: Any, pipeline_root: str) -> None:
     for component in pipeline.components:
         # TFX keeps these futures on a private attribute; it is the only record of them.
         for dependency in getattr(component, '_pip_dependencies', ()):
-            if isinstance(dependency, udf_utils.UserModuleFilePipDependency) and component.exec_properties.get(
-                dependency.module_file_key
-            ):
+            if isinstance(
+                dependency, udf_utils.UserModuleFilePipDependency
+            ) and component.exec_properties.get(dependency.module_file_key):
                 raise ValueError(
                     f'{component.id}: its module file would be uploaded to {pipeline_root} while '
                     'compiling; build the module into the image (kubeflow/Dockerfile) and leave '
@@ -116,7 +118,9 @@ def compile_pipeline(config: PipelineConfig, options: CompileOptions) -> dict[st
         document = {**job['pipelineSpec'], 'defaultPipelineRoot': options.pipeline_root}
         # Fails here, not at upload, if the document is not a PipelineSpec this kfp can read.
         json_format.ParseDict(document, pipeline_spec_pb2.PipelineSpec())
-        text = f'# PIPELINE DEFINITION\n# Name: {config.pipeline_name}\n' + yaml.safe_dump(document, sort_keys=True)
+        text = f'# PIPELINE DEFINITION\n# Name: {config.pipeline_name}\n' + yaml.safe_dump(
+            document, sort_keys=True
+        )
     else:
         document = job
         json_format.ParseDict(document, pipeline_spec_pb2.PipelineJob())

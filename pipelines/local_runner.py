@@ -63,8 +63,11 @@ def _component_logs(log_path: str, progress: ComponentProgress):
     """Sends TFX's and TensorFlow's logs to `log_path`; only progress lines reach the terminal."""
     file_handler = logging.FileHandler(log_path)
     file_handler.setFormatter(logging.Formatter('%(asctime)s %(levelname)s %(name)s: %(message)s'))
-    loggers = [absl_logging.get_absl_logger(), logging.getLogger('tensorflow'),
-               logging.getLogger('apache_beam')]
+    loggers = [
+        absl_logging.get_absl_logger(),
+        logging.getLogger('tensorflow'),
+        logging.getLogger('apache_beam'),
+    ]
     saved = [(lg, lg.level, lg.propagate, list(lg.handlers)) for lg in loggers]
     for lg in loggers:
         lg.setLevel(logging.INFO)
@@ -99,7 +102,8 @@ def run_local(config: PipelineConfig, out: TextIO | None = None) -> run_summary.
     with exclusive_work_dir(config.work_dir):
         # TFX's helper creates the database's directory, so it comes only once the lock is held.
         pipeline.metadata_connection_config = (
-            tfx.orchestration.metadata.sqlite_metadata_connection_config(config.metadata_path))
+            tfx.orchestration.metadata.sqlite_metadata_connection_config(config.metadata_path)
+        )
         return _run_locked(config, pipeline, out)
 
 

@@ -34,15 +34,26 @@ TRANSFORM_SIGNATURE = 'transform_features'
 def output_config(config: PipelineConfig) -> example_gen_pb2.Output:
     """Hash-bucket train/eval split, as stock ExampleGen expresses it."""
     settings = config.example_gen
-    return example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(splits=[
-        example_gen_pb2.SplitConfig.Split(name='train', hash_buckets=settings.train_buckets),
-        example_gen_pb2.SplitConfig.Split(name='eval', hash_buckets=settings.eval_buckets),
-    ]))
+    return example_gen_pb2.Output(
+        split_config=example_gen_pb2.SplitConfig(
+            splits=[
+                example_gen_pb2.SplitConfig.Split(
+                    name='train', hash_buckets=settings.train_buckets
+                ),
+                example_gen_pb2.SplitConfig.Split(name='eval', hash_buckets=settings.eval_buckets),
+            ]
+        )
+    )
 
 
 def input_config(config: PipelineConfig) -> example_gen_pb2.Input:
-    return example_gen_pb2.Input(splits=[
-        example_gen_pb2.Input.Split(name='single_split', pattern=config.example_gen.input_pattern)])
+    return example_gen_pb2.Input(
+        splits=[
+            example_gen_pb2.Input.Split(
+                name='single_split', pattern=config.example_gen.input_pattern
+            )
+        ]
+    )
 
 
 def range_config(config: PipelineConfig) -> range_config_pb2.RangeConfig | None:
@@ -51,27 +62,42 @@ def range_config(config: PipelineConfig) -> range_config_pb2.RangeConfig | None:
         return None
     day = datetime.date.fromisoformat(config.date)
     span = example_gen_utils.date_to_span_number(day.year, day.month, day.day)
-    return range_config_pb2.RangeConfig(static_range=range_config_pb2.StaticRange(
-        start_span_number=span, end_span_number=span))
+    return range_config_pb2.RangeConfig(
+        static_range=range_config_pb2.StaticRange(start_span_number=span, end_span_number=span)
+    )
 
 
 def eval_config(config: PipelineConfig, label_key: str) -> tfma.EvalConfig:
     """Evaluates on raw examples: `transform_features` derives the label, `serving_default` scores."""
     metric = config.evaluation.metric
     return tfma.EvalConfig(
-        model_specs=[tfma.ModelSpec(
-            signature_name=SERVING_SIGNATURE,
-            label_key=label_key,
-            preprocessing_function_names=[TRANSFORM_SIGNATURE])],
+        model_specs=[
+            tfma.ModelSpec(
+                signature_name=SERVING_SIGNATURE,
+                label_key=label_key,
+                preprocessing_function_names=[TRANSFORM_SIGNATURE],
+            )
+        ],
         slicing_specs=[tfma.SlicingSpec()],
-        metrics_specs=[tfma.MetricsSpec(metrics=[
-            tfma.MetricConfig(class_name='ExampleCount'),
-            tfma.MetricConfig(class_name='BinaryAccuracy' if metric != 'BinaryAccuracy' else 'AUC'),
-            tfma.MetricConfig(
-                class_name=metric,
-                threshold=tfma.MetricThreshold(value_threshold=tfma.GenericValueThreshold(
-                    lower_bound={'value': config.evaluation.min_value}))),
-        ])])
+        metrics_specs=[
+            tfma.MetricsSpec(
+                metrics=[
+                    tfma.MetricConfig(class_name='ExampleCount'),
+                    tfma.MetricConfig(
+                        class_name='BinaryAccuracy' if metric != 'BinaryAccuracy' else 'AUC'
+                    ),
+                    tfma.MetricConfig(
+                        class_name=metric,
+                        threshold=tfma.MetricThreshold(
+                            value_threshold=tfma.GenericValueThreshold(
+                                lower_bound={'value': config.evaluation.min_value}
+                            )
+                        ),
+                    ),
+                ]
+            )
+        ],
+    )
 
 
 def create_pipeline(
@@ -85,20 +111,28 @@ def create_pipeline(
     label_key = features.label.name
 
     example_gen = CsvExampleGen(
-        input_base=config.data_dir, schema_path=config.schema_path,
-        input_config=input_config(config), output_config=output_config(config),
-        range_config=range_config(config), delimiter=config.example_gen.delimiter, null_markers=config.example_gen.null_markers,
-        max_bad_fraction=config.example_gen.max_bad_fraction)
+        input_base=config.data_dir,
+        schema_path=config.schema_path,
+        input_config=input_config(config),
+        output_config=output_config(config),
+        range_config=range_config(config),
+        delimiter=config.example_gen.delimiter,
+        null_markers=config.example_gen.null_markers,
+        max_bad_fraction=config.example_gen.max_bad_fraction,
+    )
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs['examples'])
     schema_gen = tfx.components.ImportSchemaGen(schema_file=config.schema_path)
     example_validator = tfx.components.ExampleValidator(
-        statistics=statistics_gen.outputs['statistics'], schema=schema_gen.outputs['schema'])
+        statistics=statistics_gen.outputs['statistics'], schema=schema_gen.outputs['schema']
+    )
 
     if config.preprocessing_module:
         transform_fn = {'module_file': config.preprocessing_module}
     else:
-        transform_fn = {'preprocessing_fn': PREPROCESSING_FN,
-                        'custom_config': preprocessing.config_to_custom_config(features)}
+        transform_fn = {
+            'preprocessing_fn': PREPROCESSING_FN,
+            'custom_config': preprocessing.config_to_custom_config(features),
+        }
     # Retraining inputs: the previous run's analyzer cache and the latest blessed model. They are
     # inputs, so they take part in TFX's cache key: a rerun with them on trains again from the
     # previous model instead of being a cache hit. Hence they are opt-in (config.retraining).
@@ -122,29 +156,49 @@ def create_pipeline(
         base_model = latest_blessed_model.outputs['model']
 
     transform = tfx.components.Transform(
-        examples=example_gen.outputs['examples'], schema=schema_gen.outputs['schema'],
-        analyzer_cache=analyzer_cache, **transform_fn)
+        examples=example_gen.outputs['examples'],
+        schema=schema_gen.outputs['schema'],
+        analyzer_cache=analyzer_cache,
+        **transform_fn,
+    )
 
     trainer = Trainer(
         examples=transform.outputs['transformed_examples'],
         transform_graph=transform.outputs['transform_graph'],
         schema=schema_gen.outputs['schema'],
         base_model=base_model,
-        config=config.trainer, label_key=label_key)
+        config=config.trainer,
+        label_key=label_key,
+    )
 
     evaluator = tfx.components.Evaluator(
-        examples=example_gen.outputs['examples'], model=trainer.outputs['model'],
-        eval_config=eval_config(config, label_key))
+        examples=example_gen.outputs['examples'],
+        model=trainer.outputs['model'],
+        eval_config=eval_config(config, label_key),
+    )
     pusher = tfx.components.Pusher(
-        model=trainer.outputs['model'], model_blessing=evaluator.outputs['blessing'],
+        model=trainer.outputs['model'],
+        model_blessing=evaluator.outputs['blessing'],
         push_destination=tfx.proto.PushDestination(
-            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.serving_dir)))
+            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.serving_dir)
+        ),
+    )
 
     return tfx.dsl.Pipeline(
         pipeline_name=config.pipeline_name,
         pipeline_root=pipeline_root or config.pipeline_root,
-        components=[example_gen, statistics_gen, schema_gen, example_validator, *resolvers,
-                    transform, trainer, evaluator, pusher],
+        components=[
+            example_gen,
+            statistics_gen,
+            schema_gen,
+            example_validator,
+            *resolvers,
+            transform,
+            trainer,
+            evaluator,
+            pusher,
+        ],
         enable_cache=config.enable_cache,
         metadata_connection_config=metadata_connection_config,
-        beam_pipeline_args=list(config.beam_pipeline_args))
+        beam_pipeline_args=list(config.beam_pipeline_args),
+    )

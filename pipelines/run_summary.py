@@ -55,14 +55,19 @@ class RunSummary:
     def format(self) -> str:
         lines = [f'components executed: {len(self.executed)}, from cache: {len(self.cached)}']
         if self.rows:
-            lines.append('rows: ' + ', '.join(f'{k.removeprefix("rows_")} {v}'
-                                             for k, v in self.rows.items()))
+            lines.append(
+                'rows: ' + ', '.join(f'{k.removeprefix("rows_")} {v}' for k, v in self.rows.items())
+            )
         if self.eval_metric:
-            lines.append(f'eval {self.eval_metric[0]}: {self.eval_metric[1]:.4f}, '
-                         f'blessed: {"yes" if self.blessed else "no"}')
+            lines.append(
+                f'eval {self.eval_metric[0]}: {self.eval_metric[1]:.4f}, '
+                f'blessed: {"yes" if self.blessed else "no"}'
+            )
         if 'examples_per_sec' in self.training:
-            lines.append(f'training: {self.training["examples_per_sec"]:.0f} examples/s '
-                         f'over {self.training.get("steps", "?")} steps')
+            lines.append(
+                f'training: {self.training["examples_per_sec"]:.0f} examples/s '
+                f'over {self.training.get("steps", "?")} steps'
+            )
         lines.append(f'pushed model: {self.pushed_model or "none (not blessed)"}')
         return '\n'.join(lines)
 
@@ -71,8 +76,11 @@ def _custom(artifact: metadata_store_pb2.Artifact, key: str) -> Any:
     if key not in artifact.custom_properties:
         return None
     value = artifact.custom_properties[key]
-    return value.int_value if value.HasField('int_value') else (
-        value.double_value if value.HasField('double_value') else value.string_value)
+    return (
+        value.int_value
+        if value.HasField('int_value')
+        else (value.double_value if value.HasField('double_value') else value.string_value)
+    )
 
 
 def _latest(store, type_name: str, producer: str, pipeline_name: str):
@@ -83,14 +91,18 @@ def _latest(store, type_name: str, producer: str, pipeline_name: str):
         return None
     if context is None:
         return None
-    artifacts = [a for a in store.get_artifacts_by_context(context.id)
-                 if a.state == metadata_store_pb2.Artifact.LIVE
-                 and store.get_artifact_types_by_id([a.type_id])[0].name == type_name]
+    artifacts = [
+        a
+        for a in store.get_artifacts_by_context(context.id)
+        if a.state == metadata_store_pb2.Artifact.LIVE
+        and store.get_artifact_types_by_id([a.type_id])[0].name == type_name
+    ]
     return max(artifacts, key=lambda a: a.id) if artifacts else None
 
 
 def _eval_metric(uri: str, metric: str) -> tuple[str, float] | None:
     import tensorflow_model_analysis as tfma
+
     try:
         result = tfma.load_eval_result(uri)
     except Exception:  # No evaluation written (the Evaluator did not run).
@@ -131,8 +143,9 @@ def read_summary(config: PipelineConfig, started: float) -> RunSummary:
         model_run = _latest(store, 'ModelRun', 'Trainer', config.pipeline_name)
         pushed = _latest(store, 'PushedModel', 'Pusher', config.pipeline_name)
         model = _latest(store, 'Model', 'Trainer', config.pipeline_name)
-        base_model = _input_of_latest_execution(store, config.pipeline_name, 'Trainer',
-                                                'base_model')
+        base_model = _input_of_latest_execution(
+            store, config.pipeline_name, 'Trainer', 'base_model'
+        )
     training: dict[str, Any] = {}
     if model_run is not None and os.path.exists(os.path.join(model_run.uri, TRAINING_REPORT)):
         with open(os.path.join(model_run.uri, TRAINING_REPORT)) as f:
@@ -141,20 +154,24 @@ def read_summary(config: PipelineConfig, started: float) -> RunSummary:
     if pushed is not None and _custom(pushed, 'pushed'):
         pushed_path = _custom(pushed, 'pushed_destination')
     return RunSummary(
-        executed=sorted(executed), cached=sorted(cached), rows=rows,
+        executed=sorted(executed),
+        cached=sorted(cached),
+        rows=rows,
         eval_metric=_eval_metric(evaluation.uri, config.evaluation.metric) if evaluation else None,
         blessed=bool(_custom(blessing, 'blessed')) if blessing is not None else None,
-        training=training, pushed_model=pushed_path,
+        training=training,
+        pushed_model=pushed_path,
         span=_custom(examples, 'span') if examples is not None else None,
         model=model.uri if model is not None else None,
-        base_model=base_model.uri if base_model is not None else None)
+        base_model=base_model.uri if base_model is not None else None,
+    )
 
 
 def _execution_node(store, execution, pipeline_name: str) -> str:
     prefix = f'{pipeline_name}.'
     for context in store.get_contexts_by_execution(execution.id):
         if context.name.startswith(prefix):
-            return context.name[len(prefix):]
+            return context.name[len(prefix) :]
     return str(execution.type_id)
 
 

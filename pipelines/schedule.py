@@ -26,7 +26,12 @@ _CRON_FIELDS = (
     ('minute', 0, 59, {}),
     ('hour', 0, 23, {}),
     ('day-of-month', 1, 31, {}),
-    ('month', 1, 12, {m: i + 1 for i, m in enumerate('JAN FEB MAR APR MAY JUN JUL AUG SEP OCT NOV DEC'.split())}),
+    (
+        'month',
+        1,
+        12,
+        {m: i + 1 for i, m in enumerate('JAN FEB MAR APR MAY JUN JUL AUG SEP OCT NOV DEC'.split())},
+    ),
     ('day-of-week', 0, 6, {d: i for i, d in enumerate('SUN MON TUE WED THU FRI SAT'.split())}),
 )
 _QUESTION_MARK_FIELDS = ('day-of-month', 'day-of-week')
@@ -37,7 +42,9 @@ def _cron_value(text: str, low: int, high: int, names: dict[str, int], fail) -> 
     if text.upper() in names:
         return names[text.upper()]
     if not text.isdigit():
-        raise fail(f'{text!r} is not a number' + (f" or one of {', '.join(names)}" if names else ''))
+        raise fail(
+            f'{text!r} is not a number' + (f' or one of {", ".join(names)}' if names else '')
+        )
     if not low <= int(text) <= high:
         raise fail(f'{int(text)} is out of range {low}-{high}')
     return int(text)
@@ -52,6 +59,7 @@ def validate_cron(expression: str) -> str:
             f'day-of-week), e.g. "0 0 3 * * *" for 03:00 daily; got {len(fields)} in {expression!r}'
         )
     for text, (name, low, high, names) in zip(fields, _CRON_FIELDS, strict=True):
+
         def fail(why: str, text: str = text, name: str = name) -> ValueError:
             return ValueError(f'--cron field {name} {text!r}: {why}')
 
@@ -110,13 +118,20 @@ def schedule(
     if pipeline_name is None:
         with open(pipeline_file) as f:
             pipeline_name = yaml.safe_load(f)['pipelineInfo']['name']
-    version_name = version_name or f'{pipeline_name}-{datetime.datetime.now(datetime.timezone.utc):%Y%m%d-%H%M%S}'
+    version_name = (
+        version_name
+        or f'{pipeline_name}-{datetime.datetime.now(datetime.timezone.utc):%Y%m%d-%H%M%S}'
+    )
 
     pipeline_id = client.get_pipeline_id(pipeline_name)
     if pipeline_id is None:
         # A new pipeline gets the uploaded file as its first and only version.
-        pipeline_id = client.upload_pipeline(pipeline_file, pipeline_name=pipeline_name, namespace=namespace).pipeline_id
-        versions = client.list_pipeline_versions(pipeline_id, sort_by='created_at desc', page_size=1).pipeline_versions
+        pipeline_id = client.upload_pipeline(
+            pipeline_file, pipeline_name=pipeline_name, namespace=namespace
+        ).pipeline_id
+        versions = client.list_pipeline_versions(
+            pipeline_id, sort_by='created_at desc', page_size=1
+        ).pipeline_versions
         version_id = versions[0].pipeline_version_id
     else:
         version_id = client.upload_pipeline_version(
@@ -137,15 +152,35 @@ def schedule(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--host', required=True, help='KFP API endpoint, e.g. https://kfp.example or http://localhost:8080')
-    parser.add_argument('--cron', required=True, help='6-field cron, seconds first: "0 0 3 * * *" is 03:00 daily (cluster time zone)')
-    parser.add_argument('--pipeline', default='pipeline.yaml', help='compiled pipeline (asynctrain compile --target kubeflow)')
-    parser.add_argument('--pipeline-name', help="pipeline name on the server (default: the file's pipelineInfo.name)")
+    parser.add_argument(
+        '--host',
+        required=True,
+        help='KFP API endpoint, e.g. https://kfp.example or http://localhost:8080',
+    )
+    parser.add_argument(
+        '--cron',
+        required=True,
+        help='6-field cron, seconds first: "0 0 3 * * *" is 03:00 daily (cluster time zone)',
+    )
+    parser.add_argument(
+        '--pipeline',
+        default='pipeline.yaml',
+        help='compiled pipeline (asynctrain compile --target kubeflow)',
+    )
+    parser.add_argument(
+        '--pipeline-name',
+        help="pipeline name on the server (default: the file's pipelineInfo.name)",
+    )
     parser.add_argument('--experiment', default='asynctrain', help='experiment the runs belong to')
     parser.add_argument('--job-name', help='recurring run name (default: <pipeline name>-daily)')
     parser.add_argument('--namespace', help='Kubeflow profile namespace (multi-user deployments)')
-    parser.add_argument('--service-account', help='service account of the pipeline pods, e.g. asynctrain-pipeline (kubeflow/rbac.yaml)')
-    parser.add_argument('--existing-token', help='bearer token for the KFP API, when the endpoint needs one')
+    parser.add_argument(
+        '--service-account',
+        help='service account of the pipeline pods, e.g. asynctrain-pipeline (kubeflow/rbac.yaml)',
+    )
+    parser.add_argument(
+        '--existing-token', help='bearer token for the KFP API, when the endpoint needs one'
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -154,7 +189,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f'asynctrain schedule: {error}')
         return 2
-    client = kfp.Client(host=args.host, namespace=args.namespace or 'kubeflow', existing_token=args.existing_token)
+    client = kfp.Client(
+        host=args.host, namespace=args.namespace or 'kubeflow', existing_token=args.existing_token
+    )
     try:
         created = schedule(
             client,
@@ -167,7 +204,9 @@ def run(args: argparse.Namespace) -> int:
             service_account=args.service_account,
         )
     except kfp_server_api.ApiException as error:
-        print(f'asynctrain schedule: the KFP API at {args.host} answered {error.status} {error.reason}: {error.body}')
+        print(
+            f'asynctrain schedule: the KFP API at {args.host} answered {error.status} {error.reason}: {error.body}'
+        )
         return 1
     print(
         f'recurring run {created.recurring_run_id}: pipeline {created.pipeline_id} version '

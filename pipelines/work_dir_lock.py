@@ -27,7 +27,8 @@ def exclusive_work_dir(work_dir: str):
             holder = lock.read().strip() or 'unknown'
             raise WorkDirBusyError(
                 f'another asynctrain run (pid {holder}) is using {work_dir}; wait for it to '
-                'finish or choose another --work-dir') from None
+                'finish or choose another --work-dir'
+            ) from None
         lock.seek(0)
         lock.truncate()
         lock.write(str(os.getpid()))

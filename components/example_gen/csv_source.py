@@ -28,14 +28,14 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from components.example_gen import (
-  csv_convert,
-  csv_dialect,
-  csv_records,
-  dead_letter,
-  example_encoder,
-  feature_types,
-  split_assignment,
-  tfrecord_writer,
+    csv_convert,
+    csv_dialect,
+    csv_records,
+    dead_letter,
+    example_encoder,
+    feature_types,
+    split_assignment,
+    tfrecord_writer,
 )
 from components.example_gen.feature_types import ColumnType
 
@@ -47,268 +47,323 @@ EXAMPLES_FILE_PREFIX = 'data_tfrecord'
 
 @dataclasses.dataclass(frozen=True)
 class CsvSourceConfig:
-  """Everything the conversion needs, resolved from TFX protos or CLI flags.
+    """Everything the conversion needs, resolved from TFX protos or CLI flags.
 
-  Attributes:
-    input_splits: (name, file glob) per input split; one entry when output splits hash.
-    output_splits: (name, hash buckets) per output split; empty to keep the input splits.
-    examples_dir: Directory that receives `Split-<name>/` folders.
-    dead_letter_dir: Directory that receives `rejected-*.jsonl` files.
-    summary_path: Where the JSON summary is written.
-    dialect: The CSV dialect.
-    column_types: Column types from a schema by name, or None to infer them from the data.
-    partition_feature_name: Hash this feature instead of the whole example ('' for none).
-    chunk_bytes: Target size of the byte ranges parsed as one unit.
-    compression_level: zlib level of the output files.
-  """
-  input_splits: tuple[tuple[str, str], ...]
-  output_splits: tuple[tuple[str, int], ...]
-  examples_dir: str
-  dead_letter_dir: str
-  summary_path: str
-  dialect: csv_dialect.CsvDialect = csv_dialect.CsvDialect()
-  column_types: Mapping[str, ColumnType] | None = None
-  partition_feature_name: str = ''
-  chunk_bytes: int = DEFAULT_CHUNK_BYTES
-  compression_level: int = tfrecord_writer.DEFAULT_COMPRESSION_LEVEL
+    Attributes:
+      input_splits: (name, file glob) per input split; one entry when output splits hash.
+      output_splits: (name, hash buckets) per output split; empty to keep the input splits.
+      examples_dir: Directory that receives `Split-<name>/` folders.
+      dead_letter_dir: Directory that receives `rejected-*.jsonl` files.
+      summary_path: Where the JSON summary is written.
+      dialect: The CSV dialect.
+      column_types: Column types from a schema by name, or None to infer them from the data.
+      partition_feature_name: Hash this feature instead of the whole example ('' for none).
+      chunk_bytes: Target size of the byte ranges parsed as one unit.
+      compression_level: zlib level of the output files.
+    """
 
-  @property
-  def split_names(self) -> list[str]:
-    if self.output_splits:
-      return [name for name, _ in self.output_splits]
-    return [name for name, _ in self.input_splits]
+    input_splits: tuple[tuple[str, str], ...]
+    output_splits: tuple[tuple[str, int], ...]
+    examples_dir: str
+    dead_letter_dir: str
+    summary_path: str
+    dialect: csv_dialect.CsvDialect = csv_dialect.CsvDialect()
+    column_types: Mapping[str, ColumnType] | None = None
+    partition_feature_name: str = ''
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
+    compression_level: int = tfrecord_writer.DEFAULT_COMPRESSION_LEVEL
+
+    @property
+    def split_names(self) -> list[str]:
+        if self.output_splits:
+            return [name for name, _ in self.output_splits]
+        return [name for name, _ in self.input_splits]
 
 
 def _open(path: str):
-  return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
 def _create(path: str):
-  return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
 def _write_atomically(path: str, payload: bytes) -> None:
-  """Writes then renames, so a retried bundle never leaves a half-written file."""
-  tmp = path + '.tmp'
-  with _create(tmp) as f:
-    f.write(payload)
-  FileSystems.rename([tmp], [path])
+    """Writes then renames, so a retried bundle never leaves a half-written file."""
+    tmp = path + '.tmp'
+    with _create(tmp) as f:
+        f.write(payload)
+    FileSystems.rename([tmp], [path])
 
 
 @dataclasses.dataclass(frozen=True)
 class _FileInfo:
-  split: str
-  file_index: int
-  path: str
-  data_start: int
-  first_line: int
+    split: str
+    file_index: int
+    path: str
+    data_start: int
+    first_line: int
 
 
 def find_input_files(config: CsvSourceConfig) -> tuple[tuple[str, ...], list[_FileInfo]]:
-  """Globs every input split and reads the headers; fails early with a clear error.
+    """Globs every input split and reads the headers; fails early with a clear error.
 
-  Raises:
-    FileNotFoundError: a pattern matches no file.
-    ValueError: files disagree on the header, or no file holds any data row.
-  """
-  files: list[_FileInfo] = []
-  headers = []
-  for split, pattern in config.input_splits:
-    matched = FileSystems.match([pattern])[0].metadata_list
-    # A local glob also matches directories (e.g. other spans' folders); they hold no rows.
-    paths = sorted(m.path for m in matched
-                   if not m.path.endswith('/') and not os.path.isdir(m.path))
-    if not paths:
-      raise FileNotFoundError(f'input split {split!r}: pattern {pattern} matches no file')
-    for i, path in enumerate(paths):
-      names, data_start, first_line = csv_records.locate_data(path, _open, config.dialect)
-      headers.append((path, names))
-      files.append(_FileInfo(split, i, path, data_start, first_line))
-  csv_dialect.check_same_header(headers)
-  sizes = {m.path: m.size_in_bytes
-           for m in FileSystems.match([f.path for f in files]) for m in m.metadata_list}
-  if all(sizes[f.path] <= f.data_start for f in files):
-    raise ValueError('input is empty: no data rows in ' + ', '.join(f.path for f in files))
-  return headers[0][1], files
+    Raises:
+      FileNotFoundError: a pattern matches no file.
+      ValueError: files disagree on the header, or no file holds any data row.
+    """
+    files: list[_FileInfo] = []
+    headers = []
+    for split, pattern in config.input_splits:
+        matched = FileSystems.match([pattern])[0].metadata_list
+        # A local glob also matches directories (e.g. other spans' folders); they hold no rows.
+        paths = sorted(
+            m.path for m in matched if not m.path.endswith('/') and not os.path.isdir(m.path)
+        )
+        if not paths:
+            raise FileNotFoundError(f'input split {split!r}: pattern {pattern} matches no file')
+        for i, path in enumerate(paths):
+            names, data_start, first_line = csv_records.locate_data(path, _open, config.dialect)
+            headers.append((path, names))
+            files.append(_FileInfo(split, i, path, data_start, first_line))
+    csv_dialect.check_same_header(headers)
+    sizes = {
+        m.path: m.size_in_bytes
+        for m in FileSystems.match([f.path for f in files])
+        for m in m.metadata_list
+    }
+    if all(sizes[f.path] <= f.data_start for f in files):
+        raise ValueError('input is empty: no data rows in ' + ', '.join(f.path for f in files))
+    return headers[0][1], files
 
 
-def _plan(file: _FileInfo, dialect: csv_dialect.CsvDialect,
-          chunk_bytes: int) -> Iterable[tuple[str, int, csv_records.Chunk]]:
-  for chunk in csv_records.plan_chunks(file.path, _open, dialect.quote_byte, file.data_start,
-                                       file.first_line, chunk_bytes):
-    yield file.split, file.file_index, chunk
+def _plan(
+    file: _FileInfo, dialect: csv_dialect.CsvDialect, chunk_bytes: int
+) -> Iterable[tuple[str, int, csv_records.Chunk]]:
+    for chunk in csv_records.plan_chunks(
+        file.path, _open, dialect.quote_byte, file.data_start, file.first_line, chunk_bytes
+    ):
+        yield file.split, file.file_index, chunk
 
 
 def _read_chunk(chunk: csv_records.Chunk) -> bytes:
-  """The chunk's bytes; a file that changed since it was planned fails naming it (no row lost)."""
-  with _open(chunk.path) as f:
-    f.seek(chunk.start)
-    data = f.read(chunk.end - chunk.start)
-  if len(data) != chunk.end - chunk.start:
-    raise OSError(
-        f'{chunk.path}: the file changed while it was being converted: expected '
-        f'{chunk.end - chunk.start} bytes at offset {chunk.start}, read {len(data)}')
-  return data
+    """The chunk's bytes; a file that changed since it was planned fails naming it (no row lost)."""
+    with _open(chunk.path) as f:
+        f.seek(chunk.start)
+        data = f.read(chunk.end - chunk.start)
+    if len(data) != chunk.end - chunk.start:
+        raise OSError(
+            f'{chunk.path}: the file changed while it was being converted: expected '
+            f'{chunk.end - chunk.start} bytes at offset {chunk.start}, read {len(data)}'
+        )
+    return data
 
 
-def _infer_chunk_types(element: tuple[str, int, csv_records.Chunk],
-                       dialect: csv_dialect.CsvDialect,
-                       names: tuple[str, ...]) -> dict[str, ColumnType]:
-  """Types of one chunk's columns, parsed as UTF-8 text; bad rows do not vote."""
-  _, _, chunk = element
-  as_text = {name: ColumnType.BYTES for name in names}
-  converted = csv_convert.convert_chunk(_read_chunk(chunk), chunk.first_line, dialect, as_text)
-  return {name: feature_types.infer_column_type(converted.columns[name]) for name in names}
+def _infer_chunk_types(
+    element: tuple[str, int, csv_records.Chunk],
+    dialect: csv_dialect.CsvDialect,
+    names: tuple[str, ...],
+) -> dict[str, ColumnType]:
+    """Types of one chunk's columns, parsed as UTF-8 text; bad rows do not vote."""
+    _, _, chunk = element
+    as_text = {name: ColumnType.BYTES for name in names}
+    converted = csv_convert.convert_chunk(_read_chunk(chunk), chunk.first_line, dialect, as_text)
+    return {name: feature_types.infer_column_type(converted.columns[name]) for name in names}
 
 
 class _ConvertChunk(beam.DoFn):
-  """Converts one chunk to per-split TFRecord files and a dead-letter file; emits its counts."""
+    """Converts one chunk to per-split TFRecord files and a dead-letter file; emits its counts."""
 
-  def __init__(self, config: CsvSourceConfig):
-    self._config = config
+    def __init__(self, config: CsvSourceConfig):
+        self._config = config
 
-  def process(self, element: tuple[str, int, csv_records.Chunk],
-              column_types: dict[str, ColumnType]) -> Iterable[dead_letter.ChunkReport]:
-    input_split, file_index, chunk = element
-    config = self._config
-    converted = csv_convert.convert_chunk(_read_chunk(chunk), chunk.first_line, config.dialect,
-                                          column_types)
-    encoded = example_encoder.encode_examples(converted.columns, column_types,
-                                              tfrecord_writer.HEADER_BYTES,
-                                              tfrecord_writer.FOOTER_BYTES)
-    hash_examples = bool(config.output_splits) and not config.partition_feature_name
-    bounds = (split_assignment.bucket_bounds([b for _, b in config.output_splits])
-              if config.output_splits else None)
-    split_index, crcs = split_assignment.hash_splits_and_crcs(
-        encoded.buffer.tobytes(), encoded.starts, encoded.ends,
-        bounds if hash_examples else None, tfrecord_writer.google_crc32c.value)
-    tfrecord_writer.frame(encoded, crcs)
-    if config.partition_feature_name:
-      name = config.partition_feature_name
-      keys = split_assignment.feature_keys(name, column_types[name], converted.columns[name])
-      split_index = split_assignment.splits_of_keys(keys, bounds)
-    elif not config.output_splits:
-      split_index = np.full(converted.num_rows, config.split_names.index(input_split))
-    stem = f'{input_split}-{file_index:05d}-{chunk.index:05d}'
-    written = {}
-    for i, split in enumerate(config.split_names):
-      keep = split_index == i
-      count = int(keep.sum())
-      written[split] = count
-      if count:
-        payload = tfrecord_writer.gzip_bytes(tfrecord_writer.select_records(encoded, keep),
-                                             config.compression_level)
-        _write_atomically(os.path.join(config.examples_dir, f'Split-{split}',
-                                       f'{EXAMPLES_FILE_PREFIX}-{stem}.gz'), payload)
-    if converted.rejected:
-      lines = ''.join(dead_letter.to_json_line(chunk.path, row) + '\n'
-                      for row in converted.rejected)
-      _write_atomically(os.path.join(config.dead_letter_dir, f'rejected-{stem}.jsonl'),
-                        lines.encode('utf-8'))
-    first = [(chunk.path, row.line, dead_letter.describe(chunk.path, row))
-             for row in converted.rejected[:dead_letter.FIRST_REJECTED_KEPT]]
-    yield dead_letter.ChunkReport(converted.num_rows + len(converted.rejected),
-                                  len(converted.rejected), written, first)
+    def process(
+        self, element: tuple[str, int, csv_records.Chunk], column_types: dict[str, ColumnType]
+    ) -> Iterable[dead_letter.ChunkReport]:
+        input_split, file_index, chunk = element
+        config = self._config
+        converted = csv_convert.convert_chunk(
+            _read_chunk(chunk), chunk.first_line, config.dialect, column_types
+        )
+        encoded = example_encoder.encode_examples(
+            converted.columns,
+            column_types,
+            tfrecord_writer.HEADER_BYTES,
+            tfrecord_writer.FOOTER_BYTES,
+        )
+        hash_examples = bool(config.output_splits) and not config.partition_feature_name
+        bounds = (
+            split_assignment.bucket_bounds([b for _, b in config.output_splits])
+            if config.output_splits
+            else None
+        )
+        split_index, crcs = split_assignment.hash_splits_and_crcs(
+            encoded.buffer.tobytes(),
+            encoded.starts,
+            encoded.ends,
+            bounds if hash_examples else None,
+            tfrecord_writer.google_crc32c.value,
+        )
+        tfrecord_writer.frame(encoded, crcs)
+        if config.partition_feature_name:
+            name = config.partition_feature_name
+            keys = split_assignment.feature_keys(name, column_types[name], converted.columns[name])
+            split_index = split_assignment.splits_of_keys(keys, bounds)
+        elif not config.output_splits:
+            split_index = np.full(converted.num_rows, config.split_names.index(input_split))
+        stem = f'{input_split}-{file_index:05d}-{chunk.index:05d}'
+        written = {}
+        for i, split in enumerate(config.split_names):
+            keep = split_index == i
+            count = int(keep.sum())
+            written[split] = count
+            if count:
+                payload = tfrecord_writer.gzip_bytes(
+                    tfrecord_writer.select_records(encoded, keep), config.compression_level
+                )
+                _write_atomically(
+                    os.path.join(
+                        config.examples_dir, f'Split-{split}', f'{EXAMPLES_FILE_PREFIX}-{stem}.gz'
+                    ),
+                    payload,
+                )
+        if converted.rejected:
+            lines = ''.join(
+                dead_letter.to_json_line(chunk.path, row) + '\n' for row in converted.rejected
+            )
+            _write_atomically(
+                os.path.join(config.dead_letter_dir, f'rejected-{stem}.jsonl'),
+                lines.encode('utf-8'),
+            )
+        first = [
+            (chunk.path, row.line, dead_letter.describe(chunk.path, row))
+            for row in converted.rejected[: dead_letter.FIRST_REJECTED_KEPT]
+        ]
+        yield dead_letter.ChunkReport(
+            converted.num_rows + len(converted.rejected), len(converted.rejected), written, first
+        )
 
 
 def _merge_types(per_chunk: Iterable[dict[str, ColumnType]]) -> dict[str, ColumnType]:
-  return feature_types.merge_column_types(per_chunk)
+    return feature_types.merge_column_types(per_chunk)
 
 
 def _sum_reports(reports: Iterable[dead_letter.ChunkReport]) -> dead_letter.ChunkReport:
-  total = dead_letter.ChunkReport()
-  for report in reports:
-    total = total.merge(report)
-  return total
+    total = dead_letter.ChunkReport()
+    for report in reports:
+        total = total.merge(report)
+    return total
 
 
 class CsvToExampleFiles(beam.PTransform):
-  """Reads CSV files and writes example splits, dead letter and summary (see module doc).
+    """Reads CSV files and writes example splits, dead letter and summary (see module doc).
 
-  Returns the PCollection holding the single summed `ChunkReport`.
-  """
+    Returns the PCollection holding the single summed `ChunkReport`.
+    """
 
-  def __init__(self, config: CsvSourceConfig):
-    super().__init__()
-    self._config = config
-    self._names, self._files = find_input_files(config)
-    if config.column_types is not None:
-      self._column_types = feature_types.resolve_column_types(self._names, config.column_types)
-    else:
-      self._column_types = None
-    name = config.partition_feature_name
-    if name and name not in self._names:
-      raise ValueError(f'partition_feature_name {name!r} is not a column: {list(self._names)}')
-    for directory in [os.path.join(config.examples_dir, f'Split-{split}')
-                      for split in config.split_names] + [config.dead_letter_dir]:
-      if not FileSystems.exists(directory):
-        FileSystems.mkdirs(directory)
+    def __init__(self, config: CsvSourceConfig):
+        super().__init__()
+        self._config = config
+        self._names, self._files = find_input_files(config)
+        if config.column_types is not None:
+            self._column_types = feature_types.resolve_column_types(
+                self._names, config.column_types
+            )
+        else:
+            self._column_types = None
+        name = config.partition_feature_name
+        if name and name not in self._names:
+            raise ValueError(
+                f'partition_feature_name {name!r} is not a column: {list(self._names)}'
+            )
+        for directory in [
+            os.path.join(config.examples_dir, f'Split-{split}') for split in config.split_names
+        ] + [config.dead_letter_dir]:
+            if not FileSystems.exists(directory):
+                FileSystems.mkdirs(directory)
 
-  @property
-  def column_names(self) -> tuple[str, ...]:
-    return self._names
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return self._names
 
-  def _chunks_and_types(self, pipeline: beam.Pipeline):
-    config = self._config
-    chunks = (pipeline
-              | 'ListFiles' >> beam.Create(self._files)
-              | 'PlanChunks' >> beam.FlatMap(_plan, config.dialect, config.chunk_bytes)
-              | 'Reshuffle' >> beam.Reshuffle())
-    if self._column_types is not None:
-      column_types = beam.pvalue.AsSingleton(
-          pipeline | 'SchemaTypes' >> beam.Create([self._column_types]))
-    else:
-      column_types = beam.pvalue.AsSingleton(
-          chunks
-          | 'InferColumnTypes' >> beam.Map(_infer_chunk_types, config.dialect, self._names)
-          | 'MergeColumnTypes' >> beam.CombineGlobally(_merge_types))
-    return chunks, column_types
+    def _chunks_and_types(self, pipeline: beam.Pipeline):
+        config = self._config
+        chunks = (
+            pipeline
+            | 'ListFiles' >> beam.Create(self._files)
+            | 'PlanChunks' >> beam.FlatMap(_plan, config.dialect, config.chunk_bytes)
+            | 'Reshuffle' >> beam.Reshuffle()
+        )
+        if self._column_types is not None:
+            column_types = beam.pvalue.AsSingleton(
+                pipeline | 'SchemaTypes' >> beam.Create([self._column_types])
+            )
+        else:
+            column_types = beam.pvalue.AsSingleton(
+                chunks
+                | 'InferColumnTypes' >> beam.Map(_infer_chunk_types, config.dialect, self._names)
+                | 'MergeColumnTypes' >> beam.CombineGlobally(_merge_types)
+            )
+        return chunks, column_types
 
-  def expand(self, pipeline: beam.Pipeline) -> beam.PCollection:
-    config = self._config
-    chunks, column_types = self._chunks_and_types(pipeline)
-    summary = (chunks
-               | 'ConvertChunks' >> beam.ParDo(_ConvertChunk(config), column_types)
-               | 'SumReports' >> beam.CombineGlobally(_sum_reports))
-    _ = summary | 'WriteSummary' >> beam.Map(_write_summary, config.split_names,
-                                             config.summary_path)
-    return summary
+    def expand(self, pipeline: beam.Pipeline) -> beam.PCollection:
+        config = self._config
+        chunks, column_types = self._chunks_and_types(pipeline)
+        summary = (
+            chunks
+            | 'ConvertChunks' >> beam.ParDo(_ConvertChunk(config), column_types)
+            | 'SumReports' >> beam.CombineGlobally(_sum_reports)
+        )
+        _ = summary | 'WriteSummary' >> beam.Map(
+            _write_summary, config.split_names, config.summary_path
+        )
+        return summary
 
 
-def _write_summary(report: dead_letter.ChunkReport, split_names: list[str],
-                   summary_path: str) -> None:
-  payload = dead_letter.summary(report, split_names)
-  _write_atomically(summary_path, json.dumps(payload, indent=2, sort_keys=True).encode('utf-8'))
+def _write_summary(
+    report: dead_letter.ChunkReport, split_names: list[str], summary_path: str
+) -> None:
+    payload = dead_letter.summary(report, split_names)
+    _write_atomically(summary_path, json.dumps(payload, indent=2, sort_keys=True).encode('utf-8'))
 
 
 class _ChunkToExamples(beam.DoFn):
-  """Yields each converted row's serialized example; writes rejected rows to the dead letter."""
+    """Yields each converted row's serialized example; writes rejected rows to the dead letter."""
 
-  def __init__(self, config: CsvSourceConfig):
-    self._config = config
+    def __init__(self, config: CsvSourceConfig):
+        self._config = config
 
-  def process(self, element: tuple[str, int, csv_records.Chunk],
-              column_types: dict[str, ColumnType]) -> Iterable[bytes]:
-    input_split, file_index, chunk = element
-    converted = csv_convert.convert_chunk(_read_chunk(chunk), chunk.first_line,
-                                          self._config.dialect, column_types)
-    if converted.rejected:
-      lines = ''.join(dead_letter.to_json_line(chunk.path, row) + '\n'
-                      for row in converted.rejected)
-      _write_atomically(os.path.join(self._config.dead_letter_dir,
-                                     f'rejected-{input_split}-{file_index:05d}-'
-                                     f'{chunk.index:05d}.jsonl'), lines.encode('utf-8'))
-    encoded = example_encoder.encode_examples(converted.columns, column_types)
-    data = encoded.buffer.tobytes()
-    for start, end in zip(encoded.starts.tolist(), encoded.ends.tolist()):
-      yield data[start:end]
+    def process(
+        self, element: tuple[str, int, csv_records.Chunk], column_types: dict[str, ColumnType]
+    ) -> Iterable[bytes]:
+        input_split, file_index, chunk = element
+        converted = csv_convert.convert_chunk(
+            _read_chunk(chunk), chunk.first_line, self._config.dialect, column_types
+        )
+        if converted.rejected:
+            lines = ''.join(
+                dead_letter.to_json_line(chunk.path, row) + '\n' for row in converted.rejected
+            )
+            _write_atomically(
+                os.path.join(
+                    self._config.dead_letter_dir,
+                    f'rejected-{input_split}-{file_index:05d}-{chunk.index:05d}.jsonl',
+                ),
+                lines.encode('utf-8'),
+            )
+        encoded = example_encoder.encode_examples(converted.columns, column_types)
+        data = encoded.buffer.tobytes()
+        for start, end in zip(encoded.starts.tolist(), encoded.ends.tolist()):
+            yield data[start:end]
 
 
 class CsvToSerializedExamples(CsvToExampleFiles):
-  """The per-example form: a PCollection of serialized tf.Examples, for TFX's generic
-  `BaseExampleGenExecutor.GenerateExamplesByBeam` to split and write. Slower than
-  `CsvToExampleFiles` (one Beam element per row), same bytes."""
+    """The per-example form: a PCollection of serialized tf.Examples, for TFX's generic
+    `BaseExampleGenExecutor.GenerateExamplesByBeam` to split and write. Slower than
+    `CsvToExampleFiles` (one Beam element per row), same bytes."""
 
-  def expand(self, pipeline: beam.Pipeline) -> beam.PCollection:
-    chunks, column_types = self._chunks_and_types(pipeline)
-    return chunks | 'ChunkToExamples' >> beam.ParDo(_ChunkToExamples(self._config), column_types)
+    def expand(self, pipeline: beam.Pipeline) -> beam.PCollection:
+        chunks, column_types = self._chunks_and_types(pipeline)
+        return chunks | 'ChunkToExamples' >> beam.ParDo(
+            _ChunkToExamples(self._config), column_types
+        )

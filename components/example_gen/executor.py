@@ -30,57 +30,68 @@ from components.example_gen import csv_dialect, csv_source, dead_letter, feature
 
 
 def dialect_from_exec_properties(exec_properties: dict[str, Any]) -> csv_dialect.CsvDialect:
-  quote_char = exec_properties.get(spec.QUOTE_CHAR_KEY, '"')
-  return csv_dialect.CsvDialect(
-      delimiter=exec_properties.get(spec.DELIMITER_KEY) or ',',
-      quote_char=quote_char or None,
-      column_names=tuple(json.loads(exec_properties.get(spec.COLUMN_NAMES_KEY) or '[]')),
-      null_markers=tuple(json.loads(exec_properties.get(spec.NULL_MARKERS_KEY) or '[]')))
+    quote_char = exec_properties.get(spec.QUOTE_CHAR_KEY, '"')
+    return csv_dialect.CsvDialect(
+        delimiter=exec_properties.get(spec.DELIMITER_KEY) or ',',
+        quote_char=quote_char or None,
+        column_names=tuple(json.loads(exec_properties.get(spec.COLUMN_NAMES_KEY) or '[]')),
+        null_markers=tuple(json.loads(exec_properties.get(spec.NULL_MARKERS_KEY) or '[]')),
+    )
 
 
-def config_from_exec_properties(exec_properties: dict[str, Any],
-                                output_dir: str) -> csv_source.CsvSourceConfig:
-  """Resolves TFX's protos and this component's parameters into the transform's config."""
-  input_base = exec_properties[spec.INPUT_BASE_KEY]
-  if not FileSystems.exists(input_base):
-    raise FileNotFoundError(f'input_base {input_base} does not exist')
-  input_config = example_gen_pb2.Input()
-  proto_utils.json_to_proto(exec_properties[spec.INPUT_CONFIG_KEY], input_config)
-  output_config = example_gen_pb2.Output()
-  proto_utils.json_to_proto(exec_properties[spec.OUTPUT_CONFIG_KEY], output_config)
-  output_splits = tuple((s.name, s.hash_buckets) for s in output_config.split_config.splits)
-  if output_splits and len(input_config.splits) != 1:
-    raise ValueError('input_config must have exactly one split when output_config has splits.')
-  schema_path = exec_properties.get(spec.SCHEMA_PATH_KEY)
-  column_types = (feature_types.column_types_from_schema(feature_types.load_schema(schema_path))
-                  if schema_path else None)
-  return csv_source.CsvSourceConfig(
-      input_splits=tuple((s.name, os.path.join(input_base, s.pattern))
-                         for s in input_config.splits),
-      output_splits=output_splits,
-      examples_dir=output_dir,
-      dead_letter_dir=os.path.join(output_dir, spec.DEAD_LETTER_DIR_NAME),
-      summary_path=os.path.join(output_dir, spec.SUMMARY_FILE_NAME),
-      dialect=dialect_from_exec_properties(exec_properties),
-      column_types=column_types,
-      partition_feature_name=output_config.split_config.partition_feature_name)
+def config_from_exec_properties(
+    exec_properties: dict[str, Any], output_dir: str
+) -> csv_source.CsvSourceConfig:
+    """Resolves TFX's protos and this component's parameters into the transform's config."""
+    input_base = exec_properties[spec.INPUT_BASE_KEY]
+    if not FileSystems.exists(input_base):
+        raise FileNotFoundError(f'input_base {input_base} does not exist')
+    input_config = example_gen_pb2.Input()
+    proto_utils.json_to_proto(exec_properties[spec.INPUT_CONFIG_KEY], input_config)
+    output_config = example_gen_pb2.Output()
+    proto_utils.json_to_proto(exec_properties[spec.OUTPUT_CONFIG_KEY], output_config)
+    output_splits = tuple((s.name, s.hash_buckets) for s in output_config.split_config.splits)
+    if output_splits and len(input_config.splits) != 1:
+        raise ValueError('input_config must have exactly one split when output_config has splits.')
+    schema_path = exec_properties.get(spec.SCHEMA_PATH_KEY)
+    column_types = (
+        feature_types.column_types_from_schema(feature_types.load_schema(schema_path))
+        if schema_path
+        else None
+    )
+    return csv_source.CsvSourceConfig(
+        input_splits=tuple(
+            (s.name, os.path.join(input_base, s.pattern)) for s in input_config.splits
+        ),
+        output_splits=output_splits,
+        examples_dir=output_dir,
+        dead_letter_dir=os.path.join(output_dir, spec.DEAD_LETTER_DIR_NAME),
+        summary_path=os.path.join(output_dir, spec.SUMMARY_FILE_NAME),
+        dialect=dialect_from_exec_properties(exec_properties),
+        column_types=column_types,
+        partition_feature_name=output_config.split_config.partition_feature_name,
+    )
 
 
-def check_summary(summary: dict[str, Any], max_bad_fraction: float,
-                  config: csv_source.CsvSourceConfig) -> None:
-  """Raises when no row was read, or when too many rows were rejected (naming file:line)."""
-  if summary['rows_read'] == 0:
-    raise ValueError('input is empty: no data rows in '
-                     + ', '.join(pattern for _, pattern in config.input_splits))
-  error = dead_letter.bad_fraction_error(summary, max_bad_fraction, config.dead_letter_dir)
-  if error:
-    raise RuntimeError(error)
+def check_summary(
+    summary: dict[str, Any], max_bad_fraction: float, config: csv_source.CsvSourceConfig
+) -> None:
+    """Raises when no row was read, or when too many rows were rejected (naming file:line)."""
+    if summary['rows_read'] == 0:
+        raise ValueError(
+            'input is empty: no data rows in '
+            + ', '.join(pattern for _, pattern in config.input_splits)
+        )
+    error = dead_letter.bad_fraction_error(summary, max_bad_fraction, config.dead_letter_dir)
+    if error:
+        raise RuntimeError(error)
 
 
 def read_summary(config: csv_source.CsvSourceConfig) -> dict[str, Any]:
-  return dead_letter.read_summary(
-      lambda p: FileSystems.open(p, compression_type=CompressionTypes.UNCOMPRESSED),
-      config.summary_path)
+    return dead_letter.read_summary(
+        lambda p: FileSystems.open(p, compression_type=CompressionTypes.UNCOMPRESSED),
+        config.summary_path,
+    )
 
 
 # exec_properties key naming where the per-example path writes rejected rows; TFX's generic
@@ -90,55 +101,66 @@ DEAD_LETTER_DIR_EXEC_PROPERTY = '_dead_letter_dir'
 
 @beam.ptransform_fn
 def _CsvToSerializedExamples(  # pylint: disable=invalid-name
-    pipeline: beam.Pipeline, exec_properties: dict[str, Any],
-    split_pattern: str) -> beam.PCollection:
-  """Per-example form for TFX's generic `GenerateExamplesByBeam`; `Do` does not use it.
+    pipeline: beam.Pipeline, exec_properties: dict[str, Any], split_pattern: str
+) -> beam.PCollection:
+    """Per-example form for TFX's generic `GenerateExamplesByBeam`; `Do` does not use it.
 
-  Rejected rows go to exec_properties['_dead_letter_dir'] (required: no row is dropped
-  silently); row counts are not recorded on this path.
-  """
-  dead_letter_dir = exec_properties.get(DEAD_LETTER_DIR_EXEC_PROPERTY)
-  if not dead_letter_dir:
-    raise ValueError(f'exec_properties[{DEAD_LETTER_DIR_EXEC_PROPERTY!r}] must name the '
-                     'directory for rejected rows.')
-  config = config_from_exec_properties(exec_properties, dead_letter_dir)
-  config = csv_source.CsvSourceConfig(
-      input_splits=(('input', os.path.join(exec_properties[spec.INPUT_BASE_KEY],
-                                           split_pattern)),),
-      output_splits=(), examples_dir=dead_letter_dir, dead_letter_dir=dead_letter_dir,
-      summary_path=os.path.join(dead_letter_dir, spec.SUMMARY_FILE_NAME),
-      dialect=config.dialect, column_types=config.column_types)
-  return pipeline | 'CsvToExamples' >> csv_source.CsvToSerializedExamples(config)
+    Rejected rows go to exec_properties['_dead_letter_dir'] (required: no row is dropped
+    silently); row counts are not recorded on this path.
+    """
+    dead_letter_dir = exec_properties.get(DEAD_LETTER_DIR_EXEC_PROPERTY)
+    if not dead_letter_dir:
+        raise ValueError(
+            f'exec_properties[{DEAD_LETTER_DIR_EXEC_PROPERTY!r}] must name the '
+            'directory for rejected rows.'
+        )
+    config = config_from_exec_properties(exec_properties, dead_letter_dir)
+    config = csv_source.CsvSourceConfig(
+        input_splits=(
+            ('input', os.path.join(exec_properties[spec.INPUT_BASE_KEY], split_pattern)),
+        ),
+        output_splits=(),
+        examples_dir=dead_letter_dir,
+        dead_letter_dir=dead_letter_dir,
+        summary_path=os.path.join(dead_letter_dir, spec.SUMMARY_FILE_NAME),
+        dialect=config.dialect,
+        column_types=config.column_types,
+    )
+    return pipeline | 'CsvToExamples' >> csv_source.CsvToSerializedExamples(config)
 
 
 class Executor(BaseExampleGenExecutor):
-  """Converts CSV files to GZIP TFRecord tf.Example splits plus a dead letter."""
+    """Converts CSV files to GZIP TFRecord tf.Example splits plus a dead letter."""
 
-  def GetInputSourceToExamplePTransform(self) -> beam.PTransform:
-    return _CsvToSerializedExamples
+    def GetInputSourceToExamplePTransform(self) -> beam.PTransform:
+        return _CsvToSerializedExamples
 
-  def Do(self, input_dict: dict[str, list[types.Artifact]],
-         output_dict: dict[str, list[types.Artifact]],
-         exec_properties: dict[str, Any]) -> None:
-    self._log_startup(input_dict, output_dict, exec_properties)
-    examples = artifact_utils.get_single_instance(output_dict[spec.EXAMPLES_KEY])
-    config = config_from_exec_properties(exec_properties, examples.uri)
-    with self._make_beam_pipeline() as pipeline:
-      _ = pipeline | 'CsvToExampleFiles' >> csv_source.CsvToExampleFiles(config)
-    summary = read_summary(config)
-    logging.info('CSV ExampleGen summary: %s', summary)
-    check_summary(summary, float(exec_properties.get(spec.MAX_BAD_FRACTION_KEY) or 0.0), config)
+    def Do(
+        self,
+        input_dict: dict[str, list[types.Artifact]],
+        output_dict: dict[str, list[types.Artifact]],
+        exec_properties: dict[str, Any],
+    ) -> None:
+        self._log_startup(input_dict, output_dict, exec_properties)
+        examples = artifact_utils.get_single_instance(output_dict[spec.EXAMPLES_KEY])
+        config = config_from_exec_properties(exec_properties, examples.uri)
+        with self._make_beam_pipeline() as pipeline:
+            _ = pipeline | 'CsvToExampleFiles' >> csv_source.CsvToExampleFiles(config)
+        summary = read_summary(config)
+        logging.info('CSV ExampleGen summary: %s', summary)
+        check_summary(summary, float(exec_properties.get(spec.MAX_BAD_FRACTION_KEY) or 0.0), config)
 
-    input_config = example_gen_pb2.Input()
-    proto_utils.json_to_proto(exec_properties[spec.INPUT_CONFIG_KEY], input_config)
-    output_config = example_gen_pb2.Output()
-    proto_utils.json_to_proto(exec_properties[spec.OUTPUT_CONFIG_KEY], output_config)
-    examples.split_names = artifact_utils.encode_split_names(
-        utils.generate_output_split_names(input_config, output_config))
-    examples_utils.set_payload_format(examples, example_gen_pb2.FORMAT_TF_EXAMPLE)
-    examples_utils.set_file_format(examples, 'tfrecords_gzip')
-    examples.set_int_custom_property(spec.ROWS_READ_PROPERTY, summary['rows_read'])
-    examples.set_int_custom_property(spec.ROWS_REJECTED_PROPERTY, summary['rows_rejected'])
-    examples.set_int_custom_property(spec.ROWS_WRITTEN_PROPERTY, summary['rows_written'])
-    for split, count in summary['rows_written_per_split'].items():
-      examples.set_int_custom_property(spec.ROWS_WRITTEN_SPLIT_PROPERTY_PREFIX + split, count)
+        input_config = example_gen_pb2.Input()
+        proto_utils.json_to_proto(exec_properties[spec.INPUT_CONFIG_KEY], input_config)
+        output_config = example_gen_pb2.Output()
+        proto_utils.json_to_proto(exec_properties[spec.OUTPUT_CONFIG_KEY], output_config)
+        examples.split_names = artifact_utils.encode_split_names(
+            utils.generate_output_split_names(input_config, output_config)
+        )
+        examples_utils.set_payload_format(examples, example_gen_pb2.FORMAT_TF_EXAMPLE)
+        examples_utils.set_file_format(examples, 'tfrecords_gzip')
+        examples.set_int_custom_property(spec.ROWS_READ_PROPERTY, summary['rows_read'])
+        examples.set_int_custom_property(spec.ROWS_REJECTED_PROPERTY, summary['rows_rejected'])
+        examples.set_int_custom_property(spec.ROWS_WRITTEN_PROPERTY, summary['rows_written'])
+        for split, count in summary['rows_written_per_split'].items():
+            examples.set_int_custom_property(spec.ROWS_WRITTEN_SPLIT_PROPERTY_PREFIX + split, count)

@@ -15,11 +15,12 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 
 
 class ColumnType(enum.IntEnum):
-  """Feature type of a CSV column; the order is stock's inference lattice."""
-  UNKNOWN = 0
-  INT = 1
-  FLOAT = 2
-  BYTES = 3
+    """Feature type of a CSV column; the order is stock's inference lattice."""
+
+    UNKNOWN = 0
+    INT = 1
+    FLOAT = 2
+    BYTES = 3
 
 
 _SCHEMA_TYPES = {
@@ -38,66 +39,70 @@ ARROW_TYPES = {
 
 
 def load_schema(schema_path: str) -> schema_pb2.Schema:
-  """Reads a text-proto `tensorflow.metadata.v0.Schema`."""
-  with open(schema_path, encoding='utf-8') as f:
-    return text_format.Parse(f.read(), schema_pb2.Schema())
+    """Reads a text-proto `tensorflow.metadata.v0.Schema`."""
+    with open(schema_path, encoding='utf-8') as f:
+        return text_format.Parse(f.read(), schema_pb2.Schema())
 
 
 def column_types_from_schema(schema: schema_pb2.Schema) -> dict[str, ColumnType]:
-  """Maps each feature of the schema to its column type.
+    """Maps each feature of the schema to its column type.
 
-  Raises:
-    ValueError: a feature has a type other than INT, FLOAT or BYTES.
-  """
-  types = {}
-  for feature in schema.feature:
-    if feature.type not in _SCHEMA_TYPES:
-      raise ValueError(f'schema feature {feature.name!r} has type '
-                       f'{schema_pb2.FeatureType.Name(feature.type)}; '
-                       'CSV columns must be INT, FLOAT or BYTES.')
-    types[feature.name] = _SCHEMA_TYPES[feature.type]
-  return types
+    Raises:
+      ValueError: a feature has a type other than INT, FLOAT or BYTES.
+    """
+    types = {}
+    for feature in schema.feature:
+        if feature.type not in _SCHEMA_TYPES:
+            raise ValueError(
+                f'schema feature {feature.name!r} has type '
+                f'{schema_pb2.FeatureType.Name(feature.type)}; '
+                'CSV columns must be INT, FLOAT or BYTES.'
+            )
+        types[feature.name] = _SCHEMA_TYPES[feature.type]
+    return types
 
 
-def resolve_column_types(column_names: Sequence[str],
-                         schema_types: Mapping[str, ColumnType]) -> dict[str, ColumnType]:
-  """Types for the CSV's columns from the schema; every column must be in the schema.
+def resolve_column_types(
+    column_names: Sequence[str], schema_types: Mapping[str, ColumnType]
+) -> dict[str, ColumnType]:
+    """Types for the CSV's columns from the schema; every column must be in the schema.
 
-  Raises:
-    ValueError: naming the CSV columns the schema does not describe.
-  """
-  missing = [name for name in column_names if name not in schema_types]
-  if missing:
-    raise ValueError(f'CSV columns {missing} are not in the schema; add them to the schema or '
-                     'run without a schema to infer types.')
-  return {name: schema_types[name] for name in column_names}
+    Raises:
+      ValueError: naming the CSV columns the schema does not describe.
+    """
+    missing = [name for name in column_names if name not in schema_types]
+    if missing:
+        raise ValueError(
+            f'CSV columns {missing} are not in the schema; add them to the schema or '
+            'run without a schema to infer types.'
+        )
+    return {name: schema_types[name] for name in column_names}
 
 
 def _parses_as(cells: pa.Array, arrow_type: pa.DataType) -> bool:
-  try:
-    pc.cast(cells, arrow_type)
-    return True
-  except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-    return False
+    try:
+        pc.cast(cells, arrow_type)
+        return True
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
 
 
 def infer_column_type(cells: pa.Array) -> ColumnType:
-  """The narrowest type every non-missing cell (already UTF-8 `string`) parses as."""
-  cells = cells.drop_null()
-  if len(cells) == 0:
-    return ColumnType.UNKNOWN
-  if _parses_as(cells, pa.int64()):
-    return ColumnType.INT
-  if _parses_as(cells, pa.float64()):
-    return ColumnType.FLOAT
-  return ColumnType.BYTES
+    """The narrowest type every non-missing cell (already UTF-8 `string`) parses as."""
+    cells = cells.drop_null()
+    if len(cells) == 0:
+        return ColumnType.UNKNOWN
+    if _parses_as(cells, pa.int64()):
+        return ColumnType.INT
+    if _parses_as(cells, pa.float64()):
+        return ColumnType.FLOAT
+    return ColumnType.BYTES
 
 
-def merge_column_types(
-    per_chunk: Iterable[Mapping[str, ColumnType]]) -> dict[str, ColumnType]:
-  """Joins per-chunk inferred types: the widest type wins, as stock's global inference."""
-  merged: dict[str, ColumnType] = {}
-  for types in per_chunk:
-    for name, column_type in types.items():
-      merged[name] = max(merged.get(name, ColumnType.UNKNOWN), column_type)
-  return merged
+def merge_column_types(per_chunk: Iterable[Mapping[str, ColumnType]]) -> dict[str, ColumnType]:
+    """Joins per-chunk inferred types: the widest type wins, as stock's global inference."""
+    merged: dict[str, ColumnType] = {}
+    for types in per_chunk:
+        for name, column_type in types.items():
+            merged[name] = max(merged.get(name, ColumnType.UNKNOWN), column_type)
+    return merged

@@ -43,23 +43,23 @@ SUMMARY_FILE_NAME = dead_letter.SUMMARY_FILE_NAME
 
 
 class CsvExampleGenSpec(ComponentSpec):
-  """Parameters and outputs of asynctrain's CSV ExampleGen."""
+    """Parameters and outputs of asynctrain's CSV ExampleGen."""
 
-  PARAMETERS = {
-      INPUT_BASE_KEY: ExecutionParameter(type=str),
-      INPUT_CONFIG_KEY: ExecutionParameter(type=example_gen_pb2.Input),
-      OUTPUT_CONFIG_KEY: ExecutionParameter(type=example_gen_pb2.Output),
-      OUTPUT_DATA_FORMAT_KEY: ExecutionParameter(type=int),
-      OUTPUT_FILE_FORMAT_KEY: ExecutionParameter(type=int),
-      RANGE_CONFIG_KEY: ExecutionParameter(type=range_config_pb2.RangeConfig, optional=True),
-      SCHEMA_PATH_KEY: ExecutionParameter(type=str, optional=True),
-      DELIMITER_KEY: ExecutionParameter(type=str),
-      QUOTE_CHAR_KEY: ExecutionParameter(type=str),
-      COLUMN_NAMES_KEY: ExecutionParameter(type=str),
-      NULL_MARKERS_KEY: ExecutionParameter(type=str),
-      MAX_BAD_FRACTION_KEY: ExecutionParameter(type=float),
-  }
-  INPUTS = {}
-  OUTPUTS = {
-      EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),
-  }
+    PARAMETERS = {
+        INPUT_BASE_KEY: ExecutionParameter(type=str),
+        INPUT_CONFIG_KEY: ExecutionParameter(type=example_gen_pb2.Input),
+        OUTPUT_CONFIG_KEY: ExecutionParameter(type=example_gen_pb2.Output),
+        OUTPUT_DATA_FORMAT_KEY: ExecutionParameter(type=int),
+        OUTPUT_FILE_FORMAT_KEY: ExecutionParameter(type=int),
+        RANGE_CONFIG_KEY: ExecutionParameter(type=range_config_pb2.RangeConfig, optional=True),
+        SCHEMA_PATH_KEY: ExecutionParameter(type=str, optional=True),
+        DELIMITER_KEY: ExecutionParameter(type=str),
+        QUOTE_CHAR_KEY: ExecutionParameter(type=str),
+        COLUMN_NAMES_KEY: ExecutionParameter(type=str),
+        NULL_MARKERS_KEY: ExecutionParameter(type=str),
+        MAX_BAD_FRACTION_KEY: ExecutionParameter(type=float),
+    }
+    INPUTS = {}
+    OUTPUTS = {
+        EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),
+    }

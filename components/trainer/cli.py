@@ -43,26 +43,48 @@ SERVING_SUBDIR = 'Format-Serving'
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds `train`'s arguments to `parser` (the main CLI mounts it as a subcommand)."""
-    parser.add_argument('--examples', required=True,
-                        help='Transformed examples directory with Split-train/ and Split-eval/.')
-    parser.add_argument('--transform-graph', required=True,
-                        help="Transform's output directory (transform_fn/, transformed_metadata/).")
-    parser.add_argument('--output', default=None,
-                        help='Output directory: model/Format-Serving/ and model_run/. Required '
-                             'unless --serving-model-dir and --model-run-dir are both given.')
-    parser.add_argument('--serving-model-dir', default=None,
-                        help='Where the serving SavedModel goes (default: '
-                             f'<output>/{MODEL_SUBDIR}/{SERVING_SUBDIR}).')
-    parser.add_argument('--model-run-dir', default=None,
-                        help='Summaries, checkpoints and training_report.json (default: '
-                             f'<output>/{MODEL_RUN_SUBDIR}).')
-    parser.add_argument('--config', default=None,
-                        help='YAML file: a pipeline config with a "trainer:" section, or the '
-                             'section alone. Defaults apply to whatever it leaves out.')
-    parser.add_argument('--label-key', default=DEFAULT_LABEL_KEY,
-                        help=f'Transformed label feature (default: {DEFAULT_LABEL_KEY}).')
-    parser.add_argument('--base-model', default=None,
-                        help='A serving SavedModel directory to warm-start from.')
+    parser.add_argument(
+        '--examples',
+        required=True,
+        help='Transformed examples directory with Split-train/ and Split-eval/.',
+    )
+    parser.add_argument(
+        '--transform-graph',
+        required=True,
+        help="Transform's output directory (transform_fn/, transformed_metadata/).",
+    )
+    parser.add_argument(
+        '--output',
+        default=None,
+        help='Output directory: model/Format-Serving/ and model_run/. Required '
+        'unless --serving-model-dir and --model-run-dir are both given.',
+    )
+    parser.add_argument(
+        '--serving-model-dir',
+        default=None,
+        help='Where the serving SavedModel goes (default: '
+        f'<output>/{MODEL_SUBDIR}/{SERVING_SUBDIR}).',
+    )
+    parser.add_argument(
+        '--model-run-dir',
+        default=None,
+        help='Summaries, checkpoints and training_report.json (default: '
+        f'<output>/{MODEL_RUN_SUBDIR}).',
+    )
+    parser.add_argument(
+        '--config',
+        default=None,
+        help='YAML file: a pipeline config with a "trainer:" section, or the '
+        'section alone. Defaults apply to whatever it leaves out.',
+    )
+    parser.add_argument(
+        '--label-key',
+        default=DEFAULT_LABEL_KEY,
+        help=f'Transformed label feature (default: {DEFAULT_LABEL_KEY}).',
+    )
+    parser.add_argument(
+        '--base-model', default=None, help='A serving SavedModel directory to warm-start from.'
+    )
     # `run` checks what argparse cannot (the output flags depend on each other) and reports it
     # through this parser, with the usage line, the way argparse reports its own errors.
     parser.set_defaults(_train_parser=parser)
@@ -74,13 +96,23 @@ def output_dirs(args: argparse.Namespace) -> tuple[str, str]:
     Raises:
       ValueError: neither `--output` nor both of `--serving-model-dir` and `--model-run-dir`.
     """
-    missing = [flag for flag, value in (('--serving-model-dir', args.serving_model_dir),
-                                        ('--model-run-dir', args.model_run_dir)) if not value]
+    missing = [
+        flag
+        for flag, value in (
+            ('--serving-model-dir', args.serving_model_dir),
+            ('--model-run-dir', args.model_run_dir),
+        )
+        if not value
+    ]
     if not args.output and missing:
-        raise ValueError(f'--output is required unless --serving-model-dir and --model-run-dir '
-                         f'are both given (missing: {" and ".join(missing)})')
-    return (args.serving_model_dir or os.path.join(args.output, MODEL_SUBDIR, SERVING_SUBDIR),
-            args.model_run_dir or os.path.join(args.output, MODEL_RUN_SUBDIR))
+        raise ValueError(
+            f'--output is required unless --serving-model-dir and --model-run-dir '
+            f'are both given (missing: {" and ".join(missing)})'
+        )
+    return (
+        args.serving_model_dir or os.path.join(args.output, MODEL_SUBDIR, SERVING_SUBDIR),
+        args.model_run_dir or os.path.join(args.output, MODEL_RUN_SUBDIR),
+    )
 
 
 def load_config(path: str | None) -> config_lib.TrainerConfig:
@@ -121,22 +153,30 @@ def run(args: argparse.Namespace) -> int:
     if task_type in (cluster_lib.WORKER, cluster_lib.PS):
         cluster_spec = json.loads(os.environ['TF_CONFIG'])['cluster']
         logging.info('Serving as %s %d', task_type, task_id)
-        cluster_lib.serve_forever(cluster_spec, task_type, task_id,
-                                  trainer_config.distribution.server_threads)
+        cluster_lib.serve_forever(
+            cluster_spec, task_type, task_id, trainer_config.distribution.server_threads
+        )
         return 0
     if task_type not in (None, cluster_lib.CHIEF):
-        print(f'asynctrain train: TF_CONFIG task type {task_type!r} is not supported; allowed: '
-              f'{[cluster_lib.CHIEF, cluster_lib.WORKER, cluster_lib.PS]}', file=sys.stderr)
+        print(
+            f'asynctrain train: TF_CONFIG task type {task_type!r} is not supported; allowed: '
+            f'{[cluster_lib.CHIEF, cluster_lib.WORKER, cluster_lib.PS]}',
+            file=sys.stderr,
+        )
         return 2
     if task_type is None and trainer_config.distribution.cluster == 'tfjob':
-        print('asynctrain train: trainer.distribution.cluster: tfjob is run by the Trainer '
-              "component's executor, which submits a TFJob whose replicas run this command with "
-              'TF_CONFIG; without TF_CONFIG, allowed: in_process, local_processes', file=sys.stderr)
+        print(
+            'asynctrain train: trainer.distribution.cluster: tfjob is run by the Trainer '
+            "component's executor, which submits a TFJob whose replicas run this command with "
+            'TF_CONFIG; without TF_CONFIG, allowed: in_process, local_processes',
+            file=sys.stderr,
+        )
         return 2
     if task_type == cluster_lib.CHIEF:
         trainer_config = config_lib.in_tf_config_mode(trainer_config)
 
     from components.trainer import recovery, train_lib
+
     try:
         report = train_lib.train_and_export(
             examples_dir=args.examples,
@@ -145,24 +185,30 @@ def run(args: argparse.Namespace) -> int:
             model_run_dir=model_run_dir,
             trainer_config=trainer_config,
             label_key=args.label_key,
-            base_model_dir=args.base_model)
+            base_model_dir=args.base_model,
+        )
     except Exception as e:
         if not recovery.is_retryable(e):
             raise
         # A lost parameter server: the status a TFJob's `ExitCode` restart policy retries, so
         # the chief's pod restarts and resumes from the last checkpoint.
         logging.exception('Lost the cluster')
-        print(f'asynctrain train: lost the cluster ({type(e).__name__}); exit '
-              f'{recovery.EXIT_RETRYABLE} so that a restart resumes from the last checkpoint',
-              file=sys.stderr)
+        print(
+            f'asynctrain train: lost the cluster ({type(e).__name__}); exit '
+            f'{recovery.EXIT_RETRYABLE} so that a restart resumes from the last checkpoint',
+            file=sys.stderr,
+        )
         return recovery.EXIT_RETRYABLE
     print(json.dumps(dataclasses.asdict(report), sort_keys=True))
     return 0
 
 
 def main(argv: list | None = None) -> int:
-    parser = argparse.ArgumentParser(prog='asynctrain train', description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog='asynctrain train',
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_arguments(parser)
     logging.basicConfig(level=logging.INFO)
     return run(parser.parse_args(argv))

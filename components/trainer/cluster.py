@@ -62,27 +62,35 @@ def task_from_tf_config() -> tuple[str | None, int]:
 
 def server_config(num_workers: int, server_threads: int = 0):
     import tensorflow as tf
+
     proto = tf.compat.v1.ConfigProto()
     proto.inter_op_parallelism_threads = server_threads or num_workers + 1
     return proto
 
 
-def serve_forever(cluster_spec: dict, task_type: str, task_id: int,
-                  server_threads: int = 0) -> None:
+def serve_forever(
+    cluster_spec: dict, task_type: str, task_id: int, server_threads: int = 0
+) -> None:
     """Starts this task's server and blocks: a worker or parameter server only answers the
     coordinator; it ends when its process is stopped."""
     import tensorflow as tf
+
     if task_type not in (WORKER, PS):
         raise ValueError(f'task type: got {task_type!r}; a server task is one of {[WORKER, PS]}')
     server = tf.distribute.Server(
-        tf.train.ClusterSpec(cluster_spec), job_name=task_type, task_index=task_id,
-        protocol='grpc', config=server_config(len(cluster_spec.get(WORKER, ())), server_threads),
-        start=True)
+        tf.train.ClusterSpec(cluster_spec),
+        job_name=task_type,
+        task_index=task_id,
+        protocol='grpc',
+        config=server_config(len(cluster_spec.get(WORKER, ())), server_threads),
+        start=True,
+    )
     server.join()
 
 
 def _free_ports(count: int) -> list[int]:
     import portpicker
+
     return [portpicker.pick_unused_port() for _ in range(count)]
 
 
@@ -96,21 +104,35 @@ def _cluster_spec(num_workers: int, num_ps: int) -> dict:
 
 def _simple_resolver(cluster_spec: dict):
     import tensorflow as tf
+
     return tf.distribute.cluster_resolver.SimpleClusterResolver(
-        tf.train.ClusterSpec(cluster_spec), rpc_layer='grpc')
+        tf.train.ClusterSpec(cluster_spec), rpc_layer='grpc'
+    )
 
 
 def _start_in_process(distribution: config_lib.DistributionConfig) -> Cluster:
     import tensorflow as tf
+
     spec = _cluster_spec(distribution.num_workers, distribution.num_ps)
     proto = server_config(distribution.num_workers, distribution.server_threads)
     servers = [
-        tf.distribute.Server(tf.train.ClusterSpec(spec), job_name=job, task_index=i,
-                             protocol='grpc', config=proto, start=True)
-        for job in (WORKER, PS) for i in range(len(spec[job]))
+        tf.distribute.Server(
+            tf.train.ClusterSpec(spec),
+            job_name=job,
+            task_index=i,
+            protocol='grpc',
+            config=proto,
+            start=True,
+        )
+        for job in (WORKER, PS)
+        for i in range(len(spec[job]))
     ]
-    return Cluster(resolver=_simple_resolver(spec), num_workers=distribution.num_workers,
-                   num_ps=distribution.num_ps, _servers=servers)
+    return Cluster(
+        resolver=_simple_resolver(spec),
+        num_workers=distribution.num_workers,
+        num_ps=distribution.num_ps,
+        _servers=servers,
+    )
 
 
 def _listening(address: str) -> bool:
@@ -147,42 +169,45 @@ def child_env(tf_config: dict | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if k != 'TF_CONFIG'}
     if tf_config is not None:
         env['TF_CONFIG'] = json.dumps(tf_config)
-    env['PYTHONPATH'] = os.pathsep.join(
-        p for p in (_PACKAGE_ROOT, env.get('PYTHONPATH', '')) if p)
+    env['PYTHONPATH'] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get('PYTHONPATH', '')) if p)
     env.setdefault('TF_USE_LEGACY_KERAS', '1')
     env.setdefault('GRPC_FAIL_FAST', 'use_caller')
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
     return env
 
 
-def start_server_process(cluster_spec: dict, task_type: str, task_id: int,
-                         server_threads: int = 0) -> subprocess.Popen:
+def start_server_process(
+    cluster_spec: dict, task_type: str, task_id: int, server_threads: int = 0
+) -> subprocess.Popen:
     """Runs one worker or parameter server as `python -m components.trainer.cluster`; it is
     killed if this process dies."""
     env = child_env({'cluster': cluster_spec, 'task': {'type': task_type, 'index': task_id}})
     command = [sys.executable, '-m', 'components.trainer.cluster']
     if server_threads:
         command += ['--server-threads', str(server_threads)]
-    return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
-                            preexec_fn=die_with_parent)
+    return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
 
 
 def wait_for_servers(cluster_spec: dict, processes: dict, timeout_seconds: float) -> None:
     """Returns once every task's port accepts connections; raises if a process dies first."""
     deadline = time.monotonic() + timeout_seconds
-    pending = {(job, i): address for job in (WORKER, PS)
-               for i, address in enumerate(cluster_spec.get(job, ()))}
+    pending = {
+        (job, i): address
+        for job in (WORKER, PS)
+        for i, address in enumerate(cluster_spec.get(job, ()))
+    }
     while pending:
         for task, address in list(pending.items()):
             process = processes.get(task)
             if process is not None and process.poll() is not None:
-                raise RuntimeError(f'{task[0]} {task[1]} exited with code {process.returncode} '
-                                   'before its server started')
+                raise RuntimeError(
+                    f'{task[0]} {task[1]} exited with code {process.returncode} '
+                    'before its server started'
+                )
             if _listening(address):
                 del pending[task]
         if pending and time.monotonic() > deadline:
-            raise TimeoutError(f'servers not listening after {timeout_seconds}s: '
-                               f'{sorted(pending)}')
+            raise TimeoutError(f'servers not listening after {timeout_seconds}s: {sorted(pending)}')
         if pending:
             time.sleep(0.2)
 
@@ -198,8 +223,9 @@ def start_server_processes(distribution: config_lib.DistributionConfig) -> tuple
     try:
         for job in (PS, WORKER):
             for i in range(len(spec[job])):
-                processes[(job, i)] = start_server_process(spec, job, i,
-                                                           distribution.server_threads)
+                processes[(job, i)] = start_server_process(
+                    spec, job, i, distribution.server_threads
+                )
         wait_for_servers(spec, processes, distribution.startup_timeout_seconds)
     except BaseException:
         stop_processes(processes)
@@ -209,26 +235,36 @@ def start_server_processes(distribution: config_lib.DistributionConfig) -> tuple
 
 def _start_local_processes(distribution: config_lib.DistributionConfig) -> Cluster:
     spec, processes = start_server_processes(distribution)
-    return Cluster(resolver=_simple_resolver(spec), num_workers=distribution.num_workers,
-                   num_ps=distribution.num_ps, processes=processes)
+    return Cluster(
+        resolver=_simple_resolver(spec),
+        num_workers=distribution.num_workers,
+        num_ps=distribution.num_ps,
+        processes=processes,
+    )
 
 
 def _attach(cluster_spec: dict) -> Cluster:
-    return Cluster(resolver=_simple_resolver(cluster_spec),
-                   num_workers=len(cluster_spec.get(WORKER, ())),
-                   num_ps=len(cluster_spec.get(PS, ())))
+    return Cluster(
+        resolver=_simple_resolver(cluster_spec),
+        num_workers=len(cluster_spec.get(WORKER, ())),
+        num_ps=len(cluster_spec.get(PS, ())),
+    )
 
 
 def _from_tf_config() -> Cluster:
     import tensorflow as tf
+
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     if resolver.task_type != CHIEF:
-        raise ValueError(f'TF_CONFIG task type: got {resolver.task_type!r}; only the chief '
-                         'coordinates training (workers and ps run serve_forever)')
+        raise ValueError(
+            f'TF_CONFIG task type: got {resolver.task_type!r}; only the chief '
+            'coordinates training (workers and ps run serve_forever)'
+        )
     spec = resolver.cluster_spec().as_dict()
     resolver.rpc_layer = resolver.rpc_layer or 'grpc'
-    return Cluster(resolver=resolver, num_workers=len(spec.get(WORKER, ())),
-                   num_ps=len(spec.get(PS, ())))
+    return Cluster(
+        resolver=resolver, num_workers=len(spec.get(WORKER, ())), num_ps=len(spec.get(PS, ()))
+    )
 
 
 def stop_processes(processes: dict) -> None:
@@ -244,8 +280,9 @@ def stop_processes(processes: dict) -> None:
 
 
 @contextlib.contextmanager
-def start(distribution: config_lib.DistributionConfig,
-          attach_to: dict | None = None) -> Iterator[Cluster]:
+def start(
+    distribution: config_lib.DistributionConfig, attach_to: dict | None = None
+) -> Iterator[Cluster]:
     """The cluster for `distribution.cluster`, torn down (local processes stopped) on exit.
 
     In-process servers cannot be stopped (TensorFlow has no `Server.stop`); they live as long as
@@ -276,6 +313,7 @@ def start(distribution: config_lib.DistributionConfig,
 def main(argv: list | None = None) -> int:
     """`python -m components.trainer.cluster`: serve as the worker or ps that TF_CONFIG names."""
     import argparse
+
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument('--server-threads', type=int, default=0)
     args = parser.parse_args(argv)

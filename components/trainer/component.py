@@ -44,13 +44,15 @@ class Trainer(base_component.BaseComponent):
     SPEC_CLASS = TrainerSpec
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(executor.Executor)
 
-    def __init__(self,
-                 examples: channel.BaseChannel,
-                 transform_graph: channel.BaseChannel,
-                 schema: channel.BaseChannel,
-                 label_key: str,
-                 config: config_lib.TrainerConfig | None = None,
-                 base_model: channel.BaseChannel | None = None):
+    def __init__(
+        self,
+        examples: channel.BaseChannel,
+        transform_graph: channel.BaseChannel,
+        schema: channel.BaseChannel,
+        label_key: str,
+        config: config_lib.TrainerConfig | None = None,
+        base_model: channel.BaseChannel | None = None,
+    ):
         """Constructs a Trainer.
 
         Args:
@@ -76,5 +78,6 @@ class Trainer(base_component.BaseComponent):
             config=json.dumps(config_lib.to_dict(config), sort_keys=True),
             label_key=label_key,
             model=channel.Channel(type=standard_artifacts.Model),
-            model_run=channel.Channel(type=standard_artifacts.ModelRun))
+            model_run=channel.Channel(type=standard_artifacts.ModelRun),
+        )
         super().__init__(spec=spec)

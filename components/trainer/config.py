@@ -72,10 +72,12 @@ class ModelConfig:
     def __post_init__(self):
         _as_tuple(self, 'hidden_units')
         if not isinstance(self.hidden_units, tuple) or not all(
-                isinstance(u, int) and not isinstance(u, bool) and u > 0
-                for u in self.hidden_units):
-            _fail('model.hidden_units', f'got {self.hidden_units!r}; allowed: a list of '
-                  'positive integers')
+            isinstance(u, int) and not isinstance(u, bool) and u > 0 for u in self.hidden_units
+        ):
+            _fail(
+                'model.hidden_units',
+                f'got {self.hidden_units!r}; allowed: a list of positive integers',
+            )
         _check_positive('model.embedding_dim', self.embedding_dim)
         if not 0 <= self.dropout < 1:
             _fail('model.dropout', f'got {self.dropout!r}; allowed: [0, 1)')
@@ -127,14 +129,17 @@ class TrainingConfig:
         _check_positive('training.learning_rate', self.learning_rate)
         _check_choice('training.optimizer', self.optimizer, OPTIMIZERS)
         _check_positive('training.steps_per_execution', self.steps_per_execution)
-        _check_positive('training.checkpoint_interval_steps', self.checkpoint_interval_steps,
-                        allow_zero=True)
+        _check_positive(
+            'training.checkpoint_interval_steps', self.checkpoint_interval_steps, allow_zero=True
+        )
         _check_positive('training.summary_interval_steps', self.summary_interval_steps)
         _check_positive('training.max_checkpoints_to_keep', self.max_checkpoints_to_keep)
         if self.staleness_aware_learning_rate and self.optimizer not in _STALENESS_AWARE_OPTIMIZERS:
-            _fail('training.staleness_aware_learning_rate',
-                  f'needs training.optimizer in {list(_STALENESS_AWARE_OPTIMIZERS)}, '
-                  f'got {self.optimizer!r}')
+            _fail(
+                'training.staleness_aware_learning_rate',
+                f'needs training.optimizer in {list(_STALENESS_AWARE_OPTIMIZERS)}, '
+                f'got {self.optimizer!r}',
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -262,14 +267,23 @@ class KubernetesConfig:
             if not isinstance(getattr(self, name), str):
                 _fail(f'kubernetes.{name}', f'expected a string, got {getattr(self, name)!r}')
         if self.namespace and (not _NAMESPACE.match(self.namespace) or len(self.namespace) > 63):
-            _fail('kubernetes.namespace', f'got {self.namespace!r}; allowed: empty (the pod\'s own '
-                  'namespace) or a DNS label (lower-case letters, digits and "-", at most 63)')
+            _fail(
+                'kubernetes.namespace',
+                f"got {self.namespace!r}; allowed: empty (the pod's own "
+                'namespace) or a DNS label (lower-case letters, digits and "-", at most 63)',
+            )
         prefix = self.job_name_prefix
-        if (not isinstance(prefix, str) or not _JOB_NAME_PREFIX.match(prefix)
-                or len(prefix) > MAX_JOB_NAME_PREFIX):
-            _fail('kubernetes.job_name_prefix', f'got {prefix!r}; allowed: lower-case letters, '
-                  'digits and "-", starting with a letter and not ending with "-", at most '
-                  f'{MAX_JOB_NAME_PREFIX} characters')
+        if (
+            not isinstance(prefix, str)
+            or not _JOB_NAME_PREFIX.match(prefix)
+            or len(prefix) > MAX_JOB_NAME_PREFIX
+        ):
+            _fail(
+                'kubernetes.job_name_prefix',
+                f'got {prefix!r}; allowed: lower-case letters, '
+                'digits and "-", starting with a letter and not ending with "-", at most '
+                f'{MAX_JOB_NAME_PREFIX} characters',
+            )
         _check_positive('kubernetes.timeout_seconds', self.timeout_seconds)
 
 
@@ -296,14 +310,21 @@ class TrainerConfig:
     label_key: str | None = None
 
     def __post_init__(self):
-        for name, cls in (('model', ModelConfig), ('training', TrainingConfig),
-                          ('input', InputConfig), ('distribution', DistributionConfig),
-                          ('kubernetes', KubernetesConfig)):
+        for name, cls in (
+            ('model', ModelConfig),
+            ('training', TrainingConfig),
+            ('input', InputConfig),
+            ('distribution', DistributionConfig),
+            ('kubernetes', KubernetesConfig),
+        ):
             if not isinstance(getattr(self, name), cls):
                 _fail(name, f'expected a {cls.__name__}, got {type(getattr(self, name)).__name__}')
         if self.distribution.cluster == 'tfjob' and not self.kubernetes.image:
-            _fail('kubernetes.image', 'required when distribution.cluster is tfjob: the container '
-                  'image the TFJob replicas run (the project image)')
+            _fail(
+                'kubernetes.image',
+                'required when distribution.cluster is tfjob: the container '
+                'image the TFJob replicas run (the project image)',
+            )
 
 
 def in_tf_config_mode(config: TrainerConfig) -> TrainerConfig:
@@ -311,7 +332,8 @@ def in_tf_config_mode(config: TrainerConfig) -> TrainerConfig:
     with, coordinating the cluster `TF_CONFIG` describes (rather than, in `tfjob` mode,
     submitting another TFJob)."""
     return dataclasses.replace(
-        config, distribution=dataclasses.replace(config.distribution, cluster='tf_config'))
+        config, distribution=dataclasses.replace(config.distribution, cluster='tf_config')
+    )
 
 
 def to_dict(config: TrainerConfig) -> dict:
@@ -322,8 +344,13 @@ def to_dict(config: TrainerConfig) -> dict:
 def from_dict(data: dict | None) -> TrainerConfig:
     """The inverse of `to_dict`; unknown keys raise a ValueError naming them."""
     data = dict(data or {})
-    sections = {'model': ModelConfig, 'training': TrainingConfig, 'input': InputConfig,
-                'distribution': DistributionConfig, 'kubernetes': KubernetesConfig}
+    sections = {
+        'model': ModelConfig,
+        'training': TrainingConfig,
+        'input': InputConfig,
+        'distribution': DistributionConfig,
+        'kubernetes': KubernetesConfig,
+    }
     kwargs = {}
     for key, value in data.items():
         if key in sections:

@@ -31,23 +31,29 @@ def split_file_pattern(examples_dir: str, split: str) -> str:
     return os.path.join(examples_dir, f'Split-{split}', '*.gz')
 
 
-def element_spec(feature_spec: Mapping[str, tf.io.FixedLenFeature],
-                 label_key: str) -> tuple[dict, tf.TensorSpec]:
+def element_spec(
+    feature_spec: Mapping[str, tf.io.FixedLenFeature], label_key: str
+) -> tuple[dict, tf.TensorSpec]:
     """(features, label) specs of one batch, with the batch dimension unknown so that a partial
     last batch matches the same `tf.function` signature."""
-    features = {name: tf.TensorSpec([None] + list(spec.shape), spec.dtype)
-                for name, spec in sorted(feature_spec.items()) if name != label_key}
+    features = {
+        name: tf.TensorSpec([None] + list(spec.shape), spec.dtype)
+        for name, spec in sorted(feature_spec.items())
+        if name != label_key
+    }
     label = feature_spec[label_key]
     return features, tf.TensorSpec([None] + list(label.shape), label.dtype)
 
 
-def make_dataset(file_pattern: str,
-                 feature_spec: Mapping[str, tf.io.FixedLenFeature],
-                 label_key: str,
-                 batch_size: int,
-                 input_config: config_lib.InputConfig,
-                 training: bool = True,
-                 cache_path: str | None = None) -> tf.data.Dataset:
+def make_dataset(
+    file_pattern: str,
+    feature_spec: Mapping[str, tf.io.FixedLenFeature],
+    label_key: str,
+    batch_size: int,
+    input_config: config_lib.InputConfig,
+    training: bool = True,
+    cache_path: str | None = None,
+) -> tf.data.Dataset:
     """Batches of (features, label) from the files matching `file_pattern`.
 
     Training datasets shuffle and repeat forever (the loop schedules a fixed number of steps, as
@@ -59,7 +65,8 @@ def make_dataset(file_pattern: str,
         lambda path: tf.data.TFRecordDataset(path, compression_type='GZIP'),
         cycle_length=input_config.interleave_cycle_length,
         num_parallel_calls=input_config.num_parallel_calls,
-        deterministic=not training)
+        deterministic=not training,
+    )
     if training and input_config.shuffle_buffer:
         records = records.shuffle(input_config.shuffle_buffer, reshuffle_each_iteration=True)
     cached = input_config.cache != 'none'
@@ -75,15 +82,17 @@ def make_dataset(file_pattern: str,
         label = parsed.pop(label_key)
         return parsed, label
 
-    batches = batches.map(parse, num_parallel_calls=input_config.num_parallel_calls,
-                          deterministic=not training)
+    batches = batches.map(
+        parse, num_parallel_calls=input_config.num_parallel_calls, deterministic=not training
+    )
     if cached:
         # An empty file name is tf.data's in-memory cache.
         batches = batches.cache((cache_path or '') if input_config.cache == 'file' else '')
         if training:
             if input_config.shuffle_buffer:
-                batches = batches.shuffle(max(1, input_config.shuffle_buffer // batch_size),
-                                          reshuffle_each_iteration=True)
+                batches = batches.shuffle(
+                    max(1, input_config.shuffle_buffer // batch_size), reshuffle_each_iteration=True
+                )
             batches = batches.repeat()
     options = tf.data.Options()
     options.deterministic = not training

@@ -27,21 +27,25 @@ tfjob_runner: tfjob.TFJobRunner | None = None
 class Executor(base_executor.BaseExecutor):
     """Runs parameter-server training and exports the serving model."""
 
-    def Do(self, input_dict: dict[str, list[types.Artifact]],
-           output_dict: dict[str, list[types.Artifact]],
-           exec_properties: dict[str, Any]) -> None:
+    def Do(
+        self,
+        input_dict: dict[str, list[types.Artifact]],
+        output_dict: dict[str, list[types.Artifact]],
+        exec_properties: dict[str, Any],
+    ) -> None:
         self._log_startup(input_dict, output_dict, exec_properties)
         trainer_config = config_lib.from_dict(json.loads(exec_properties[spec.CONFIG_KEY]))
         base_models = input_dict.get(spec.BASE_MODEL_KEY) or []
         model_uri = artifact_utils.get_single_uri(output_dict[spec.MODEL_KEY])
         paths = dict(
             examples_dir=artifact_utils.get_single_uri(input_dict[spec.EXAMPLES_KEY]),
-            transform_graph_dir=artifact_utils.get_single_uri(
-                input_dict[spec.TRANSFORM_GRAPH_KEY]),
+            transform_graph_dir=artifact_utils.get_single_uri(input_dict[spec.TRANSFORM_GRAPH_KEY]),
             serving_model_dir=path_utils.serving_model_path(model_uri),
             model_run_dir=artifact_utils.get_single_uri(output_dict[spec.MODEL_RUN_KEY]),
-            base_model_dir=(path_utils.serving_model_path(base_models[-1].uri)
-                            if base_models else None))
+            base_model_dir=(
+                path_utils.serving_model_path(base_models[-1].uri) if base_models else None
+            ),
+        )
         label_key = exec_properties[spec.LABEL_KEY_KEY]
 
         if trainer_config.distribution.cluster == 'tfjob':
@@ -50,8 +54,12 @@ class Executor(base_executor.BaseExecutor):
             # The Model artifact's URI names this execution in every orchestrator (it holds the
             # pipeline root, the node and the execution), so no two executions share a job name.
             tfjob_training.train_with_tfjob(
-                **paths, trainer_config=trainer_config, label_key=label_key,
-                execution_key=model_uri, runner=tfjob_runner)
+                **paths,
+                trainer_config=trainer_config,
+                label_key=label_key,
+                execution_key=model_uri,
+                runner=tfjob_runner,
+            )
             return
 
         from components.trainer import train_lib

@@ -22,8 +22,9 @@ EXAMPLES_INPUT = 'examples'
 PROBABILITIES = 'probabilities'
 
 
-def export_serving_model(keras_model: tf.keras.Model, transform_graph_dir: str,
-                         export_dir: str) -> str:
+def export_serving_model(
+    keras_model: tf.keras.Model, transform_graph_dir: str, export_dir: str
+) -> str:
     """Writes the serving SavedModel of `keras_model` (unsharded) to `export_dir`."""
     import tensorflow_transform as tft
 
@@ -46,10 +47,15 @@ def export_serving_model(keras_model: tf.keras.Model, transform_graph_dir: str,
         return {PROBABILITIES: tf.sigmoid(logits)}
 
     tf.io.gfile.makedirs(os.path.dirname(export_dir.rstrip('/')) or '.')
-    keras_model.save(export_dir, save_format='tf', include_optimizer=False, signatures={
-        SERVING_SIGNATURE: serve.get_concrete_function(),
-        TRANSFORM_SIGNATURE: transform_features.get_concrete_function(),
-    })
+    keras_model.save(
+        export_dir,
+        save_format='tf',
+        include_optimizer=False,
+        signatures={
+            SERVING_SIGNATURE: serve.get_concrete_function(),
+            TRANSFORM_SIGNATURE: transform_features.get_concrete_function(),
+        },
+    )
     return export_dir
 
 

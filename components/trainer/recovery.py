@@ -80,6 +80,7 @@ def _describe_exit(code: int) -> str:
 
 def _remove(path: str) -> None:
     import tensorflow as tf
+
     if tf.io.gfile.exists(path):
         tf.io.gfile.remove(path)
 
@@ -87,24 +88,29 @@ def _remove(path: str) -> None:
 def _start_coordinator(request_path: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, '-m', 'components.trainer.recovery', request_path],
-        env=cluster_lib.child_env(), stdin=subprocess.DEVNULL,
-        preexec_fn=cluster_lib.die_with_parent)
+        env=cluster_lib.child_env(),
+        stdin=subprocess.DEVNULL,
+        preexec_fn=cluster_lib.die_with_parent,
+    )
 
 
 def _server_failure(servers: dict) -> tuple[str, bool]:
     """(Which servers have exited and how, '' if none; whether the cluster is broken: a parameter
     server gone, or every worker. A lost worker alone is not: the coordinator carries on.)"""
     dead = {task: p.returncode for task, p in servers.items() if p.poll() is not None}
-    description = '; '.join(f'{job} {index} {_describe_exit(code)}'
-                            for (job, index), code in sorted(dead.items()))
+    description = '; '.join(
+        f'{job} {index} {_describe_exit(code)}' for (job, index), code in sorted(dead.items())
+    )
     workers = [task for task in servers if task[0] == cluster_lib.WORKER]
-    broken = (any(job == cluster_lib.PS for job, _ in dead)
-              or bool(workers) and all(task in dead for task in workers))
+    broken = (
+        any(job == cluster_lib.PS for job, _ in dead)
+        or bool(workers)
+        and all(task in dead for task in workers)
+    )
     return description, broken
 
 
-def _watch(coordinator: subprocess.Popen, servers: dict,
-           grace_seconds: float) -> tuple[str, bool]:
+def _watch(coordinator: subprocess.Popen, servers: dict, grace_seconds: float) -> tuple[str, bool]:
     """Waits for the coordinator to exit; returns `_server_failure` as of then. Once the cluster
     is broken the coordinator gets `grace_seconds` to exit on its own (it normally raises within
     seconds), then is killed."""
@@ -113,11 +119,12 @@ def _watch(coordinator: subprocess.Popen, servers: dict,
         description, broken = _server_failure(servers)
         if broken and broken_at is None:
             broken_at = time.monotonic()
-            logging.warning('Cluster failure: %s; waiting for the coordinator to stop',
-                            description)
+            logging.warning('Cluster failure: %s; waiting for the coordinator to stop', description)
         if broken_at is not None and time.monotonic() - broken_at > grace_seconds:
-            logging.warning('The coordinator did not stop %.0f s after the cluster failure; '
-                            'killing it', grace_seconds)
+            logging.warning(
+                'The coordinator did not stop %.0f s after the cluster failure; killing it',
+                grace_seconds,
+            )
             coordinator.kill()
             coordinator.wait()
             break
@@ -128,10 +135,17 @@ def _watch(coordinator: subprocess.Popen, servers: dict,
     return _server_failure(servers)
 
 
-def train_with_restarts(*, examples_dir: str, transform_graph_dir: str, serving_model_dir: str,
-                        model_run_dir: str, trainer_config: config_lib.TrainerConfig,
-                        label_key: str, base_model_dir: str | None = None,
-                        checkpoint_dir: str | None = None):
+def train_with_restarts(
+    *,
+    examples_dir: str,
+    transform_graph_dir: str,
+    serving_model_dir: str,
+    model_run_dir: str,
+    trainer_config: config_lib.TrainerConfig,
+    label_key: str,
+    base_model_dir: str | None = None,
+    checkpoint_dir: str | None = None,
+):
     """`train_lib.train_and_export` on a `local_processes` cluster, restarted after cluster
     failures (see the module docstring). Returns the `TrainingReport` with its attempts.
 
@@ -148,10 +162,14 @@ def train_with_restarts(*, examples_dir: str, transform_graph_dir: str, serving_
     request_path = os.path.join(model_run_dir, _REQUEST_FILE)
     failure_path = os.path.join(model_run_dir, _FAILURE_FILE)
     request = {
-        'examples_dir': examples_dir, 'transform_graph_dir': transform_graph_dir,
-        'serving_model_dir': serving_model_dir, 'model_run_dir': model_run_dir,
-        'trainer_config': config_lib.to_dict(trainer_config), 'label_key': label_key,
-        'base_model_dir': base_model_dir, 'checkpoint_dir': checkpoint_dir,
+        'examples_dir': examples_dir,
+        'transform_graph_dir': transform_graph_dir,
+        'serving_model_dir': serving_model_dir,
+        'model_run_dir': model_run_dir,
+        'trainer_config': config_lib.to_dict(trainer_config),
+        'label_key': label_key,
+        'base_model_dir': base_model_dir,
+        'checkpoint_dir': checkpoint_dir,
     }
     attempts: list[Attempt] = []
     max_attempts = distribution.max_restarts + 1
@@ -163,14 +181,23 @@ def train_with_restarts(*, examples_dir: str, transform_graph_dir: str, serving_
         try:
             train_lib.write_json(request_path, {**request, 'cluster_spec': spec})
             coordinator = _start_coordinator(request_path)
-            train_lib.write_json(os.path.join(model_run_dir, CLUSTER_FILE), {
-                'attempt': number,
-                'coordinator_pid': coordinator.pid,
-                'tasks': {job: [{'address': address, 'pid': servers[(job, i)].pid}
-                                for i, address in enumerate(spec[job])] for job in spec},
-            })
+            train_lib.write_json(
+                os.path.join(model_run_dir, CLUSTER_FILE),
+                {
+                    'attempt': number,
+                    'coordinator_pid': coordinator.pid,
+                    'tasks': {
+                        job: [
+                            {'address': address, 'pid': servers[(job, i)].pid}
+                            for i, address in enumerate(spec[job])
+                        ]
+                        for job in spec
+                    },
+                },
+            )
             server_failure, cluster_failed = _watch(
-                coordinator, servers, distribution.failure_grace_seconds)
+                coordinator, servers, distribution.failure_grace_seconds
+            )
         finally:
             if coordinator is not None and coordinator.poll() is None:
                 coordinator.kill()
@@ -183,31 +210,44 @@ def train_with_restarts(*, examples_dir: str, transform_graph_dir: str, serving_
             outcome = 'succeeded'
         else:
             reasons = [server_failure] if server_failure else []
-            reasons.append(f'coordinator {_describe_exit(code)}'
-                           + (f': {reported["error"]}' if reported.get('error') else ''))
+            reasons.append(
+                f'coordinator {_describe_exit(code)}'
+                + (f': {reported["error"]}' if reported.get('error') else '')
+            )
             outcome = '; '.join(reasons)
-        attempts.append(Attempt(number, progress.get('initial_step', 0),
-                                progress.get('step', 0), outcome))
+        attempts.append(
+            Attempt(number, progress.get('initial_step', 0), progress.get('step', 0), outcome)
+        )
         if code == 0:
             break
         retryable = cluster_failed or code < 0 or code == EXIT_RETRYABLE
         if not retryable:
-            raise TrainingFailed(f'training failed (not retried: the cluster was intact): '
-                                 f'{outcome}')
+            raise TrainingFailed(
+                f'training failed (not retried: the cluster was intact): {outcome}'
+            )
         if number < max_attempts:
-            logging.warning('Attempt %d of %d failed: %s. Restarting the cluster and the '
-                            'coordinator from the latest checkpoint.', number, max_attempts,
-                            outcome)
+            logging.warning(
+                'Attempt %d of %d failed: %s. Restarting the cluster and the '
+                'coordinator from the latest checkpoint.',
+                number,
+                max_attempts,
+                outcome,
+            )
     else:
-        history = '\n'.join(f'  attempt {a.attempt} (from step {a.initial_step}, reached at least '
-                            f'{a.last_step}): {a.outcome}' for a in attempts)
+        history = '\n'.join(
+            f'  attempt {a.attempt} (from step {a.initial_step}, reached at least '
+            f'{a.last_step}): {a.outcome}'
+            for a in attempts
+        )
         raise TrainingFailed(
             f'training failed {len(attempts)} times, the last attempt that '
-            f'distribution.max_restarts = {distribution.max_restarts} allows:\n{history}')
+            f'distribution.max_restarts = {distribution.max_restarts} allows:\n{history}'
+        )
 
     report = train_lib.TrainingReport.read(model_run_dir)
-    report = dataclasses.replace(report, restarts=len(attempts) - 1,
-                                 attempts=tuple(dataclasses.asdict(a) for a in attempts))
+    report = dataclasses.replace(
+        report, restarts=len(attempts) - 1, attempts=tuple(dataclasses.asdict(a) for a in attempts)
+    )
     report.write(model_run_dir)
     return report
 
@@ -215,8 +255,16 @@ def train_with_restarts(*, examples_dir: str, transform_graph_dir: str, serving_
 def is_retryable(error: BaseException) -> bool:
     """Errors a restarted cluster can cure: the remote runtime lost a task."""
     import tensorflow as tf
-    return isinstance(error, (tf.errors.UnavailableError, tf.errors.AbortedError,
-                              tf.errors.CancelledError, tf.errors.DeadlineExceededError))
+
+    return isinstance(
+        error,
+        (
+            tf.errors.UnavailableError,
+            tf.errors.AbortedError,
+            tf.errors.CancelledError,
+            tf.errors.DeadlineExceededError,
+        ),
+    )
 
 
 def _gist(message: str) -> str:
@@ -249,11 +297,14 @@ def coordinator_main(request_path: str) -> int:
             label_key=request['label_key'],
             base_model_dir=request['base_model_dir'],
             checkpoint_dir=request['checkpoint_dir'],
-            cluster_spec=request['cluster_spec'])
+            cluster_spec=request['cluster_spec'],
+        )
     except Exception as e:  # noqa: BLE001 - reported to the supervisor, which decides.
         logging.exception('Coordinator failed')
-        train_lib.write_json(os.path.join(model_run_dir, _FAILURE_FILE),
-                    {'error': f'{type(e).__name__}: {_gist(str(e))}', 'details': str(e)[:20000]})
+        train_lib.write_json(
+            os.path.join(model_run_dir, _FAILURE_FILE),
+            {'error': f'{type(e).__name__}: {_gist(str(e))}', 'details': str(e)[:20000]},
+        )
         return EXIT_RETRYABLE if is_retryable(e) else 1
     return 0
 

@@ -32,8 +32,13 @@ class TransformedSchema:
 
     @property
     def numeric_features(self) -> tuple[str, ...]:
-        return tuple(sorted(name for name, spec in self.feature_spec.items()
-                            if name != self.label_key and spec.dtype == tf.float32))
+        return tuple(
+            sorted(
+                name
+                for name, spec in self.feature_spec.items()
+                if name != self.label_key and spec.dtype == tf.float32
+            )
+        )
 
 
 def load_transformed_schema(transform_graph_dir: str, label_key: str) -> TransformedSchema:
@@ -43,8 +48,10 @@ def load_transformed_schema(transform_graph_dir: str, label_key: str) -> Transfo
     tft_output = tft.TFTransformOutput(transform_graph_dir)
     feature_spec = tft_output.transformed_feature_spec()
     if label_key not in feature_spec:
-        raise ValueError(f'label_key: {label_key!r} is not a transformed feature; '
-                         f'allowed: {sorted(feature_spec)}')
+        raise ValueError(
+            f'label_key: {label_key!r} is not a transformed feature; '
+            f'allowed: {sorted(feature_spec)}'
+        )
     rows = {}
     for feature in tft_output.transformed_metadata.schema.feature:
         name = feature.name
@@ -52,17 +59,19 @@ def load_transformed_schema(transform_graph_dir: str, label_key: str) -> Transfo
             continue
         spec = feature_spec[name]
         if not isinstance(spec, tf.io.FixedLenFeature) or list(spec.shape) not in ([], [1]):
-            raise ValueError(f'transformed feature {name!r}: expected a scalar per example, '
-                             f'got {spec}')
+            raise ValueError(
+                f'transformed feature {name!r}: expected a scalar per example, got {spec}'
+            )
         if spec.dtype == tf.int64:
             if not feature.HasField('int_domain') or not feature.int_domain.HasField('max'):
-                raise ValueError(f'transformed feature {name!r}: an int64 feature needs an '
-                                 'int_domain with a max to size its embedding')
+                raise ValueError(
+                    f'transformed feature {name!r}: an int64 feature needs an '
+                    'int_domain with a max to size its embedding'
+                )
             rows[name] = int(feature.int_domain.max) + 1
         elif spec.dtype != tf.float32:
             raise ValueError(f'transformed feature {name!r}: unsupported dtype {spec.dtype.name}')
-    return TransformedSchema(feature_spec=feature_spec, categorical_rows=rows,
-                             label_key=label_key)
+    return TransformedSchema(feature_spec=feature_spec, categorical_rows=rows, label_key=label_key)
 
 
 class BinaryClassificationTask:
@@ -77,8 +86,12 @@ class BinaryClassificationTask:
         return data.element_spec(self.schema.feature_spec, self.schema.label_key)
 
     def build_model(self) -> tf.keras.Model:
-        return model.build_model(self.schema.numeric_features, self.schema.categorical_rows,
-                                 self.config.model, seed=self.config.training.seed)
+        return model.build_model(
+            self.schema.numeric_features,
+            self.schema.categorical_rows,
+            self.config.model,
+            seed=self.config.training.seed,
+        )
 
     def build_optimizer(self) -> tf.keras.optimizers.Optimizer:
         training = self.config.training
@@ -89,20 +102,30 @@ class BinaryClassificationTask:
         }
         return optimizers[training.optimizer](learning_rate=training.learning_rate)
 
-    def build_inputs(self, examples_dir: str, split: str, training: bool,
-                     cache_path: str | None = None) -> tf.data.Dataset:
+    def build_inputs(
+        self, examples_dir: str, split: str, training: bool, cache_path: str | None = None
+    ) -> tf.data.Dataset:
         return data.make_dataset(
-            data.split_file_pattern(examples_dir, split), self.schema.feature_spec,
-            self.schema.label_key, self.config.training.batch_size, self.config.input,
-            training=training, cache_path=cache_path)
+            data.split_file_pattern(examples_dir, split),
+            self.schema.feature_spec,
+            self.schema.label_key,
+            self.config.training.batch_size,
+            self.config.input,
+            training=training,
+            cache_path=cache_path,
+        )
 
     def loss(self, labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
         labels = tf.reshape(tf.cast(labels, tf.float32), [-1, 1])
-        return tf.reduce_mean(
-            tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits))
+        return tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits))
 
-    def train_step(self, features: dict, labels: tf.Tensor, keras_model: tf.keras.Model,
-                   optimizer: tf.keras.optimizers.Optimizer) -> dict:
+    def train_step(
+        self,
+        features: dict,
+        labels: tf.Tensor,
+        keras_model: tf.keras.Model,
+        optimizer: tf.keras.optimizers.Optimizer,
+    ) -> dict:
         """One asynchronous update; returns its loss and staleness.
 
         Staleness is the number of updates (from any worker) applied to the parameter servers
@@ -127,13 +150,19 @@ class BinaryClassificationTask:
         optimizer.apply_gradients(zip(gradients, variables))
         return {'loss': loss, 'staleness': staleness}
 
-    def eval_step(self, features: dict, labels: tf.Tensor, keras_model: tf.keras.Model,
-                  metrics: Mapping[str, tf.keras.metrics.Metric]) -> None:
+    def eval_step(
+        self,
+        features: dict,
+        labels: tf.Tensor,
+        keras_model: tf.keras.Model,
+        metrics: Mapping[str, tf.keras.metrics.Metric],
+    ) -> None:
         logits = keras_model(features, training=False)
         probabilities = tf.sigmoid(logits)
         labels = tf.reshape(tf.cast(labels, tf.float32), [-1, 1])
         metrics['loss'].update_state(
-            tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits))
+            tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
+        )
         metrics['auc'].update_state(labels, probabilities)
         metrics['accuracy'].update_state(labels, probabilities)
         metrics['label_mean'].update_state(labels)

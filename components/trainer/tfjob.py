@@ -47,7 +47,11 @@ DEFAULT_PORT = 2222
 # cluster DNS answers `<svc>.<namespace>.svc` without it.
 CUSTOM_CLUSTER_DOMAIN_ENV = 'CUSTOM_CLUSTER_DOMAIN'
 
-REPLICA_TYPES = (constants.REPLICA_TYPE_CHIEF, constants.REPLICA_TYPE_WORKER, constants.REPLICA_TYPE_PS)
+REPLICA_TYPES = (
+    constants.REPLICA_TYPE_CHIEF,
+    constants.REPLICA_TYPE_WORKER,
+    constants.REPLICA_TYPE_PS,
+)
 _RESTART_POLICIES = ('Always', 'OnFailure', 'Never', 'ExitCode')
 _TRAINER_ENV = (
     # Keras 2 (tf-keras) is what TFX 1.16 and this project's trainer use with TensorFlow 2.16.
@@ -134,9 +138,11 @@ class TrainArguments:
 
     def __post_init__(self):
         if not self.output and not (self.serving_model_dir and self.model_run_dir):
-            raise ValueError('output: required unless serving_model_dir and model_run_dir are both '
-                             f'given, got output={self.output!r}, serving_model_dir='
-                             f'{self.serving_model_dir!r}, model_run_dir={self.model_run_dir!r}')
+            raise ValueError(
+                'output: required unless serving_model_dir and model_run_dir are both '
+                f'given, got output={self.output!r}, serving_model_dir='
+                f'{self.serving_model_dir!r}, model_run_dir={self.model_run_dir!r}'
+            )
 
     def to_argv(self) -> list[str]:
         flags = (
@@ -149,7 +155,11 @@ class TrainArguments:
             ('--label-key', self.label_key),
             ('--base-model', self.base_model),
         )
-        return ['train', *(item for flag, value in flags if value for item in (flag, value)), *self.extra_args]
+        return [
+            'train',
+            *(item for flag, value in flags if value for item in (flag, value)),
+            *self.extra_args,
+        ]
 
 
 class TFJobFailed(RuntimeError):
@@ -159,12 +169,14 @@ class TFJobFailed(RuntimeError):
         self.job_name = job_name
         self.failed_replicas = failed_replicas
         details = '; '.join(
-            f"{r['replica_type']} {r['index']} (pod {r['pod']}): {r['reason']}"
-            + (f" exit code {r['exit_code']}" if r['exit_code'] is not None else '')
-            + (f": {r['message']}" if r['message'] else '')
+            f'{r["replica_type"]} {r["index"]} (pod {r["pod"]}): {r["reason"]}'
+            + (f' exit code {r["exit_code"]}' if r['exit_code'] is not None else '')
+            + (f': {r["message"]}' if r['message'] else '')
             for r in failed_replicas
         )
-        super().__init__(f'TFJob {job_name} failed: {message}' + (f' [{details}]' if details else ''))
+        super().__init__(
+            f'TFJob {job_name} failed: {message}' + (f' [{details}]' if details else '')
+        )
 
 
 class TFJobCancelled(BaseException):
@@ -193,14 +205,26 @@ def _replica_settings(replica_type: str, raw: Any) -> ReplicaSettings:
     if replica_type == constants.REPLICA_TYPE_CHIEF:
         _require(replicas == 1, f'{field}.replicas', '1', replicas)
     else:
-        _require(isinstance(replicas, int) and replicas >= 1, f'{field}.replicas', 'an integer >= 1', replicas)
+        _require(
+            isinstance(replicas, int) and replicas >= 1,
+            f'{field}.replicas',
+            'an integer >= 1',
+            replicas,
+        )
     restart_policy = raw.get('restartPolicy', 'Never')
-    _require(restart_policy in _RESTART_POLICIES, f'{field}.restartPolicy', f'one of {_RESTART_POLICIES}', restart_policy)
+    _require(
+        restart_policy in _RESTART_POLICIES,
+        f'{field}.restartPolicy',
+        f'one of {_RESTART_POLICIES}',
+        restart_policy,
+    )
     resources = raw.get('resources') or {}
     requests = _string_map(resources.get('requests'), f'{field}.resources.requests')
     limits = _string_map(resources.get('limits'), f'{field}.resources.limits')
     for resource in ('cpu', 'memory'):
-        _require(resource in limits, f'{field}.resources.limits.{resource}', 'set', limits.get(resource))
+        _require(
+            resource in limits, f'{field}.resources.limits.{resource}', 'set', limits.get(resource)
+        )
     tolerations = raw.get('tolerations') or []
     _require(isinstance(tolerations, list), f'{field}.tolerations', 'a list', tolerations)
     return ReplicaSettings(
@@ -220,7 +244,10 @@ def load_tfjob_settings(path: str | os.PathLike[str]) -> TFJobSettings:
     _require(isinstance(raw, Mapping), '(top level)', 'a mapping', raw)
     replicas = raw.get('replicas') or {}
     _require(
-        set(replicas) == set(REPLICA_TYPES), 'replicas', f'exactly the keys {list(REPLICA_TYPES)}', sorted(replicas)
+        set(replicas) == set(REPLICA_TYPES),
+        'replicas',
+        f'exactly the keys {list(REPLICA_TYPES)}',
+        sorted(replicas),
     )
     settings = TFJobSettings(
         service_account=raw.get('serviceAccountName', ''),
@@ -230,15 +257,27 @@ def load_tfjob_settings(path: str | os.PathLike[str]) -> TFJobSettings:
         ttl_seconds_after_finished=raw.get('ttlSecondsAfterFinished', 0),
         replicas={t: _replica_settings(t, replicas[t]) for t in REPLICA_TYPES},
     )
-    _require(bool(settings.service_account), 'serviceAccountName', 'a service account name', settings.service_account)
-    _require(isinstance(settings.port, int) and 0 < settings.port < 65536, 'port', 'a port number', settings.port)
+    _require(
+        bool(settings.service_account),
+        'serviceAccountName',
+        'a service account name',
+        settings.service_account,
+    )
+    _require(
+        isinstance(settings.port, int) and 0 < settings.port < 65536,
+        'port',
+        'a port number',
+        settings.port,
+    )
     for field in ('active_deadline_seconds', 'backoff_limit', 'ttl_seconds_after_finished'):
         value = getattr(settings, field)
         _require(isinstance(value, int) and value > 0, field, 'a positive integer', value)
     return settings
 
 
-def _container(settings: TFJobSettings, replica: ReplicaSettings, image: str, argv: list[str]) -> k8s.V1Container:
+def _container(
+    settings: TFJobSettings, replica: ReplicaSettings, image: str, argv: list[str]
+) -> k8s.V1Container:
     return k8s.V1Container(
         name=CONTAINER_NAME,
         image=image,
@@ -246,7 +285,9 @@ def _container(settings: TFJobSettings, replica: ReplicaSettings, image: str, ar
         args=argv,
         env=[k8s.V1EnvVar(name=name, value=value) for name, value in _TRAINER_ENV],
         ports=[k8s.V1ContainerPort(name=PORT_NAME, container_port=settings.port, protocol='TCP')],
-        resources=k8s.V1ResourceRequirements(requests=dict(replica.requests), limits=dict(replica.limits)),
+        resources=k8s.V1ResourceRequirements(
+            requests=dict(replica.requests), limits=dict(replica.limits)
+        ),
         security_context=k8s.V1SecurityContext(
             run_as_non_root=True,
             allow_privilege_escalation=False,
@@ -309,7 +350,9 @@ def build_tfjob(
     return models.KubeflowOrgV1TFJob(
         api_version=f'{constants.KUBEFLOW_GROUP}/{constants.OPERATOR_VERSION}',
         kind=constants.TFJOB_KIND,
-        metadata=k8s.V1ObjectMeta(name=name, namespace=namespace, labels={'app.kubernetes.io/part-of': 'asynctrain'}),
+        metadata=k8s.V1ObjectMeta(
+            name=name, namespace=namespace, labels={'app.kubernetes.io/part-of': 'asynctrain'}
+        ),
         spec=models.KubeflowOrgV1TFJobSpec(
             run_policy=models.KubeflowOrgV1RunPolicy(
                 # Keep failed pods for the failure report; remove PS and workers still running
@@ -325,7 +368,9 @@ def build_tfjob(
 
 
 def _snake_case(mapping: Mapping[str, Any]) -> dict[str, Any]:
-    return {''.join('_' + c.lower() if c.isupper() else c for c in k): v for k, v in mapping.items()}
+    return {
+        ''.join('_' + c.lower() if c.isupper() else c for c in k): v for k, v in mapping.items()
+    }
 
 
 def to_manifest(tfjob: models.KubeflowOrgV1TFJob) -> dict[str, Any]:
@@ -358,7 +403,9 @@ def _port_of(replica_spec: models.KubeflowOrgV1ReplicaSpec) -> int:
     return DEFAULT_PORT
 
 
-def tf_config_for(tfjob: models.KubeflowOrgV1TFJob, replica_type: str, index: int) -> dict[str, Any] | None:
+def tf_config_for(
+    tfjob: models.KubeflowOrgV1TFJob, replica_type: str, index: int
+) -> dict[str, Any] | None:
     """The `TF_CONFIG` the Training Operator sets on replica `replica_type` #`index` of `tfjob`.
 
     Follows the operator's `genTFConfigJSONStr`/`genClusterSpec` (pkg/controller.v1/tensorflow):
@@ -388,7 +435,11 @@ def tf_config_for(tfjob: models.KubeflowOrgV1TFJob, replica_type: str, index: in
                 service += f'.{domain}'
             hosts.append(f'{service}:{port}')
         cluster[rt] = hosts
-    return {'cluster': cluster, 'task': {'type': replica_type.lower(), 'index': index}, 'environment': 'cloud'}
+    return {
+        'cluster': cluster,
+        'task': {'type': replica_type.lower(), 'index': index},
+        'environment': 'cloud',
+    }
 
 
 def _conditions(job: models.KubeflowOrgV1TFJob) -> dict[str, models.KubeflowOrgV1JobCondition]:
@@ -399,7 +450,9 @@ def _conditions(job: models.KubeflowOrgV1TFJob) -> dict[str, models.KubeflowOrgV
     return found
 
 
-def failed_replicas(training_client: TrainingClient, name: str, namespace: str) -> list[dict[str, Any]]:
+def failed_replicas(
+    training_client: TrainingClient, name: str, namespace: str
+) -> list[dict[str, Any]]:
     """The replicas of a job whose pod failed, with the reason and exit code Kubernetes reports."""
     pods = training_client.core_api.list_namespaced_pod(
         namespace, label_selector=f'{constants.JOB_NAME_LABEL}={name}'
@@ -417,14 +470,18 @@ def failed_replicas(training_client: TrainingClient, name: str, namespace: str) 
         failed_phase = pod.status is not None and pod.status.phase == 'Failed'
         if not failed_phase and not (terminated is not None and terminated.exit_code != 0):
             continue
-        failed.append({
-            'replica_type': labels.get(constants.REPLICA_TYPE_LABEL, '?'),
-            'index': labels.get(constants.REPLICA_INDEX_LABEL, '?'),
-            'pod': pod.metadata.name,
-            'reason': (terminated.reason if terminated else None) or pod.status.reason or 'Failed',
-            'exit_code': terminated.exit_code if terminated else None,
-            'message': (terminated.message if terminated else None) or pod.status.message or '',
-        })
+        failed.append(
+            {
+                'replica_type': labels.get(constants.REPLICA_TYPE_LABEL, '?'),
+                'index': labels.get(constants.REPLICA_INDEX_LABEL, '?'),
+                'pod': pod.metadata.name,
+                'reason': (terminated.reason if terminated else None)
+                or pod.status.reason
+                or 'Failed',
+                'exit_code': terminated.exit_code if terminated else None,
+                'message': (terminated.message if terminated else None) or pod.status.message or '',
+            }
+        )
     return failed
 
 
@@ -471,9 +528,13 @@ def run_tfjob(
                     return job
                 if constants.JOB_CONDITION_FAILED in conditions:
                     message = conditions[constants.JOB_CONDITION_FAILED].message or ''
-                    raise TFJobFailed(name, message, failed_replicas(training_client, name, namespace))
+                    raise TFJobFailed(
+                        name, message, failed_replicas(training_client, name, namespace)
+                    )
                 if time.monotonic() >= deadline:
-                    raise TimeoutError(f'TFJob {namespace}/{name} did not finish within {timeout_s} s')
+                    raise TimeoutError(
+                        f'TFJob {namespace}/{name} did not finish within {timeout_s} s'
+                    )
                 time.sleep(poll_interval_s)
         except (TFJobCancelled, KeyboardInterrupt, TimeoutError):
             logging.warning('Deleting TFJob %s/%s', namespace, name)
@@ -499,8 +560,10 @@ def pod_namespace(path: str | None = None) -> str:
         with open(path, encoding='utf-8') as f:
             namespace = f.read().strip()
     except OSError as e:
-        raise ValueError(f'namespace: not set, and the pod namespace file {path} cannot be read '
-                         f'({e.strerror}); outside a Kubernetes pod, set the namespace') from None
+        raise ValueError(
+            f'namespace: not set, and the pod namespace file {path} cannot be read '
+            f'({e.strerror}); outside a Kubernetes pod, set the namespace'
+        ) from None
     if not namespace:
         raise ValueError(f'namespace: not set, and the pod namespace file {path} is empty')
     return namespace
@@ -542,7 +605,9 @@ def train_on_kubernetes(
     return the executor publishes what is there. Returns what the runner returns (by default
     the finished job).
     """
-    tfjob = build_tfjob(load_tfjob_settings(values_path), name=name, namespace=namespace, image=image, train=train)
+    tfjob = build_tfjob(
+        load_tfjob_settings(values_path), name=name, namespace=namespace, image=image, train=train
+    )
     if runner is not None:
         return runner(tfjob, timeout_s)
     return run_tfjob(training_client or TrainingClient(), tfjob, timeout_s=timeout_s)
@@ -552,7 +617,9 @@ def main(argv: list[str] | None = None) -> int:
     """`python -m components.trainer.tfjob ...`: print the TFJob YAML for review or `kubectl apply --dry-run`."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog='python -m components.trainer.tfjob', description=main.__doc__)
+    parser = argparse.ArgumentParser(
+        prog='python -m components.trainer.tfjob', description=main.__doc__
+    )
     parser.add_argument('--values', default='kubeflow/tfjob-values.yaml')
     parser.add_argument('--name', required=True)
     parser.add_argument('--namespace', required=True)
@@ -567,13 +634,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         train = TrainArguments(
-            examples=args.examples, transform_graph=args.transform_graph, output=args.output,
-            config=args.config, serving_model_dir=args.serving_model_dir,
-            model_run_dir=args.model_run_dir, label_key=args.label_key)
+            examples=args.examples,
+            transform_graph=args.transform_graph,
+            output=args.output,
+            config=args.config,
+            serving_model_dir=args.serving_model_dir,
+            model_run_dir=args.model_run_dir,
+            label_key=args.label_key,
+        )
     except ValueError as e:
         parser.error(str(e))
     tfjob = build_tfjob(
-        load_tfjob_settings(args.values), name=args.name, namespace=args.namespace, image=args.image, train=train
+        load_tfjob_settings(args.values),
+        name=args.name,
+        namespace=args.namespace,
+        image=args.image,
+        train=train,
     )
     print(yaml.safe_dump(to_manifest(tfjob), sort_keys=False), end='')
     return 0

@@ -74,14 +74,20 @@ def loopback_addresses(tfjob: models.KubeflowOrgV1TFJob) -> dict[str, str]:
     any_type = next(iter(tfjob.spec.tf_replica_specs))
     tf_config = tfjob_lib.tf_config_for(tfjob, any_type, 0)
     cluster = tf_config['cluster'] if tf_config else {}
-    return {address: f'127.0.0.1:{portpicker.pick_unused_port()}' for hosts in cluster.values() for address in hosts}
+    return {
+        address: f'127.0.0.1:{portpicker.pick_unused_port()}'
+        for hosts in cluster.values()
+        for address in hosts
+    }
 
 
 def on_loopback(tf_config: Mapping[str, Any], addresses: Mapping[str, str]) -> dict[str, Any]:
     """`tf_config` with every cluster address replaced as `addresses` says; all else unchanged."""
     return {
         **tf_config,
-        'cluster': {rtype: [addresses[a] for a in hosts] for rtype, hosts in tf_config['cluster'].items()},
+        'cluster': {
+            rtype: [addresses[a] for a in hosts] for rtype, hosts in tf_config['cluster'].items()
+        },
     }
 
 
@@ -92,9 +98,13 @@ def _command(container: Any) -> list[str]:
     the same entry point, so the replicas run exactly what a pod would.
     """
     argv = [*(container.command or []), *(container.args or [])]
-    executable = shutil.which(argv[0], path=os.path.dirname(sys.executable)) or shutil.which(argv[0])
+    executable = shutil.which(argv[0], path=os.path.dirname(sys.executable)) or shutil.which(
+        argv[0]
+    )
     if executable is None:
-        raise FileNotFoundError(f'{argv[0]!r}, the TFJob container command, is not installed beside {sys.executable}')
+        raise FileNotFoundError(
+            f'{argv[0]!r}, the TFJob container command, is not installed beside {sys.executable}'
+        )
     return [executable, *argv[1:]]
 
 
@@ -146,20 +156,28 @@ def run_local(
                 }
                 log_path = os.path.join(log_dir, f'{replica_type.lower()}-{index}.log')
                 with open(log_path, 'wb') as log:
-                    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+                    process = subprocess.Popen(
+                        command, env=env, stdout=log, stderr=subprocess.STDOUT
+                    )
                 processes.append((replica_type, index, tf_config, process, log_path))
 
         chief = next(p for t, _, _, p, _ in processes if t == _CHIEF)
         message = ''
         deadline = time.monotonic() + timeout_s
         while chief.poll() is None:
-            early = [(t, i, p.returncode) for t, i, _, p, _ in processes if t != _CHIEF and p.poll() is not None]
+            early = [
+                (t, i, p.returncode)
+                for t, i, _, p, _ in processes
+                if t != _CHIEF and p.poll() is not None
+            ]
             if early:
                 t, i, code = early[0]
                 message = f'{t} {i} exited with status {code} while the chief was running'
                 break
             if time.monotonic() >= deadline:
-                raise TimeoutError(f'the chief did not finish within {timeout_s} s; logs in {log_dir}')
+                raise TimeoutError(
+                    f'the chief did not finish within {timeout_s} s; logs in {log_dir}'
+                )
             time.sleep(0.2)
     finally:
         for *_, process, _ in processes:

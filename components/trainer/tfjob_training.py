@@ -50,16 +50,18 @@ def write_replica_config(trainer_config: config_lib.TrainerConfig, model_run_dir
     return path
 
 
-def train_with_tfjob(*,
-                     examples_dir: str,
-                     transform_graph_dir: str,
-                     serving_model_dir: str,
-                     model_run_dir: str,
-                     trainer_config: config_lib.TrainerConfig,
-                     label_key: str,
-                     base_model_dir: str | None,
-                     execution_key: str,
-                     runner: tfjob_lib.TFJobRunner | None = None) -> str:
+def train_with_tfjob(
+    *,
+    examples_dir: str,
+    transform_graph_dir: str,
+    serving_model_dir: str,
+    model_run_dir: str,
+    trainer_config: config_lib.TrainerConfig,
+    label_key: str,
+    base_model_dir: str | None,
+    execution_key: str,
+    runner: tfjob_lib.TFJobRunner | None = None,
+) -> str:
     """Trains as a TFJob and returns its name once the chief's SavedModel is in place.
 
     Args:
@@ -92,13 +94,21 @@ def train_with_tfjob(*,
         model_run_dir=model_run_dir,
         config=write_replica_config(trainer_config, model_run_dir),
         label_key=label_key,
-        base_model=base_model_dir or '')
+        base_model=base_model_dir or '',
+    )
     logging.info('Training as TFJob %s/%s (image %s)', namespace, name, kubernetes.image)
     tfjob_lib.train_on_kubernetes(
-        values_path=values_path(trainer_config), name=name, namespace=namespace,
-        image=kubernetes.image, train=train, timeout_s=kubernetes.timeout_seconds, runner=runner)
+        values_path=values_path(trainer_config),
+        name=name,
+        namespace=namespace,
+        image=kubernetes.image,
+        train=train,
+        timeout_s=kubernetes.timeout_seconds,
+        runner=runner,
+    )
     if not tf.saved_model.contains_saved_model(serving_model_dir):
         raise NoModelExported(
             f'TFJob {namespace}/{name} succeeded, but the chief exported no SavedModel at '
-            f'{serving_model_dir}; see the chief pod\'s log and {model_run_dir}')
+            f"{serving_model_dir}; see the chief pod's log and {model_run_dir}"
+        )
     return name

@@ -93,8 +93,8 @@ def make_partitioner(distribution: config_lib.DistributionConfig, num_ps: int):
     if distribution.partitioner == 'fixed_shards':
         return partitioners.FixedShardsPartitioner(distribution.num_shards or num_ps)
     return partitioners.MinSizePartitioner(
-        min_shard_bytes=distribution.min_shard_bytes,
-        max_shards=distribution.max_shards or num_ps)
+        min_shard_bytes=distribution.min_shard_bytes, max_shards=distribution.max_shards or num_ps
+    )
 
 
 def write_json(path: str, data: dict, atomic: bool = False) -> None:
@@ -118,8 +118,7 @@ def read_json(path: str) -> dict | None:
 def write_progress(run_dir: str, **progress) -> None:
     """Replaces `run_dir/progress.json` atomically: another process polls it."""
     tf.io.gfile.makedirs(run_dir)
-    write_json(os.path.join(run_dir, PROGRESS_FILE), {**progress, 'time': time.time()},
-               atomic=True)
+    write_json(os.path.join(run_dir, PROGRESS_FILE), {**progress, 'time': time.time()}, atomic=True)
 
 
 def read_progress(run_dir: str) -> dict | None:
@@ -137,8 +136,14 @@ def transfer_weights(source: tf.keras.Model, target: tf.keras.Model, scratch_dir
 class Trainer:
     """Trains `task` on a cluster: one instance per training run."""
 
-    def __init__(self, task: BinaryClassificationTask, cluster: cluster_lib.Cluster,
-                 examples_dir: str, run_dir: str, checkpoint_dir: str | None = None):
+    def __init__(
+        self,
+        task: BinaryClassificationTask,
+        cluster: cluster_lib.Cluster,
+        examples_dir: str,
+        run_dir: str,
+        checkpoint_dir: str | None = None,
+    ):
         self.task = task
         self.config = task.config
         self.cluster = cluster
@@ -147,9 +152,9 @@ class Trainer:
         self.checkpoint_dir = checkpoint_dir or os.path.join(run_dir, CHECKPOINT_SUBDIR)
         self.strategy = tf.distribute.experimental.ParameterServerStrategy(
             cluster.resolver,
-            variable_partitioner=make_partitioner(self.config.distribution, cluster.num_ps))
-        self.coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(
-            self.strategy)
+            variable_partitioner=make_partitioner(self.config.distribution, cluster.num_ps),
+        )
+        self.coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(self.strategy)
         with self.strategy.scope():
             self.model = task.build_model()
             self.optimizer = task.build_optimizer()
@@ -158,9 +163,11 @@ class Trainer:
         self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
         training = self.config.training
         self.checkpoint_manager = tf.train.CheckpointManager(
-            self.checkpoint, self.checkpoint_dir,
+            self.checkpoint,
+            self.checkpoint_dir,
             max_to_keep=training.max_checkpoints_to_keep,
-            step_counter=self.optimizer.iterations)
+            step_counter=self.optimizer.iterations,
+        )
         self._saved_step = -1
         self._initial_step = 0
         self.train_steps = self._make_train_function()
@@ -195,7 +202,8 @@ class Trainer:
                 with tf.control_dependencies(tf.nest.flatten((features, labels))):
                     input_wait += tf.timestamp() - before_input
                 outputs = strategy.experimental_local_results(
-                    strategy.run(replica_step, args=(features, labels)))[0]
+                    strategy.run(replica_step, args=(features, labels))
+                )[0]
                 loss_sum += outputs['loss']
                 staleness_sum += outputs['staleness']
                 staleness_max = tf.maximum(staleness_max, outputs['staleness'])
@@ -219,8 +227,9 @@ class Trainer:
             tf.io.gfile.makedirs(cache_dir)
             # One cache per worker dataset: tf.data refuses to share a cache file.
             cache_path = os.path.join(cache_dir, f'train-{time.time_ns()}')
-        return self.task.build_inputs(self.examples_dir, data.TRAIN_SPLIT, training=True,
-                                      cache_path=cache_path)
+        return self.task.build_inputs(
+            self.examples_dir, data.TRAIN_SPLIT, training=True, cache_path=cache_path
+        )
 
     def _save_checkpoint(self) -> None:
         # Called after `coordinator.join()`, when no update is in flight. Numbered by global step,
@@ -232,8 +241,12 @@ class Trainer:
         self._write_progress(step)
 
     def _write_progress(self, step: int) -> None:
-        write_progress(self.run_dir, step=step, initial_step=self._initial_step,
-                       checkpoint_step=max(self._saved_step, 0))
+        write_progress(
+            self.run_dir,
+            step=step,
+            initial_step=self._initial_step,
+            checkpoint_step=max(self._saved_step, 0),
+        )
 
     def restore(self) -> int:
         """Restores the latest checkpoint if there is one; returns the step it holds (or 0)."""
@@ -264,8 +277,11 @@ class Trainer:
             num_steps = min(training.steps_per_execution, training.train_steps - scheduled)
             if next_checkpoint is not None:
                 num_steps = min(num_steps, next_checkpoint - scheduled)
-            in_flight.append(self.coordinator.schedule(
-                self.train_steps, args=(per_worker_iterator, tf.constant(num_steps, tf.int32))))
+            in_flight.append(
+                self.coordinator.schedule(
+                    self.train_steps, args=(per_worker_iterator, tf.constant(num_steps, tf.int32))
+                )
+            )
             scheduled += num_steps
             if next_checkpoint is not None and scheduled >= next_checkpoint:
                 self.coordinator.join()
@@ -274,17 +290,23 @@ class Trainer:
             if scheduled >= next_summary or scheduled >= training.train_steps:
                 # Fetch only closures at least one interval old: they are finished (or nearly),
                 # so the queue keeps running while the coordinator writes summaries.
-                ready = in_flight if scheduled >= training.train_steps else in_flight[:-max(
-                    1, self.cluster.num_workers)]
-                in_flight = in_flight[len(ready):]
+                ready = (
+                    in_flight
+                    if scheduled >= training.train_steps
+                    else in_flight[: -max(1, self.cluster.num_workers)]
+                )
+                in_flight = in_flight[len(ready) :]
                 interval_totals = _Totals()
                 for remote_value in ready:
                     interval_totals.add_remote(remote_value)
                 totals.merge(interval_totals)
                 now = time.monotonic()
                 step = int(self.optimizer.iterations.numpy())
-                examples_per_sec = ((step - last_summary_step) * training.batch_size
-                                    / max(now - last_summary_time, 1e-9))
+                examples_per_sec = (
+                    (step - last_summary_step)
+                    * training.batch_size
+                    / max(now - last_summary_time, 1e-9)
+                )
                 last_summary_time, last_summary_step = now, step
                 self._write_progress(step)
                 if summary_writer is not None and interval_totals.steps:
@@ -293,8 +315,9 @@ class Trainer:
                         tf.summary.scalar('train/examples_per_sec', examples_per_sec)
                         tf.summary.scalar('train/staleness_mean', interval_totals.staleness_mean)
                         tf.summary.scalar('train/staleness_max', interval_totals.staleness_max)
-                        tf.summary.scalar('train/input_wait_fraction',
-                                          interval_totals.input_wait_fraction)
+                        tf.summary.scalar(
+                            'train/input_wait_fraction', interval_totals.input_wait_fraction
+                        )
                 next_summary = scheduled + training.summary_interval_steps
         self.coordinator.join()
         for remote_value in in_flight:
@@ -349,8 +372,9 @@ class _Totals:
         try:
             self.add(remote_value.fetch())
         except (tf.errors.UnavailableError, tf.errors.CancelledError) as e:
-            logging.warning('Measurements of one execution lost with its worker: %s',
-                            str(e).splitlines()[0])
+            logging.warning(
+                'Measurements of one execution lost with its worker: %s', str(e).splitlines()[0]
+            )
 
     def merge(self, other: _Totals) -> None:
         self.steps += other.steps
@@ -373,8 +397,9 @@ class _Totals:
         return self.input_wait_seconds / self.seconds if self.seconds else 0.0
 
 
-def make_eval_step(task: BinaryClassificationTask, keras_model: tf.keras.Model,
-                   metrics: dict) -> Callable:
+def make_eval_step(
+    task: BinaryClassificationTask, keras_model: tf.keras.Model, metrics: dict
+) -> Callable:
     """The eval step as a `tf.function` traced once: its batch dimension is None, so the partial
     last batch of the eval split runs the same graph."""
     features_spec, label_spec = task.element_spec
@@ -388,8 +413,9 @@ def make_eval_step(task: BinaryClassificationTask, keras_model: tf.keras.Model,
     return eval_step
 
 
-def evaluate(task: BinaryClassificationTask, keras_model: tf.keras.Model,
-             examples_dir: str) -> dict:
+def evaluate(
+    task: BinaryClassificationTask, keras_model: tf.keras.Model, examples_dir: str
+) -> dict:
     """Metrics of `keras_model` on the eval split (`eval_steps` batches, or all of it)."""
     metrics = task.build_metrics()
     eval_step = make_eval_step(task, keras_model, metrics)
@@ -409,15 +435,17 @@ def evaluate(task: BinaryClassificationTask, keras_model: tf.keras.Model,
     return result
 
 
-def train_and_export(examples_dir: str,
-                     transform_graph_dir: str,
-                     serving_model_dir: str,
-                     model_run_dir: str,
-                     trainer_config: config_lib.TrainerConfig,
-                     label_key: str,
-                     base_model_dir: str | None = None,
-                     checkpoint_dir: str | None = None,
-                     cluster_spec: dict | None = None) -> TrainingReport:
+def train_and_export(
+    examples_dir: str,
+    transform_graph_dir: str,
+    serving_model_dir: str,
+    model_run_dir: str,
+    trainer_config: config_lib.TrainerConfig,
+    label_key: str,
+    base_model_dir: str | None = None,
+    checkpoint_dir: str | None = None,
+    cluster_spec: dict | None = None,
+) -> TrainingReport:
     """The whole Trainer, framework-free: what the TFX executor and `asynctrain train` call.
 
     Args:
@@ -443,18 +471,29 @@ def train_and_export(examples_dir: str,
 
     if trainer_config.distribution.cluster == 'local_processes' and cluster_spec is None:
         from components.trainer import recovery
+
         return recovery.train_with_restarts(
-            examples_dir=examples_dir, transform_graph_dir=transform_graph_dir,
-            serving_model_dir=serving_model_dir, model_run_dir=model_run_dir,
-            trainer_config=trainer_config, label_key=label_key, base_model_dir=base_model_dir,
-            checkpoint_dir=checkpoint_dir)
+            examples_dir=examples_dir,
+            transform_graph_dir=transform_graph_dir,
+            serving_model_dir=serving_model_dir,
+            model_run_dir=model_run_dir,
+            trainer_config=trainer_config,
+            label_key=label_key,
+            base_model_dir=base_model_dir,
+            checkpoint_dir=checkpoint_dir,
+        )
 
     schema = task_lib.load_transformed_schema(transform_graph_dir, label_key)
     task = BinaryClassificationTask(schema, trainer_config)
     tf.io.gfile.makedirs(model_run_dir)
     with cluster_lib.start(trainer_config.distribution, attach_to=cluster_spec) as cluster:
-        trainer = Trainer(task, cluster, examples_dir, model_run_dir,
-                          checkpoint_dir or trainer_config.training.checkpoint_dir or None)
+        trainer = Trainer(
+            task,
+            cluster,
+            examples_dir,
+            model_run_dir,
+            checkpoint_dir or trainer_config.training.checkpoint_dir or None,
+        )
         # Created after the strategy connected to the cluster, which renames the local device:
         # resources made before that are unusable.
         writer = tf.summary.create_file_writer(model_run_dir)
@@ -462,8 +501,9 @@ def train_and_export(examples_dir: str,
         if initial_step == 0 and base_model_dir and trainer_config.warm_start:
             warm = task.build_model()
             copied = export.load_weights_by_name(warm, base_model_dir)
-            logging.info('Warm start: %d of %d weights from %s', copied, len(warm.weights),
-                         base_model_dir)
+            logging.info(
+                'Warm start: %d of %d weights from %s', copied, len(warm.weights), base_model_dir
+            )
             transfer_weights(warm, trainer.model, os.path.join(model_run_dir, 'warm_start'))
         measured = trainer.train(writer)
         serving_model = trainer.serving_model()
@@ -474,11 +514,17 @@ def train_and_export(examples_dir: str,
     writer.flush()
     export.export_serving_model(serving_model, transform_graph_dir, serving_model_dir)
     report = TrainingReport(
-        steps=measured['steps'], steps_this_run=measured['steps_this_run'],
+        steps=measured['steps'],
+        steps_this_run=measured['steps_this_run'],
         initial_step=measured['initial_step'],
         examples_per_sec=measured['examples_per_sec'],
-        staleness_mean=measured['staleness_mean'], staleness_max=measured['staleness_max'],
-        input_wait_fraction=measured['input_wait_fraction'], seconds=measured['seconds'],
-        eval=eval_metrics, num_workers=cluster.num_workers, num_ps=cluster.num_ps)
+        staleness_mean=measured['staleness_mean'],
+        staleness_max=measured['staleness_max'],
+        input_wait_fraction=measured['input_wait_fraction'],
+        seconds=measured['seconds'],
+        eval=eval_metrics,
+        num_workers=cluster.num_workers,
+        num_ps=cluster.num_ps,
+    )
     report.write(model_run_dir)
     return report

@@ -115,16 +115,16 @@ def _build(cls, data, where: str):
     fields = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - fields)
     if unknown:
-        raise FeatureConfigError(
-            f'{where}: unknown key(s) {unknown}; allowed: {sorted(fields)}')
+        raise FeatureConfigError(f'{where}: unknown key(s) {unknown}; allowed: {sorted(fields)}')
     try:
         return cls(**data)
     except TypeError as e:
         raise FeatureConfigError(f'{where}: {e}') from None
 
 
-def parse_feature_config(data: dict, schema: schema_pb2.Schema,
-                         source: str = '<feature config>') -> FeatureConfig:
+def parse_feature_config(
+    data: dict, schema: schema_pb2.Schema, source: str = '<feature config>'
+) -> FeatureConfig:
     """Builds a FeatureConfig from parsed YAML and validates it against `schema`."""
     if not isinstance(data, dict) or 'label' not in data or 'features' not in data:
         raise FeatureConfigError(f'{source}: expected top-level keys "label" and "features"')
@@ -132,12 +132,14 @@ def parse_feature_config(data: dict, schema: schema_pb2.Schema,
     label = _build(LabelSpec, data['label'], f'{source}: label')
     if label.rule not in LABEL_RULES:
         raise FeatureConfigError(
-            f'{source}: label.rule: unsupported rule {label.rule!r}; allowed: {list(LABEL_RULES)}')
+            f'{source}: label.rule: unsupported rule {label.rule!r}; allowed: {list(LABEL_RULES)}'
+        )
     for key in ('value', 'reference'):
         name = getattr(label, key)
         if types.get(name) not in _NUMERIC:
             raise FeatureConfigError(
-                f'{source}: label.{key}: {name!r} is not a numeric feature of the schema')
+                f'{source}: label.{key}: {name!r} is not a numeric feature of the schema'
+            )
     if not isinstance(data['features'], list) or not data['features']:
         raise FeatureConfigError(f'{source}: features: expected a non-empty list')
     specs = []
@@ -150,14 +152,21 @@ def parse_feature_config(data: dict, schema: schema_pb2.Schema,
         if spec.transform not in TRANSFORMS:
             raise FeatureConfigError(
                 f'{where}: transform: unsupported transform {spec.transform!r}; '
-                f'allowed: {list(TRANSFORMS)}')
+                f'allowed: {list(TRANSFORMS)}'
+            )
         if types[spec.name] not in _ACCEPTED_TYPES[spec.transform]:
             raise FeatureConfigError(
                 f'{where}: transform {spec.transform!r} does not accept a '
-                f'{schema_pb2.FeatureType.Name(types[spec.name])} feature')
-        if spec.transform == ZSCORE and spec.fill != 'mean' and not isinstance(
-                spec.fill, (int, float)):
-            raise FeatureConfigError(f'{where}: fill: expected "mean" or a number, got {spec.fill!r}')
+                f'{schema_pb2.FeatureType.Name(types[spec.name])} feature'
+            )
+        if (
+            spec.transform == ZSCORE
+            and spec.fill != 'mean'
+            and not isinstance(spec.fill, (int, float))
+        ):
+            raise FeatureConfigError(
+                f'{where}: fill: expected "mean" or a number, got {spec.fill!r}'
+            )
         for key in ('top_k', 'num_buckets'):
             if not isinstance(getattr(spec, key), int) or getattr(spec, key) < 1:
                 raise FeatureConfigError(f'{where}: {key}: expected a positive integer')
@@ -176,6 +185,7 @@ def parse_feature_config(data: dict, schema: schema_pb2.Schema,
 def load_schema(path: str) -> schema_pb2.Schema:
     """Reads a schema text proto (`schemas/<dataset>/schema.pbtxt`)."""
     from google.protobuf import text_format
+
     try:
         with open(path, encoding='utf-8') as f:
             return text_format.Parse(f.read(), schema_pb2.Schema())

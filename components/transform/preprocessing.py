@@ -38,7 +38,8 @@ def _densify(x: Tensor, default) -> tf.Tensor:
         batch = x.dense_shape[0]
         x = tf.sparse.to_dense(
             tf.SparseTensor(x.indices, x.values, [batch, 1]),
-            default_value=tf.cast(default, x.dtype))
+            default_value=tf.cast(default, x.dtype),
+        )
     elif x.shape.rank == 1:
         return x
     return tf.reshape(x, [-1])
@@ -49,9 +50,12 @@ def _zscore(x: Tensor, spec: fc.FeatureSpec) -> tf.Tensor:
     mean = tft.mean(values)
     std = tf.sqrt(tft.var(values))
     fill = mean if spec.fill == 'mean' else tf.constant(float(spec.fill), tf.float32)
-    dense = _densify(tf.cast(x, tf.float32) if not isinstance(x, tf.SparseTensor)
-                     else tf.SparseTensor(x.indices, tf.cast(x.values, tf.float32), x.dense_shape),
-                     0.0)
+    dense = _densify(
+        tf.cast(x, tf.float32)
+        if not isinstance(x, tf.SparseTensor)
+        else tf.SparseTensor(x.indices, tf.cast(x.values, tf.float32), x.dense_shape),
+        0.0,
+    )
     present = _densify(_presence(x), False)
     filled = tf.where(present, dense, fill)
     # A constant column has std 0: it carries no information, so it maps to 0 instead of NaN.
@@ -74,8 +78,7 @@ def _as_strings(x: Tensor) -> Tensor:
 
 def _vocabulary(x: Tensor, spec: fc.FeatureSpec) -> tf.Tensor:
     strings = _as_strings(x)
-    vocab = tft.vocabulary(_present_values(strings), top_k=spec.top_k,
-                           vocab_filename=spec.name)
+    vocab = tft.vocabulary(_present_values(strings), top_k=spec.top_k, vocab_filename=spec.name)
     # A missing value is the empty string, which no present value can be (an empty CSV cell is a
     # missing feature), so it lands in an OOV bucket.
     ids = tft.apply_vocabulary(_densify(strings, ''), vocab, num_oov_buckets=spec.oov_buckets)
@@ -83,11 +86,15 @@ def _vocabulary(x: Tensor, spec: fc.FeatureSpec) -> tf.Tensor:
 
 
 def _identity(x: Tensor, spec: fc.FeatureSpec) -> tf.Tensor:
-    ids = _densify(tf.cast(x, tf.int64) if not isinstance(x, tf.SparseTensor)
-                   else tf.SparseTensor(x.indices, tf.cast(x.values, tf.int64), x.dense_shape),
-                   -1)
-    ids = tf.where((ids >= 0) & (ids < spec.num_buckets), ids,
-                   tf.constant(spec.num_buckets, tf.int64))
+    ids = _densify(
+        tf.cast(x, tf.int64)
+        if not isinstance(x, tf.SparseTensor)
+        else tf.SparseTensor(x.indices, tf.cast(x.values, tf.int64), x.dense_shape),
+        -1,
+    )
+    ids = tf.where(
+        (ids >= 0) & (ids < spec.num_buckets), ids, tf.constant(spec.num_buckets, tf.int64)
+    )
     return _with_domain(ids, spec.cardinality)
 
 
@@ -95,8 +102,12 @@ def _bucketize(x: Tensor, spec: fc.FeatureSpec) -> tf.Tensor:
     values = tf.cast(_present_values(x), tf.float32)
     mean = tft.mean(values)
     boundaries = tft.quantiles(values, num_buckets=spec.num_buckets, epsilon=0.01)
-    dense = _densify(tf.SparseTensor(x.indices, tf.cast(x.values, tf.float32), x.dense_shape)
-                     if isinstance(x, tf.SparseTensor) else tf.cast(x, tf.float32), 0.0)
+    dense = _densify(
+        tf.SparseTensor(x.indices, tf.cast(x.values, tf.float32), x.dense_shape)
+        if isinstance(x, tf.SparseTensor)
+        else tf.cast(x, tf.float32),
+        0.0,
+    )
     filled = tf.where(_densify(_presence(x), False), dense, mean)
     ids = tft.apply_buckets(filled, boundaries)
     return _with_domain(tf.minimum(ids, spec.num_buckets - 1), spec.cardinality)
@@ -104,7 +115,8 @@ def _bucketize(x: Tensor, spec: fc.FeatureSpec) -> tf.Tensor:
 
 def _with_domain(ids: tf.Tensor, cardinality: int) -> tf.Tensor:
     schema_inference.set_tensor_schema_override(
-        ids, tf.constant(0, tf.int64), tf.constant(cardinality - 1, tf.int64))
+        ids, tf.constant(0, tf.int64), tf.constant(cardinality - 1, tf.int64)
+    )
     return ids
 
 
@@ -135,8 +147,10 @@ def build_preprocessing_fn(config: fc.FeatureConfig) -> Callable[[dict], dict]:
     """Returns a `preprocessing_fn` applying `config` (for tests and in-process use)."""
 
     def preprocessing_fn(inputs: dict) -> dict:
-        outputs = {spec.name: _TRANSFORMS[spec.transform](inputs[spec.name], spec)
-                   for spec in config.features}
+        outputs = {
+            spec.name: _TRANSFORMS[spec.transform](inputs[spec.name], spec)
+            for spec in config.features
+        }
         outputs[config.label.name] = _label(inputs, config.label)
         return outputs
 
@@ -152,7 +166,8 @@ def config_from_custom_config(custom_config: Mapping[str, Any]) -> fc.FeatureCon
     data = custom_config[FEATURE_CONFIG_KEY]
     return fc.FeatureConfig(
         label=fc.LabelSpec(**data['label']),
-        features=tuple(fc.FeatureSpec(**f) for f in data['features']))
+        features=tuple(fc.FeatureSpec(**f) for f in data['features']),
+    )
 
 
 def preprocessing_fn(inputs: dict, custom_config: Mapping[str, Any]) -> dict:

@@ -11,8 +11,25 @@ pytestmark = pytest.mark.integration
 
 def test_bench_reports_every_pipeline_against_the_upper_bound(tmp_path, capsys):
     output = tmp_path / 'bench'
-    code = cli.main(['bench', 'input', '--examples', '3000', '--steps', '8', '--naive-steps', '2',
-                     '--sample-rows', '120', '--sweep', '16', '32,16', '--output', str(output)])
+    code = cli.main(
+        [
+            'bench',
+            'input',
+            '--examples',
+            '3000',
+            '--steps',
+            '8',
+            '--naive-steps',
+            '2',
+            '--sample-rows',
+            '120',
+            '--sweep',
+            '16',
+            '32,16',
+            '--output',
+            str(output),
+        ]
+    )
 
     assert code == 0
     result = json.loads((output / 'result.json').read_text())
@@ -20,8 +37,9 @@ def test_bench_reports_every_pipeline_against_the_upper_bound(tmp_path, capsys):
     assert result['data']['bytes'] > 0
     variants = result['variants']
     assert set(variants) == {'upper_bound', 'ours', 'ours_cached', 'tfx', 'naive'}
-    assert [variants[v]['steps'] for v in ('upper_bound', 'ours', 'ours_cached', 'tfx',
-                                           'naive')] == [8, 8, 8, 8, 2]
+    assert [
+        variants[v]['steps'] for v in ('upper_bound', 'ours', 'ours_cached', 'tfx', 'naive')
+    ] == [8, 8, 8, 8, 2]
     # The cached pipeline is timed after one whole epoch: 3000 examples in batches of 256.
     assert variants['ours_cached']['first_epoch_steps'] == 12
     assert variants['ours_cached']['first_epoch_examples_per_sec'] > 0
@@ -29,20 +47,24 @@ def test_bench_reports_every_pipeline_against_the_upper_bound(tmp_path, capsys):
         assert measured['examples_per_sec'] > 0, name
         assert 0 <= measured['input_stall_fraction'] <= 1, name
         assert measured['ratio_to_upper_bound'] == pytest.approx(
-            measured['examples_per_sec'] / variants['upper_bound']['examples_per_sec'])
+            measured['examples_per_sec'] / variants['upper_bound']['examples_per_sec']
+        )
     assert variants['upper_bound']['ratio_to_upper_bound'] == 1
     assert variants['tfx']['fit_in_memory_examples_per_sec'] > 0
     assert result['ours_vs_tfx'] == pytest.approx(
-        variants['ours']['examples_per_sec'] / variants['tfx']['examples_per_sec'])
+        variants['ours']['examples_per_sec'] / variants['tfx']['examples_per_sec']
+    )
     assert result['ours_cached_vs_tfx'] == pytest.approx(
-        variants['ours_cached']['examples_per_sec'] / variants['tfx']['examples_per_sec'])
+        variants['ours_cached']['examples_per_sec'] / variants['tfx']['examples_per_sec']
+    )
     assert set(result['input_only_examples_per_sec']) == {'ours', 'tfx', 'naive'}
     assert all(v > 0 for v in result['input_only_examples_per_sec'].values())
     points = result['model_sweep']['points']
     assert [p['hidden_units'] for p in points] == [[16], [32, 16]]
     assert points[0]['parameters'] < points[1]['parameters']
-    assert all(p['upper_bound_examples_per_sec'] > 0 and p['ours_examples_per_sec'] > 0
-               for p in points)
+    assert all(
+        p['upper_bound_examples_per_sec'] > 0 and p['ours_examples_per_sec'] > 0 for p in points
+    )
     png = (output / 'input_pipeline.png').read_bytes()
     assert png.startswith(b'\x89PNG\r\n\x1a\n') and len(png) > 5000
     assert not (output / 'data').exists()

@@ -8,14 +8,23 @@ from pipelines import cli
 
 pytestmark = pytest.mark.integration
 
-COMPONENTS = {'CsvExampleGen', 'StatisticsGen', 'ImportSchemaGen', 'ExampleValidator',
-              'Transform', 'Trainer', 'Evaluator', 'Pusher'}
+COMPONENTS = {
+    'CsvExampleGen',
+    'StatisticsGen',
+    'ImportSchemaGen',
+    'ExampleValidator',
+    'Transform',
+    'Trainer',
+    'Evaluator',
+    'Pusher',
+}
 
 
 def test_bench_times_both_pipelines_component_by_component(tmp_path, capsys):
     output = tmp_path / 'bench'
-    code = cli.main(['bench', 'pipeline', '--rows', '300', '--train-steps', '20',
-                     '--output', str(output)])
+    code = cli.main(
+        ['bench', 'pipeline', '--rows', '300', '--train-steps', '20', '--output', str(output)]
+    )
 
     assert code == 0
     result = json.loads((output / 'result.json').read_text())
@@ -24,14 +33,17 @@ def test_bench_times_both_pipelines_component_by_component(tmp_path, capsys):
         measured = result['variants'][variant]
         assert COMPONENTS <= set(measured['component_seconds']), variant
         assert all(measured['component_seconds'][c] > 0 for c in COMPONENTS), variant
-        assert measured['total_seconds'] >= sum(measured['component_seconds'][c]
-                                                for c in COMPONENTS) * 0.9
+        assert (
+            measured['total_seconds']
+            >= sum(measured['component_seconds'][c] for c in COMPONENTS) * 0.9
+        )
     assert result['variants']['ours']['executed'] >= len(COMPONENTS)
     assert result['total_stock_over_ours'] == pytest.approx(
-        result['variants']['stock']['total_seconds'] / result['variants']['ours']['total_seconds'])
+        result['variants']['stock']['total_seconds'] / result['variants']['ours']['total_seconds']
+    )
     png = (output / 'pipeline.png').read_bytes()
     assert png.startswith(b'\x89PNG\r\n\x1a\n') and len(png) > 5000
     printed = capsys.readouterr().out
     assert 'stock [1/8] CsvExampleGen: done in' in printed
-    assert f"ours: {result['variants']['ours']['total_seconds']:.1f} s" in printed
+    assert f'ours: {result["variants"]["ours"]["total_seconds"]:.1f} s' in printed
     assert 'stock/ours' in printed

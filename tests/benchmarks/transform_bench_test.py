@@ -12,8 +12,19 @@ pytestmark = pytest.mark.integration
 def test_bench_writes_side_by_side_times_and_checks_outputs_agree(tmp_path, capsys):
     output = tmp_path / 'bench'
     # Two-span windows keep the three executor runs short; the default is seven.
-    code = cli.main(['bench', 'transform', '--rows-per-span', '60', '--window', '2',
-                     '--disable-statistics', '--output', str(output)])
+    code = cli.main(
+        [
+            'bench',
+            'transform',
+            '--rows-per-span',
+            '60',
+            '--window',
+            '2',
+            '--disable-statistics',
+            '--output',
+            str(output),
+        ]
+    )
 
     assert code == 0
     result = json.loads((output / 'result.json').read_text())
@@ -25,14 +36,17 @@ def test_bench_writes_side_by_side_times_and_checks_outputs_agree(tmp_path, caps
     assert set(result['cpu_seconds']) == set(seconds)
     assert all(value > 0 for value in result['cpu_seconds'].values())
     assert result['ratio_b_over_c'] == pytest.approx(
-        seconds['b_with_cache'] / seconds['c_without_cache'])
+        seconds['b_with_cache'] / seconds['c_without_cache']
+    )
     assert result['outputs_match'] is True
     assert result['mismatched_features'] == []
     assert result['compared_rows'] == 2 * 20  # the eval third of spans 2 and 3
     assert len(result['feature_max_abs_diff']) == 17  # 16 features and the label
     assert len(result['vocabularies_equal']) == 6 and all(result['vocabularies_equal'].values())
-    assert result['cache_written'] == {'a': ['Span-1/Split-train', 'Span-2/Split-train'],
-                                       'b': ['Span-2/Split-train', 'Span-3/Split-train']}
+    assert result['cache_written'] == {
+        'a': ['Span-1/Split-train', 'Span-2/Split-train'],
+        'b': ['Span-2/Split-train', 'Span-3/Split-train'],
+    }
     png = (output / 'transform.png').read_bytes()
     assert png.startswith(b'\x89PNG\r\n\x1a\n') and len(png) > 5000
     printed = capsys.readouterr().out

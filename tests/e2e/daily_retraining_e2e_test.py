@@ -28,7 +28,7 @@ def dated_data(tmp_path_factory):
         reader = csv.DictReader(f)
         header, rows = reader.fieldnames, list(reader)
     for i, day in enumerate(DAYS):
-        chunk = [dict(r) for r in rows[i * ROWS_PER_DAY:(i + 1) * ROWS_PER_DAY]]
+        chunk = [dict(r) for r in rows[i * ROWS_PER_DAY : (i + 1) * ROWS_PER_DAY]]
         if i == 2:
             tips = [r['tips'] for r in chunk]
             random.Random(0).shuffle(tips)
@@ -48,21 +48,27 @@ def _span(day: str) -> int:
 
 
 def test_three_days_train_on_the_new_span_warm_start_and_push_only_when_blessed(
-        dated_data, tmp_path):
+    dated_data, tmp_path
+):
     summaries = []
     for day in DAYS:
         config = load_config(
-            data=str(dated_data), work_dir=str(tmp_path / 'work'), date=day,
+            data=str(dated_data),
+            work_dir=str(tmp_path / 'work'),
+            date=day,
             example_gen={'input_pattern': '{YYYY}-{MM}-{DD}/*.csv'},
             trainer={'training': {'train_steps': 150, 'eval_steps': 10}},
             evaluation={'min_value': 0.7},
-            retraining={'warm_start': True, 'analyzer_cache': True})
+            retraining={'warm_start': True, 'analyzer_cache': True},
+        )
         summaries.append(run_local(config))
     day1, day2, day3 = summaries
 
     assert [s.span for s in summaries] == [_span(d) for d in DAYS]
-    assert all(s.rows == {'rows_read': ROWS_PER_DAY, 'rows_written': ROWS_PER_DAY,
-                          'rows_rejected': 0} for s in summaries)
+    assert all(
+        s.rows == {'rows_read': ROWS_PER_DAY, 'rows_written': ROWS_PER_DAY, 'rows_rejected': 0}
+        for s in summaries
+    )
 
     # Day 1 starts cold; each later day warm-starts from the latest blessed model.
     assert day1.base_model is None
@@ -77,4 +83,5 @@ def test_three_days_train_on_the_new_span_warm_start_and_push_only_when_blessed(
     assert day3.pushed_model is None
     serving = os.path.dirname(day2.pushed_model)
     assert sorted(os.listdir(serving)) == sorted(
-        os.path.basename(p) for p in (day1.pushed_model, day2.pushed_model))
+        os.path.basename(p) for p in (day1.pushed_model, day2.pushed_model)
+    )

@@ -17,16 +17,26 @@ from pipelines.local_runner import run_local
 pytestmark = pytest.mark.e2e
 
 SAMPLE_ROWS = 3000
-COMPONENTS = ['CsvExampleGen', 'Evaluator', 'ExampleValidator', 'ImportSchemaGen', 'Pusher',
-              'StatisticsGen', 'Trainer', 'Transform']
+COMPONENTS = [
+    'CsvExampleGen',
+    'Evaluator',
+    'ExampleValidator',
+    'ImportSchemaGen',
+    'Pusher',
+    'StatisticsGen',
+    'Trainer',
+    'Transform',
+]
 
 
 @pytest.fixture(scope='module')
 def sample_dir(tmp_path_factory) -> pathlib.Path:
     """The first SAMPLE_ROWS rows of the bundled taxi CSV."""
     out = tmp_path_factory.mktemp('data')
-    with open(os.path.join(bundled_data_dir(), 'data.csv'), newline='') as src, \
-            open(out / 'data.csv', 'w', newline='') as dst:
+    with (
+        open(os.path.join(bundled_data_dir(), 'data.csv'), newline='') as src,
+        open(out / 'data.csv', 'w', newline='') as dst,
+    ):
         for i, line in enumerate(src):
             if i > SAMPLE_ROWS:
                 break
@@ -63,7 +73,8 @@ def test_pipeline_runs_pushes_a_serving_model_and_reruns_from_cache(sample_dir, 
         rows = list(csv.DictReader(f))[:4]
     loaded = tf.saved_model.load(first.pushed_model)
     scores = loaded.signatures['serving_default'](
-        examples=tf.constant([_raw_example(r) for r in rows]))['probabilities'].numpy()
+        examples=tf.constant([_raw_example(r) for r in rows])
+    )['probabilities'].numpy()
     assert scores.shape == (4, 1)
     assert ((scores >= 0) & (scores <= 1)).all()
 

@@ -13,20 +13,28 @@ from pipelines.local_runner import PipelineRunError, run_local
 
 pytestmark = pytest.mark.e2e
 
-COMPONENTS = ['CsvExampleGen', 'Evaluator', 'ExampleValidator', 'ImportSchemaGen', 'Pusher',
-              'StatisticsGen', 'Trainer', 'Transform']
+COMPONENTS = [
+    'CsvExampleGen',
+    'Evaluator',
+    'ExampleValidator',
+    'ImportSchemaGen',
+    'Pusher',
+    'StatisticsGen',
+    'Trainer',
+    'Transform',
+]
 
-BROKEN = '''
+BROKEN = """
 def preprocessing_fn(inputs):
     raise ValueError('broken preprocessing: no feature mapping yet')
-'''
+"""
 
-FIXED = '''
+FIXED = """
 from components.transform import feature_config, preprocessing
 
 preprocessing_fn = preprocessing.build_preprocessing_fn(
     feature_config.load_feature_config({features!r}, {schema!r}))
-'''
+"""
 
 
 def _completed_components(config) -> list[str]:
@@ -38,7 +46,7 @@ def _completed_components(config) -> list[str]:
             if execution.last_known_state == metadata_store_pb2.Execution.COMPLETE:
                 for context in m.store.get_contexts_by_execution(execution.id):
                     if context.name.startswith(prefix):
-                        done.add(context.name[len(prefix):])
+                        done.add(context.name[len(prefix) :])
         return sorted(done)
 
 
@@ -50,10 +58,17 @@ def _transform_executions(config):
         outputs = {}
         for execution in executions:
             events = m.store.get_events_by_execution_ids([execution.id])
-            ids = [e.artifact_id for e in events if e.type in (
-                metadata_store_pb2.Event.OUTPUT, metadata_store_pb2.Event.DECLARED_OUTPUT)]
-            outputs[execution.id] = [a for a in m.store.get_artifacts_by_id(ids)
-                                     if a.state == metadata_store_pb2.Artifact.LIVE]
+            ids = [
+                e.artifact_id
+                for e in events
+                if e.type
+                in (metadata_store_pb2.Event.OUTPUT, metadata_store_pb2.Event.DECLARED_OUTPUT)
+            ]
+            outputs[execution.id] = [
+                a
+                for a in m.store.get_artifacts_by_id(ids)
+                if a.state == metadata_store_pb2.Artifact.LIVE
+            ]
         return executions, outputs
 
 
@@ -64,10 +79,13 @@ def test_failed_transform_publishes_nothing_and_the_fixed_rerun_reuses_the_rest(
         (data / 'data.csv').write_text(''.join(line for _, line in zip(range(801), src)))
     module = tmp_path / 'user_preprocessing.py'
     module.write_text(BROKEN)
-    config = load_config(data=str(data), work_dir=str(tmp_path / 'work'),
-                         preprocessing_module=str(module),
-                         trainer={'training': {'train_steps': 60, 'eval_steps': 5}},
-                         evaluation={'min_value': 0.5})
+    config = load_config(
+        data=str(data),
+        work_dir=str(tmp_path / 'work'),
+        preprocessing_module=str(module),
+        trainer={'training': {'train_steps': 60, 'eval_steps': 5}},
+        evaluation={'min_value': 0.5},
+    )
 
     with pytest.raises(PipelineRunError) as failure:
         run_local(config)
@@ -82,8 +100,7 @@ def test_failed_transform_publishes_nothing_and_the_fixed_rerun_reuses_the_rest(
     assert {'CsvExampleGen', 'ImportSchemaGen', 'StatisticsGen'} <= set(succeeded)
     assert not {'Transform', 'Trainer', 'Evaluator', 'Pusher'} & set(succeeded)
 
-    module.write_text(FIXED.format(features=config.feature_config_path,
-                                   schema=config.schema_path))
+    module.write_text(FIXED.format(features=config.feature_config_path, schema=config.schema_path))
     summary = run_local(config)
 
     assert summary.cached == succeeded

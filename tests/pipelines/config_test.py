@@ -24,9 +24,11 @@ def test_defaults_point_at_the_bundled_sample_and_taxi_schema():
 
 def test_yaml_sections_build_nested_dataclasses(tmp_path):
     path = tmp_path / 'config.yaml'
-    path.write_text('pipeline_name: daily\n'
-                    'example_gen: {train_buckets: 4, null_markers: [NA, "-"]}\n'
-                    'evaluation: {min_value: 0.7}\n')
+    path.write_text(
+        'pipeline_name: daily\n'
+        'example_gen: {train_buckets: 4, null_markers: [NA, "-"]}\n'
+        'evaluation: {min_value: 0.7}\n'
+    )
     config = load_config(str(path), work_dir=str(tmp_path / 'w'))
     assert config.pipeline_name == 'daily'
     assert config.example_gen == ExampleGenSettings(train_buckets=4, null_markers=('NA', '-'))
@@ -41,17 +43,26 @@ def test_command_line_overrides_win_over_yaml(tmp_path):
     assert load_config(str(path), work_dir=None).work_dir == 'from-yaml'
 
 
-@pytest.mark.parametrize('data, message', [
-    ({'example_gen': {'train_bucket': 2}}, "example_gen.train_bucket: unknown field"),
-    ({'example_gen': {'train_buckets': 'two'}}, "example_gen.train_buckets: expected int, got 'two'"),
-    ({'example_gen': {'train_buckets': 0}}, 'example_gen.train_buckets: expected an integer >= 1'),
-    ({'example_gen': {'delimiter': ';;'}}, 'example_gen.delimiter: expected one character'),
-    ({'evaluation': {'metric': 'F1'}}, "evaluation.metric: unsupported metric 'F1'"),
-    ({'evaluation': {'min_value': 2}}, 'evaluation.min_value: expected a number in [0, 1]'),
-    ({'enable_cache': 'yes'}, "enable_cache: expected bool, got 'yes'"),
-    ({'beam_pipeline_args': '--runner=DataflowRunner'}, 'beam_pipeline_args: expected a list'),
-    ({'workdir': 'x'}, 'workdir: unknown field'),
-])
+@pytest.mark.parametrize(
+    'data, message',
+    [
+        ({'example_gen': {'train_bucket': 2}}, 'example_gen.train_bucket: unknown field'),
+        (
+            {'example_gen': {'train_buckets': 'two'}},
+            "example_gen.train_buckets: expected int, got 'two'",
+        ),
+        (
+            {'example_gen': {'train_buckets': 0}},
+            'example_gen.train_buckets: expected an integer >= 1',
+        ),
+        ({'example_gen': {'delimiter': ';;'}}, 'example_gen.delimiter: expected one character'),
+        ({'evaluation': {'metric': 'F1'}}, "evaluation.metric: unsupported metric 'F1'"),
+        ({'evaluation': {'min_value': 2}}, 'evaluation.min_value: expected a number in [0, 1]'),
+        ({'enable_cache': 'yes'}, "enable_cache: expected bool, got 'yes'"),
+        ({'beam_pipeline_args': '--runner=DataflowRunner'}, 'beam_pipeline_args: expected a list'),
+        ({'workdir': 'x'}, 'workdir: unknown field'),
+    ],
+)
 def test_invalid_values_name_the_field(data, message):
     with pytest.raises(ConfigError) as error:
         from_dict(PipelineConfig, data)

@@ -57,7 +57,11 @@ def test_installs_the_lock_without_resolving_then_the_project_without_dependenci
     instructions = _instructions()
     runs = [rest for keyword, rest in instructions if keyword == 'RUN']
     lock_install = next(i for i, r in enumerate(runs) if '-r requirements.lock' in r)
-    project_install = next(i for i, r in enumerate(runs) if re.search(r'pip install --no-deps (--editable )?\.(\s|$)', r))
+    project_install = next(
+        i
+        for i, r in enumerate(runs)
+        if re.search(r'pip install --no-deps (--editable )?\.(\s|$)', r)
+    )
     assert '--no-deps' in runs[lock_install]
     assert lock_install < project_install
     copies = [rest for keyword, rest in instructions if keyword == 'COPY']
@@ -89,4 +93,4 @@ def test_runs_as_a_numeric_non_root_user_matching_the_tfjob_pods():
     assert int(uid) != 0 and int(gid) != 0
     assert int(uid) == tfjob_lib._NON_ROOT_UID
     # Nothing runs or is installed after switching to that user.
-    assert set(keywords[last_user + 1:]) <= {'ENV', 'LABEL', 'WORKDIR'}
+    assert set(keywords[last_user + 1 :]) <= {'ENV', 'LABEL', 'WORKDIR'}

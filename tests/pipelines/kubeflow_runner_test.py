@@ -30,9 +30,15 @@ ROOT = 'gs://asynctrain-test/root'
 @pytest.fixture(scope='module')
 def config_file(tmp_path_factory):
     path = tmp_path_factory.mktemp('config') / 'deploy.yaml'
-    path.write_text(yaml.safe_dump({
-        'pipeline_name': 'taxi-daily', 'beam_pipeline_args': ['--direct_num_workers=2'],
-        'retraining': {'warm_start': True, 'analyzer_cache': True}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                'pipeline_name': 'taxi-daily',
+                'beam_pipeline_args': ['--direct_num_workers=2'],
+                'retraining': {'warm_start': True, 'analyzer_cache': True},
+            }
+        )
+    )
     return path
 
 
@@ -55,20 +61,37 @@ def expected_components(config_file):
 @pytest.fixture(scope='module')
 def kubeflow_yaml(tmp_path_factory, config_file):
     output = tmp_path_factory.mktemp('kfp') / 'pipeline.yaml'
-    code = cli.main([
-        'compile', '--target', 'kubeflow', '--output', str(output), '--image', IMAGE,
-        '--pipeline-root', ROOT, '--config', str(config_file),
-    ])
+    code = cli.main(
+        [
+            'compile',
+            '--target',
+            'kubeflow',
+            '--output',
+            str(output),
+            '--image',
+            IMAGE,
+            '--pipeline-root',
+            ROOT,
+            '--config',
+            str(config_file),
+        ]
+    )
     assert code == 0
     return output
 
 
 def _executor_args(spec: pipeline_spec_pb2.PipelineSpec) -> dict:
     deployment = json_format.MessageToDict(spec.deployment_spec)
-    return {label: executor['container'] for label, executor in deployment['executors'].items() if 'container' in executor}
+    return {
+        label: executor['container']
+        for label, executor in deployment['executors'].items()
+        if 'container' in executor
+    }
 
 
-def test_kubeflow_yaml_loads_as_a_pipeline_spec_naming_every_component(kubeflow_yaml, expected_components):
+def test_kubeflow_yaml_loads_as_a_pipeline_spec_naming_every_component(
+    kubeflow_yaml, expected_components
+):
     text = kubeflow_yaml.read_text()
     assert text.startswith('# PIPELINE DEFINITION\n# Name: taxi-daily\n')
     (document,) = yaml.safe_load_all(text)  # one bare PipelineSpec, not a PipelineJob
@@ -79,7 +102,9 @@ def test_kubeflow_yaml_loads_as_a_pipeline_spec_naming_every_component(kubeflow_
     assert spec.schema_version == '2.0.0'
     assert spec.sdk_version == 'tfx-1.16.0'
     assert set(expected_components) <= set(spec.root.dag.tasks)
-    assert {'StatisticsGen', 'Transform', 'Trainer', 'Evaluator', 'Pusher'} <= set(expected_components)
+    assert {'StatisticsGen', 'Transform', 'Trainer', 'Evaluator', 'Pusher'} <= set(
+        expected_components
+    )
     # Every other task is an ML Metadata query (a resolver), which runs no image of its own.
     deployment = json_format.MessageToDict(spec.deployment_spec)['executors']
     resolver_tasks = set(spec.root.dag.tasks) - set(expected_components)
@@ -96,43 +121,80 @@ def test_kubeflow_yaml_loads_as_a_pipeline_spec_naming_every_component(kubeflow_
         assert container['image'] == IMAGE
         assert container['command'] == list(kubeflow_v2_dag_runner.KUBEFLOW_TFX_CMD)
         assert container['args'] == [
-            '--executor_class_path', executor_class,
-            '--json_serialized_invocation_args', '{{$}}',
+            '--executor_class_path',
+            executor_class,
+            '--json_serialized_invocation_args',
+            '{{$}}',
             '--direct_num_workers=2',  # the config's Beam arguments
         ], component_id
 
 
 def test_kubeflow_yaml_carries_the_components_parameters(kubeflow_yaml):
-    spec = json_format.ParseDict(yaml.safe_load(kubeflow_yaml.read_text()), pipeline_spec_pb2.PipelineSpec())
+    spec = json_format.ParseDict(
+        yaml.safe_load(kubeflow_yaml.read_text()), pipeline_spec_pb2.PipelineSpec()
+    )
     transform = json_format.MessageToDict(spec.root.dag.tasks['Transform'])
-    assert transform['inputs']['parameters']['preprocessing_fn'] == {'runtimeValue': {'constantValue': {'stringValue': PREPROCESSING_FN}}}
-    assert transform['inputs']['artifacts']['examples']['taskOutputArtifact']['outputArtifactKey'] == 'examples'
+    assert transform['inputs']['parameters']['preprocessing_fn'] == {
+        'runtimeValue': {'constantValue': {'stringValue': PREPROCESSING_FN}}
+    }
+    assert (
+        transform['inputs']['artifacts']['examples']['taskOutputArtifact']['outputArtifactKey']
+        == 'examples'
+    )
     evaluator = json_format.MessageToDict(spec.root.dag.tasks['Evaluator'])
-    eval_config = json.loads(evaluator['inputs']['parameters']['eval_config']['runtimeValue']['constantValue']['stringValue'])
+    eval_config = json.loads(
+        evaluator['inputs']['parameters']['eval_config']['runtimeValue']['constantValue'][
+            'stringValue'
+        ]
+    )
     metrics = {m['class_name']: m for spec in eval_config['metrics_specs'] for m in spec['metrics']}
     assert metrics['AUC']['threshold']['value_threshold']['lower_bound'] == 0.6  # the blessing rule
 
 
-def test_vertex_json_loads_as_a_pipeline_job_with_beam_args_replaced(tmp_path, config_file, expected_components):
+def test_vertex_json_loads_as_a_pipeline_job_with_beam_args_replaced(
+    tmp_path, config_file, expected_components
+):
     output = tmp_path / 'pipeline.json'
-    code = cli.main([
-        'compile', '--target', 'vertex', '--output', str(output), '--image', IMAGE, '--pipeline-root', ROOT,
-        '--config', str(config_file), '--beam-arg=--runner=DataflowRunner', '--', '--project=p', '--region=r',
-    ])
+    code = cli.main(
+        [
+            'compile',
+            '--target',
+            'vertex',
+            '--output',
+            str(output),
+            '--image',
+            IMAGE,
+            '--pipeline-root',
+            ROOT,
+            '--config',
+            str(config_file),
+            '--beam-arg=--runner=DataflowRunner',
+            '--',
+            '--project=p',
+            '--region=r',
+        ]
+    )
 
     assert code == 0
     job = json_format.Parse(output.read_text(), pipeline_spec_pb2.PipelineJob())
     assert job.display_name == 'taxi-daily'
     assert job.runtime_config.gcs_output_directory == ROOT
-    spec = json_format.ParseDict(json_format.MessageToDict(job.pipeline_spec), pipeline_spec_pb2.PipelineSpec())
+    spec = json_format.ParseDict(
+        json_format.MessageToDict(job.pipeline_spec), pipeline_spec_pb2.PipelineSpec()
+    )
     containers = _executor_args(spec)
     assert set(expected_components) <= set(spec.root.dag.tasks)
     for component_id, executor_class in expected_components.items():
         container = containers[f'{component_id}_executor']
         assert container['image'] == IMAGE
         assert container['args'] == [
-            '--executor_class_path', executor_class, '--json_serialized_invocation_args', '{{$}}',
-            '--runner=DataflowRunner', '--project=p', '--region=r',
+            '--executor_class_path',
+            executor_class,
+            '--json_serialized_invocation_args',
+            '{{$}}',
+            '--runner=DataflowRunner',
+            '--project=p',
+            '--region=r',
         ]
 
 
@@ -147,7 +209,9 @@ def test_compiling_makes_no_network_call(tmp_path, config_file, monkeypatch):
 
     document = kubeflow_runner.compile_pipeline(
         load_config(str(config_file)),
-        kubeflow_runner.CompileOptions(target='kubeflow', output='out.yaml', image=IMAGE, pipeline_root=ROOT),
+        kubeflow_runner.CompileOptions(
+            target='kubeflow', output='out.yaml', image=IMAGE, pipeline_root=ROOT
+        ),
     )
 
     assert document['defaultPipelineRoot'] == ROOT
@@ -158,9 +222,14 @@ def test_a_module_file_with_a_remote_root_is_refused_before_uploading(tmp_path):
     module = tmp_path / 'my_preprocessing.py'
     module.write_text('def preprocessing_fn(inputs):\n  return inputs\n')
     config = load_config(None, preprocessing_module=str(module))
-    options = kubeflow_runner.CompileOptions(target='kubeflow', output=str(tmp_path / 'p.yaml'), image=IMAGE, pipeline_root=ROOT)
+    options = kubeflow_runner.CompileOptions(
+        target='kubeflow', output=str(tmp_path / 'p.yaml'), image=IMAGE, pipeline_root=ROOT
+    )
 
-    with pytest.raises(ValueError, match='Transform: its module file would be uploaded to gs://asynctrain-test/root'):
+    with pytest.raises(
+        ValueError,
+        match='Transform: its module file would be uploaded to gs://asynctrain-test/root',
+    ):
         kubeflow_runner.compile_pipeline(config, options)
     assert not (tmp_path / 'p.yaml').exists()
 
@@ -168,8 +237,14 @@ def test_a_module_file_with_a_remote_root_is_refused_before_uploading(tmp_path):
 @pytest.mark.parametrize(
     'args, message',
     [
-        (['--target', 'kubeflow', '--output', 'p.json'], "output: the kubeflow target writes .yaml or .yml files, got 'p.json'"),
-        (['--target', 'vertex', '--output', 'p.yaml'], "output: the vertex target writes .json files, got 'p.yaml'"),
+        (
+            ['--target', 'kubeflow', '--output', 'p.json'],
+            "output: the kubeflow target writes .yaml or .yml files, got 'p.json'",
+        ),
+        (
+            ['--target', 'vertex', '--output', 'p.yaml'],
+            "output: the vertex target writes .json files, got 'p.yaml'",
+        ),
     ],
 )
 def test_bad_options_name_the_field(tmp_path, capsys, args, message):
@@ -180,16 +255,40 @@ def test_bad_options_name_the_field(tmp_path, capsys, args, message):
 
 def test_image_must_be_tagged():
     with pytest.raises(ValueError, match='image: expected a tagged image reference'):
-        kubeflow_runner.CompileOptions(target='kubeflow', output='p.yaml', image='registry.example:5000/asynctrain', pipeline_root=ROOT)
-    assert kubeflow_runner.CompileOptions(target='kubeflow', output='p.yaml', image='r.example:5000/a@sha256:ab', pipeline_root=ROOT)
+        kubeflow_runner.CompileOptions(
+            target='kubeflow',
+            output='p.yaml',
+            image='registry.example:5000/asynctrain',
+            pipeline_root=ROOT,
+        )
+    assert kubeflow_runner.CompileOptions(
+        target='kubeflow', output='p.yaml', image='r.example:5000/a@sha256:ab', pipeline_root=ROOT
+    )
 
 
-def test_image_and_pipeline_root_default_to_the_local_tag_and_the_configs_root(tmp_path, config_file, capsys):
+def test_image_and_pipeline_root_default_to_the_local_tag_and_the_configs_root(
+    tmp_path, config_file, capsys
+):
     output = tmp_path / 'pipeline.yaml'
 
-    assert cli.main(['compile', '--target', 'kubeflow', '--output', str(output), '--config', str(config_file)]) == 0
+    assert (
+        cli.main(
+            [
+                'compile',
+                '--target',
+                'kubeflow',
+                '--output',
+                str(output),
+                '--config',
+                str(config_file),
+            ]
+        )
+        == 0
+    )
 
-    spec = json_format.ParseDict(yaml.safe_load(output.read_text()), pipeline_spec_pb2.PipelineSpec())
+    spec = json_format.ParseDict(
+        yaml.safe_load(output.read_text()), pipeline_spec_pb2.PipelineSpec()
+    )
     assert spec.default_pipeline_root == load_config(str(config_file)).pipeline_root
     images = {c['image'] for c in _executor_args(spec).values()}
     assert images == {f'asynctrain:{importlib.metadata.version("asynctrain")}'}

@@ -10,18 +10,19 @@ from pipelines.config import load_config
 from pipelines.local_runner import run_local
 from pipelines.work_dir_lock import WorkDirBusyError, exclusive_work_dir
 
-HOLD_LOCK = '''
+HOLD_LOCK = """
 import sys, time
 from pipelines.work_dir_lock import exclusive_work_dir
 with exclusive_work_dir(sys.argv[1]):
     print('locked', flush=True)
     time.sleep(60)
-'''
+"""
 
 
 def test_a_second_run_on_a_busy_work_dir_fails_naming_the_holder(tmp_path):
-    holder = subprocess.Popen([sys.executable, '-c', HOLD_LOCK, str(tmp_path)],
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, '-c', HOLD_LOCK, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout.readline().strip() == 'locked'
         config = load_config(work_dir=str(tmp_path))

@@ -73,35 +73,49 @@ def test_an_unknown_feature_fails_at_build_time_naming_it(tmp_path):
     dataset = tmp_path / 'mydata'
     dataset.mkdir()
     (dataset / 'schema.pbtxt').write_text(
-        'feature { name: "x" type: FLOAT }\nfeature { name: "y" type: FLOAT }\n')
+        'feature { name: "x" type: FLOAT }\nfeature { name: "y" type: FLOAT }\n'
+    )
     (dataset / 'features.yaml').write_text(
         'label: {name: l, rule: greater_than_fraction, value: x, reference: y, fraction: 0.5}\n'
-        'features:\n  - {name: speed, transform: zscore}\n')
+        'features:\n  - {name: speed, transform: zscore}\n'
+    )
     config = load_config(work_dir=str(tmp_path), dataset=str(dataset))
-    with pytest.raises(FeatureConfigError, match=r"features\[0\] \(speed\): unknown feature 'speed'"):
+    with pytest.raises(
+        FeatureConfigError, match=r"features\[0\] \(speed\): unknown feature 'speed'"
+    ):
         pipeline_lib.create_pipeline(config)
 
 
 def test_a_date_selects_that_days_span_and_the_trainer_warm_starts(tmp_path):
-    config = load_config(work_dir=str(tmp_path), date='2024-01-02',
-                         example_gen={'input_pattern': '{YYYY}-{MM}-{DD}/*.csv'},
-                         retraining={'warm_start': True, 'analyzer_cache': True})
+    config = load_config(
+        work_dir=str(tmp_path),
+        date='2024-01-02',
+        example_gen={'input_pattern': '{YYYY}-{MM}-{DD}/*.csv'},
+        retraining={'warm_start': True, 'analyzer_cache': True},
+    )
     components = {c.id: c for c in pipeline_lib.create_pipeline(config).components}
     example_gen = next(c for i, c in components.items() if i.endswith('ExampleGen'))
     span = json.loads(example_gen.exec_properties['range_config'])['static_range']
     assert span == {'start_span_number': 19724, 'end_span_number': 19724}  # days since 1970-01-01
-    assert components['Trainer'].inputs['base_model'].producer_component_id == 'latest_blessed_model'
+    assert (
+        components['Trainer'].inputs['base_model'].producer_component_id == 'latest_blessed_model'
+    )
     assert components['Transform'].inputs['analyzer_cache'].producer_component_id == (
-        'latest_transform_cache')
+        'latest_transform_cache'
+    )
 
 
 def test_a_date_without_a_dated_input_pattern_is_rejected(tmp_path):
     from pipelines.config import ConfigError
+
     with pytest.raises(ConfigError, match=r'example_gen.input_pattern: a run for one date needs'):
         load_config(work_dir=str(tmp_path), date='2024-01-02')
     with pytest.raises(ConfigError, match=r"date: expected YYYY-MM-DD, got '2024-13-01'"):
-        load_config(work_dir=str(tmp_path), date='2024-13-01',
-                    example_gen={'input_pattern': '{YYYY}{MM}{DD}/*'})
+        load_config(
+            work_dir=str(tmp_path),
+            date='2024-13-01',
+            example_gen={'input_pattern': '{YYYY}{MM}{DD}/*'},
+        )
 
 
 def test_retraining_inputs_are_off_by_default_so_a_rerun_is_a_cache_hit(config):

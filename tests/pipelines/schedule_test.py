@@ -51,13 +51,26 @@ class _FakeKfpApi(http.server.BaseHTTPRequestHandler):
         content_type = self.headers.get('Content-Type', '')
         body, upload = None, None
         if content_type.startswith('multipart/form-data'):
-            message = email.message_from_bytes(b'Content-Type: ' + content_type.encode() + b'\r\n\r\n' + raw)
+            message = email.message_from_bytes(
+                b'Content-Type: ' + content_type.encode() + b'\r\n\r\n' + raw
+            )
             (part,) = message.get_payload()
-            upload = (part.get_param('name', header='content-disposition'), part.get_payload(decode=True).decode())
+            upload = (
+                part.get_param('name', header='content-disposition'),
+                part.get_payload(decode=True).decode(),
+            )
         elif raw:
             body = json.loads(raw)
         query = {k: v[0] for k, v in urllib.parse.parse_qs(parsed.query).items()}
-        self.server.requests.append({'method': self.command, 'path': parsed.path, 'query': query, 'body': body, 'upload': upload})
+        self.server.requests.append(
+            {
+                'method': self.command,
+                'path': parsed.path,
+                'query': query,
+                'body': body,
+                'upload': upload,
+            }
+        )
         self._reply(self.server.answers.get((self.command, parsed.path), {}))
 
     do_GET = do_POST = _handle
@@ -70,13 +83,20 @@ class _FakeKfpApi(http.server.BaseHTTPRequestHandler):
 def kfp_server(monkeypatch, tmp_path):
     # kfp.Client reads ~/.config/kfp/context.json and KF_PIPELINES_* variables; isolate both.
     monkeypatch.setattr(kfp.Client, '_LOCAL_KFP_CONTEXT', str(tmp_path / 'context.json'))
-    for name in ('KF_PIPELINES_ENDPOINT', 'KF_PIPELINES_UI_ENDPOINT', 'KF_PIPELINES_IAP_OAUTH2_CLIENT_ID'):
+    for name in (
+        'KF_PIPELINES_ENDPOINT',
+        'KF_PIPELINES_UI_ENDPOINT',
+        'KF_PIPELINES_IAP_OAUTH2_CLIENT_ID',
+    ):
         monkeypatch.delenv(name, raising=False)
     server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _FakeKfpApi)
     server.requests = []
     server.answers = {
         ('GET', '/apis/v2beta1/healthz'): {'multi_user': False},
-        ('POST', '/apis/v2beta1/experiments'): {'experiment_id': 'exp-1', 'display_name': 'asynctrain'},
+        ('POST', '/apis/v2beta1/experiments'): {
+            'experiment_id': 'exp-1',
+            'display_name': 'asynctrain',
+        },
         ('POST', '/apis/v2beta1/recurringruns'): {'recurring_run_id': 'rr-1'},
     }
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -96,9 +116,17 @@ def pipeline_file(tmp_path):
 def _args(server, pipeline_file, *extra):
     parser = argparse.ArgumentParser()
     schedule_lib.add_arguments(parser)
-    return parser.parse_args([
-        '--host', f'http://127.0.0.1:{server.server_port}', '--cron', '0 0 3 * * *', '--pipeline', str(pipeline_file), *extra
-    ])
+    return parser.parse_args(
+        [
+            '--host',
+            f'http://127.0.0.1:{server.server_port}',
+            '--cron',
+            '0 0 3 * * *',
+            '--pipeline',
+            str(pipeline_file),
+            *extra,
+        ]
+    )
 
 
 def _only(server, method, path):
@@ -106,13 +134,23 @@ def _only(server, method, path):
     return request
 
 
-def test_schedule_uploads_a_new_pipeline_and_creates_a_daily_recurring_run(kfp_server, pipeline_file, capsys):
-    kfp_server.answers[('POST', '/apis/v2beta1/pipelines/upload')] = {'pipeline_id': 'pipe-1', 'display_name': 'taxi-daily'}
+def test_schedule_uploads_a_new_pipeline_and_creates_a_daily_recurring_run(
+    kfp_server, pipeline_file, capsys
+):
+    kfp_server.answers[('POST', '/apis/v2beta1/pipelines/upload')] = {
+        'pipeline_id': 'pipe-1',
+        'display_name': 'taxi-daily',
+    }
     kfp_server.answers[('GET', '/apis/v2beta1/pipelines/pipe-1/versions')] = {
         'pipeline_versions': [{'pipeline_id': 'pipe-1', 'pipeline_version_id': 'ver-1'}]
     }
 
-    assert schedule_lib.run(_args(kfp_server, pipeline_file, '--service-account', 'asynctrain-pipeline')) == 0
+    assert (
+        schedule_lib.run(
+            _args(kfp_server, pipeline_file, '--service-account', 'asynctrain-pipeline')
+        )
+        == 0
+    )
 
     upload = _only(kfp_server, 'POST', '/apis/v2beta1/pipelines/upload')
     assert upload['query']['name'] == 'taxi-daily'  # from the file's pipelineInfo
@@ -124,7 +162,10 @@ def test_schedule_uploads_a_new_pipeline_and_creates_a_daily_recurring_run(kfp_s
     assert recurring['max_concurrency'] == 1
     assert recurring['no_catchup'] is True
     assert recurring['mode'] == 'ENABLE'
-    assert recurring['pipeline_version_reference'] == {'pipeline_id': 'pipe-1', 'pipeline_version_id': 'ver-1'}
+    assert recurring['pipeline_version_reference'] == {
+        'pipeline_id': 'pipe-1',
+        'pipeline_version_id': 'ver-1',
+    }
     assert 'pipeline_spec' not in recurring  # the run refers to the uploaded version, not a copy
     assert recurring['experiment_id'] == 'exp-1'
     assert recurring['display_name'] == 'taxi-daily-daily'
@@ -132,25 +173,50 @@ def test_schedule_uploads_a_new_pipeline_and_creates_a_daily_recurring_run(kfp_s
     assert 'recurring run rr-1: pipeline pipe-1 version ver-1' in capsys.readouterr().out
 
 
-def test_schedule_adds_a_version_to_an_existing_pipeline_and_reuses_the_experiment(kfp_server, pipeline_file):
-    kfp_server.answers[('GET', '/apis/v2beta1/pipelines')] = {'pipelines': [{'pipeline_id': 'pipe-7', 'display_name': 'taxi-daily'}]}
-    kfp_server.answers[('POST', '/apis/v2beta1/pipelines/upload_version')] = {'pipeline_id': 'pipe-7', 'pipeline_version_id': 'ver-8'}
-    kfp_server.answers[('GET', '/apis/v2beta1/experiments')] = {'experiments': [{'experiment_id': 'exp-5', 'display_name': 'nightly'}]}
+def test_schedule_adds_a_version_to_an_existing_pipeline_and_reuses_the_experiment(
+    kfp_server, pipeline_file
+):
+    kfp_server.answers[('GET', '/apis/v2beta1/pipelines')] = {
+        'pipelines': [{'pipeline_id': 'pipe-7', 'display_name': 'taxi-daily'}]
+    }
+    kfp_server.answers[('POST', '/apis/v2beta1/pipelines/upload_version')] = {
+        'pipeline_id': 'pipe-7',
+        'pipeline_version_id': 'ver-8',
+    }
+    kfp_server.answers[('GET', '/apis/v2beta1/experiments')] = {
+        'experiments': [{'experiment_id': 'exp-5', 'display_name': 'nightly'}]
+    }
     client = kfp.Client(host=f'http://127.0.0.1:{kfp_server.server_port}')
 
     created = schedule_lib.schedule(
-        client, pipeline_file=str(pipeline_file), cron='0 30 2 * * MON-FRI', experiment='nightly', version_name='v20261129'
+        client,
+        pipeline_file=str(pipeline_file),
+        cron='0 30 2 * * MON-FRI',
+        experiment='nightly',
+        version_name='v20261129',
     )
 
     assert created == schedule_lib.RecurringRun('rr-1', 'pipe-7', 'ver-8', 'exp-5')
     upload = _only(kfp_server, 'POST', '/apis/v2beta1/pipelines/upload_version')
     assert upload['query'] == {'name': 'v20261129', 'pipelineid': 'pipe-7'}
     assert upload['upload'] == ('uploadfile', PIPELINE_YAML)
-    assert not [r for r in kfp_server.requests if r['path'] in ('/apis/v2beta1/pipelines/upload', '/apis/v2beta1/experiments') and r['method'] == 'POST']
+    assert not [
+        r
+        for r in kfp_server.requests
+        if r['path'] in ('/apis/v2beta1/pipelines/upload', '/apis/v2beta1/experiments')
+        and r['method'] == 'POST'
+    ]
     recurring = _only(kfp_server, 'POST', '/apis/v2beta1/recurringruns')['body']
     assert recurring['trigger']['cron_schedule']['cron'] == '0 30 2 * * MON-FRI'
-    assert recurring['pipeline_version_reference'] == {'pipeline_id': 'pipe-7', 'pipeline_version_id': 'ver-8'}
-    assert (recurring['max_concurrency'], recurring['no_catchup'], recurring['experiment_id']) == (1, True, 'exp-5')
+    assert recurring['pipeline_version_reference'] == {
+        'pipeline_id': 'pipe-7',
+        'pipeline_version_id': 'ver-8',
+    }
+    assert (recurring['max_concurrency'], recurring['no_catchup'], recurring['experiment_id']) == (
+        1,
+        True,
+        'exp-5',
+    )
 
 
 @pytest.mark.parametrize(
@@ -169,7 +235,9 @@ def test_schedule_adds_a_version_to_an_existing_pipeline_and_reuses_the_experime
         ('0 0 3 * * 1-', "field day-of-week '1-': expected"),
     ],
 )
-def test_invalid_cron_is_refused_before_any_request(kfp_server, pipeline_file, capsys, cron, message):
+def test_invalid_cron_is_refused_before_any_request(
+    kfp_server, pipeline_file, capsys, cron, message
+):
     args = _args(kfp_server, pipeline_file)
     args.cron = cron
 
@@ -179,15 +247,23 @@ def test_invalid_cron_is_refused_before_any_request(kfp_server, pipeline_file, c
     assert kfp_server.requests == []
 
 
-@pytest.mark.parametrize('cron', ['0 0 3 * * *', '0 0 3 ? * *', '*/30 0,15,30,45 0-6/2 1-31 JAN-DEC SUN,sat', '0 0 3 * * ?'])
+@pytest.mark.parametrize(
+    'cron',
+    ['0 0 3 * * *', '0 0 3 ? * *', '*/30 0,15,30,45 0-6/2 1-31 JAN-DEC SUN,sat', '0 0 3 * * ?'],
+)
 def test_valid_cron_is_returned_unchanged(cron):
     assert schedule_lib.validate_cron(cron) == cron
 
 
 def test_an_api_error_is_reported_with_the_servers_answer(kfp_server, pipeline_file, capsys):
     kfp_server.answers[('POST', '/apis/v2beta1/pipelines/upload')] = {'pipeline_id': 'pipe-1'}
-    kfp_server.answers[('GET', '/apis/v2beta1/pipelines/pipe-1/versions')] = {'pipeline_versions': [{'pipeline_version_id': 'ver-1'}]}
-    kfp_server.answers[('POST', '/apis/v2beta1/recurringruns')] = {'code': 7, 'message': 'service account asynctrain-pipeline not allowed'}
+    kfp_server.answers[('GET', '/apis/v2beta1/pipelines/pipe-1/versions')] = {
+        'pipeline_versions': [{'pipeline_version_id': 'ver-1'}]
+    }
+    kfp_server.answers[('POST', '/apis/v2beta1/recurringruns')] = {
+        'code': 7,
+        'message': 'service account asynctrain-pipeline not allowed',
+    }
 
     assert schedule_lib.run(_args(kfp_server, pipeline_file)) == 1
 

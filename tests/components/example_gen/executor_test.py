@@ -21,116 +21,146 @@ SCHEMA = os.path.join(FIXTURES, 'schema.pbtxt')
 
 
 def exec_properties(input_base, **kwargs):
-  """The exec_properties the component would hand its executor."""
-  props = dict(component.CsvExampleGen(input_base=input_base, **kwargs).exec_properties)
-  return {k: proto_utils.proto_to_json(v) if hasattr(v, 'DESCRIPTOR') else v
-          for k, v in props.items()}
+    """The exec_properties the component would hand its executor."""
+    props = dict(component.CsvExampleGen(input_base=input_base, **kwargs).exec_properties)
+    return {
+        k: proto_utils.proto_to_json(v) if hasattr(v, 'DESCRIPTOR') else v for k, v in props.items()
+    }
 
 
 def run_do(props, output_dir):
-  examples = standard_artifacts.Examples()
-  examples.uri = str(output_dir)
-  executor.Executor().Do({}, {spec.EXAMPLES_KEY: [examples]}, props)
-  return examples
+    examples = standard_artifacts.Examples()
+    examples.uri = str(output_dir)
+    executor.Executor().Do({}, {spec.EXAMPLES_KEY: [examples]}, props)
+    return examples
 
 
 def read_split(examples, split):
-  rows = []
-  for path in sorted(glob.glob(os.path.join(examples.uri, f'Split-{split}', '*.gz'))):
-    for record in tf.data.TFRecordDataset(path, compression_type='GZIP').as_numpy_iterator():
-      feature = tf.train.Example.FromString(record).features.feature
-      rows.append((list(feature['id'].int64_list.value),
-                   [round(v, 3) for v in feature['price'].float_list.value],
-                   list(feature['name'].bytes_list.value)))
-  return sorted(rows)
+    rows = []
+    for path in sorted(glob.glob(os.path.join(examples.uri, f'Split-{split}', '*.gz'))):
+        for record in tf.data.TFRecordDataset(path, compression_type='GZIP').as_numpy_iterator():
+            feature = tf.train.Example.FromString(record).features.feature
+            rows.append(
+                (
+                    list(feature['id'].int64_list.value),
+                    [round(v, 3) for v in feature['price'].float_list.value],
+                    list(feature['name'].bytes_list.value),
+                )
+            )
+    return sorted(rows)
 
 
 @pytest.fixture
 def input_dir(tmp_path):
-  def make(*names):
-    directory = tmp_path / 'input'
-    directory.mkdir(exist_ok=True)
-    for name in names:
-      shutil.copy(os.path.join(FIXTURES, name), directory / name)
-    return str(directory)
-  return make
+    def make(*names):
+        directory = tmp_path / 'input'
+        directory.mkdir(exist_ok=True)
+        for name in names:
+            shutil.copy(os.path.join(FIXTURES, name), directory / name)
+        return str(directory)
+
+    return make
 
 
 def test_do_writes_splits_dead_letter_and_row_counts(input_dir, tmp_path):
-  props = exec_properties(input_dir('wrong_column_count.csv', 'crlf.csv'), schema_path=SCHEMA,
-                          max_bad_fraction=0.5)
-  examples = run_do(props, tmp_path / 'out')
+    props = exec_properties(
+        input_dir('wrong_column_count.csv', 'crlf.csv'), schema_path=SCHEMA, max_bad_fraction=0.5
+    )
+    examples = run_do(props, tmp_path / 'out')
 
-  custom = {k: v.int_value for k, v in examples.mlmd_artifact.custom_properties.items()
-            if k.startswith('rows_')}
-  assert custom['rows_read'] == 6
-  assert custom['rows_rejected'] == 2
-  assert custom['rows_written'] == 4
-  assert custom['rows_written_train'] + custom['rows_written_eval'] == 4
-  assert examples.split_names == '["train", "eval"]'
-  assert examples.get_string_custom_property('payload_format') == 'FORMAT_TF_EXAMPLE'
+    custom = {
+        k: v.int_value
+        for k, v in examples.mlmd_artifact.custom_properties.items()
+        if k.startswith('rows_')
+    }
+    assert custom['rows_read'] == 6
+    assert custom['rows_rejected'] == 2
+    assert custom['rows_written'] == 4
+    assert custom['rows_written_train'] + custom['rows_written_eval'] == 4
+    assert examples.split_names == '["train", "eval"]'
+    assert examples.get_string_custom_property('payload_format') == 'FORMAT_TF_EXAMPLE'
 
-  rows = read_split(examples, 'train') + read_split(examples, 'eval')
-  assert sorted(rows) == [([1], [2.5], [b'alpha']), ([1], [2.5], [b'alpha']),
-                          ([2], [3.5], [b'beta']), ([4], [5.5], [b'delta'])]
-  assert len(read_split(examples, 'train')) == custom['rows_written_train']
+    rows = read_split(examples, 'train') + read_split(examples, 'eval')
+    assert sorted(rows) == [
+        ([1], [2.5], [b'alpha']),
+        ([1], [2.5], [b'alpha']),
+        ([2], [3.5], [b'beta']),
+        ([4], [5.5], [b'delta']),
+    ]
+    assert len(read_split(examples, 'train')) == custom['rows_written_train']
 
-  with open(os.path.join(examples.uri, spec.SUMMARY_FILE_NAME)) as f:
-    summary = json.load(f)
-  assert summary['rows_read'] == summary['rows_written'] + summary['rows_rejected'] == 6
-  dead = [json.loads(line) for path in glob.glob(
-      os.path.join(examples.uri, spec.DEAD_LETTER_DIR_NAME, '*.jsonl')) for line in open(path)]
-  assert sorted((os.path.basename(d['file']), d['line'], d['reason'], d['raw']) for d in dead) == [
-      ('wrong_column_count.csv', 3, 'wrong column count: 2 of 3', '2,3.5'),
-      ('wrong_column_count.csv', 4, 'wrong column count: 4 of 3', '3,4.5,gamma,extra')]
+    with open(os.path.join(examples.uri, spec.SUMMARY_FILE_NAME)) as f:
+        summary = json.load(f)
+    assert summary['rows_read'] == summary['rows_written'] + summary['rows_rejected'] == 6
+    dead = [
+        json.loads(line)
+        for path in glob.glob(os.path.join(examples.uri, spec.DEAD_LETTER_DIR_NAME, '*.jsonl'))
+        for line in open(path)
+    ]
+    assert sorted(
+        (os.path.basename(d['file']), d['line'], d['reason'], d['raw']) for d in dead
+    ) == [
+        ('wrong_column_count.csv', 3, 'wrong column count: 2 of 3', '2,3.5'),
+        ('wrong_column_count.csv', 4, 'wrong column count: 4 of 3', '3,4.5,gamma,extra'),
+    ]
 
 
 def test_max_bad_fraction_failure_names_file_line_and_reason(input_dir, tmp_path):
-  props = exec_properties(input_dir('type_mismatch.csv'), schema_path=SCHEMA)
-  with pytest.raises(RuntimeError) as error:
-    run_do(props, tmp_path / 'out')
-  message = str(error.value)
-  assert '2 of 4 rows rejected' in message
-  assert "type_mismatch.csv:3: column 'id': 'two' is not INT" in message
-  assert "type_mismatch.csv:4: column 'price': 'cheap' is not FLOAT" in message
+    props = exec_properties(input_dir('type_mismatch.csv'), schema_path=SCHEMA)
+    with pytest.raises(RuntimeError) as error:
+        run_do(props, tmp_path / 'out')
+    message = str(error.value)
+    assert '2 of 4 rows rejected' in message
+    assert "type_mismatch.csv:3: column 'id': 'two' is not INT" in message
+    assert "type_mismatch.csv:4: column 'price': 'cheap' is not FLOAT" in message
 
 
 def test_empty_input_is_a_clear_error(input_dir, tmp_path):
-  with pytest.raises(ValueError, match='input is empty'):
-    run_do(exec_properties(input_dir('header_only.csv'), schema_path=SCHEMA), tmp_path / 'out')
+    with pytest.raises(ValueError, match='input is empty'):
+        run_do(exec_properties(input_dir('header_only.csv'), schema_path=SCHEMA), tmp_path / 'out')
 
 
 def test_missing_input_directory_is_a_clear_error(tmp_path):
-  with pytest.raises(FileNotFoundError, match='does not exist'):
-    run_do(exec_properties(str(tmp_path / 'nowhere')), tmp_path / 'out')
+    with pytest.raises(FileNotFoundError, match='does not exist'):
+        run_do(exec_properties(str(tmp_path / 'nowhere')), tmp_path / 'out')
 
 
 def test_input_splits_and_span_pattern_as_stock(tmp_path):
-  for span, name in ((1, 'crlf.csv'), (2, 'bom.csv')):
-    for split in ('train', 'eval'):
-      directory = tmp_path / 'input' / f'span-{span:02d}' / split
-      directory.mkdir(parents=True)
-      shutil.copy(os.path.join(FIXTURES, name), directory / 'data.csv')
-  input_config = example_gen_pb2.Input(splits=[
-      example_gen_pb2.Input.Split(name='train', pattern='span-{SPAN:2}/train/*'),
-      example_gen_pb2.Input.Split(name='eval', pattern='span-{SPAN:2}/eval/*')])
-  props = exec_properties(str(tmp_path / 'input'), schema_path=SCHEMA, input_config=input_config,
-                          output_config=example_gen_pb2.Output())
-  props = tfx_driver.FileBasedDriver(None).resolve_exec_properties(props, None, None)
-  assert props['span'] == 2
-  examples = run_do(props, tmp_path / 'out')
-  # bom.csv (span 2) has 2 rows; each input split keeps its own rows.
-  assert read_split(examples, 'train') == read_split(examples, 'eval') == [
-      ([1], [2.5], [b'alpha']), ([2], [3.5], [b'beta'])]
-  assert examples.get_int_custom_property('rows_written_train') == 2
+    for span, name in ((1, 'crlf.csv'), (2, 'bom.csv')):
+        for split in ('train', 'eval'):
+            directory = tmp_path / 'input' / f'span-{span:02d}' / split
+            directory.mkdir(parents=True)
+            shutil.copy(os.path.join(FIXTURES, name), directory / 'data.csv')
+    input_config = example_gen_pb2.Input(
+        splits=[
+            example_gen_pb2.Input.Split(name='train', pattern='span-{SPAN:2}/train/*'),
+            example_gen_pb2.Input.Split(name='eval', pattern='span-{SPAN:2}/eval/*'),
+        ]
+    )
+    props = exec_properties(
+        str(tmp_path / 'input'),
+        schema_path=SCHEMA,
+        input_config=input_config,
+        output_config=example_gen_pb2.Output(),
+    )
+    props = tfx_driver.FileBasedDriver(None).resolve_exec_properties(props, None, None)
+    assert props['span'] == 2
+    examples = run_do(props, tmp_path / 'out')
+    # bom.csv (span 2) has 2 rows; each input split keeps its own rows.
+    assert (
+        read_split(examples, 'train')
+        == read_split(examples, 'eval')
+        == [([1], [2.5], [b'alpha']), ([2], [3.5], [b'beta'])]
+    )
+    assert examples.get_int_custom_property('rows_written_train') == 2
 
 
 def test_constructor_rejects_bad_parameters_naming_them():
-  with pytest.raises(ValueError, match='delimiter'):
-    component.CsvExampleGen(input_base='/data', delimiter='ab')
-  with pytest.raises(ValueError, match='max_bad_fraction'):
-    component.CsvExampleGen(input_base='/data', max_bad_fraction=1.5)
-  gen = component.CsvExampleGen(input_base='/data', null_markers=['NA'], quote_char=None)
-  assert gen.exec_properties[spec.NULL_MARKERS_KEY] == '["NA"]'
-  assert gen.exec_properties[spec.QUOTE_CHAR_KEY] == ''
-  assert gen.outputs[spec.EXAMPLES_KEY].type == standard_artifacts.Examples
+    with pytest.raises(ValueError, match='delimiter'):
+        component.CsvExampleGen(input_base='/data', delimiter='ab')
+    with pytest.raises(ValueError, match='max_bad_fraction'):
+        component.CsvExampleGen(input_base='/data', max_bad_fraction=1.5)
+    gen = component.CsvExampleGen(input_base='/data', null_markers=['NA'], quote_char=None)
+    assert gen.exec_properties[spec.NULL_MARKERS_KEY] == '["NA"]'
+    assert gen.exec_properties[spec.QUOTE_CHAR_KEY] == ''
+    assert gen.outputs[spec.EXAMPLES_KEY].type == standard_artifacts.Examples

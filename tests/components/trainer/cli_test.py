@@ -29,8 +29,10 @@ def test_arguments():
 
 def test_config_file_trainer_section_or_bare(tmp_path):
     pipeline = tmp_path / 'pipeline.yaml'
-    pipeline.write_text('pipeline_name: taxi\ntrainer:\n  training: {train_steps: 42}\n'
-                        '  model: {hidden_units: [8]}\n')
+    pipeline.write_text(
+        'pipeline_name: taxi\ntrainer:\n  training: {train_steps: 42}\n'
+        '  model: {hidden_units: [8]}\n'
+    )
     bare = tmp_path / 'trainer.yaml'
     bare.write_text('distribution: {cluster: local_processes, num_workers: 1}\n')
     assert cli.load_config(str(pipeline)).training.train_steps == 42
@@ -42,8 +44,9 @@ def test_config_file_trainer_section_or_bare(tmp_path):
 def test_invalid_config_exits_2_naming_the_field(tmp_path, capsys):
     bad = tmp_path / 'bad.yaml'
     bad.write_text('trainer:\n  input: {cache: disk}\n')
-    code = cli.run(_parse(['--examples', 'e', '--transform-graph', 't', '--output', 'o',
-                           '--config', str(bad)]))
+    code = cli.run(
+        _parse(['--examples', 'e', '--transform-graph', 't', '--output', 'o', '--config', str(bad)])
+    )
     assert code == 2
     assert "trainer.input.cache: got 'disk'" in capsys.readouterr().err
 
@@ -59,9 +62,19 @@ def _env(tf_config=None):
 
 
 def _train_command(transformed_data, output, config_path):
-    return [sys.executable, '-m', 'components.trainer.cli', '--examples',
-            transformed_data.examples, '--transform-graph', transformed_data.transform_graph,
-            '--output', str(output), '--config', str(config_path)]
+    return [
+        sys.executable,
+        '-m',
+        'components.trainer.cli',
+        '--examples',
+        transformed_data.examples,
+        '--transform-graph',
+        transformed_data.transform_graph,
+        '--output',
+        str(output),
+        '--config',
+        str(config_path),
+    ]
 
 
 def _check_output(output, steps, num_workers, num_ps):
@@ -78,9 +91,20 @@ def _check_output(output, steps, num_workers, num_ps):
 def test_local_processes_cluster_survives_a_killed_worker(transformed_data, tmp_path):
     """kill -9 a worker mid-training: the other worker finishes the steps; the model serves."""
     result = subprocess.run(
-        [sys.executable, '-m', 'tests.components.trainer.worker_failure_scenario',
-         transformed_data.examples, transformed_data.transform_graph, str(tmp_path)],
-        env=_env(), cwd=REPO_ROOT, timeout=300, capture_output=True, text=True)
+        [
+            sys.executable,
+            '-m',
+            'tests.components.trainer.worker_failure_scenario',
+            transformed_data.examples,
+            transformed_data.transform_graph,
+            str(tmp_path),
+        ],
+        env=_env(),
+        cwd=REPO_ROOT,
+        timeout=300,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     outcome = json.loads(result.stdout.strip().splitlines()[-1])
     # Worker 1 died mid-run (SIGKILL); the coordinator rescheduled its closures on worker 0 and
@@ -96,8 +120,11 @@ def test_local_processes_cluster_survives_a_killed_worker(transformed_data, tmp_
 def test_tf_config_chief_worker_and_ps_processes(transformed_data, tmp_path):
     """Chief, worker and parameter server as separate processes from TF_CONFIG, as in a TFJob."""
     ports = [portpicker.pick_unused_port() for _ in range(3)]
-    cluster_spec = {'chief': [f'127.0.0.1:{ports[0]}'], 'worker': [f'127.0.0.1:{ports[1]}'],
-                    'ps': [f'127.0.0.1:{ports[2]}']}
+    cluster_spec = {
+        'chief': [f'127.0.0.1:{ports[0]}'],
+        'worker': [f'127.0.0.1:{ports[1]}'],
+        'ps': [f'127.0.0.1:{ports[2]}'],
+    }
     config_path = tmp_path / 'trainer.yaml'
     # The config asks for in_process; TF_CONFIG overrides the cluster mode, as on Kubernetes.
     config_path.write_text('training: {train_steps: 40, steps_per_execution: 5, eval_steps: 2}\n')
@@ -106,13 +133,20 @@ def test_tf_config_chief_worker_and_ps_processes(transformed_data, tmp_path):
     try:
         for task_type in ('ps', 'worker'):
             servers[(task_type, 0)] = subprocess.Popen(
-                command, env=_env({'cluster': cluster_spec,
-                                   'task': {'type': task_type, 'index': 0}}),
-                cwd=REPO_ROOT, stdin=subprocess.DEVNULL)
+                command,
+                env=_env({'cluster': cluster_spec, 'task': {'type': task_type, 'index': 0}}),
+                cwd=REPO_ROOT,
+                stdin=subprocess.DEVNULL,
+            )
         cluster.wait_for_servers(cluster_spec, servers, timeout_seconds=120)
         chief = subprocess.run(
-            command, env=_env({'cluster': cluster_spec, 'task': {'type': 'chief', 'index': 0}}),
-            cwd=REPO_ROOT, timeout=300, capture_output=True, text=True)
+            command,
+            env=_env({'cluster': cluster_spec, 'task': {'type': 'chief', 'index': 0}}),
+            cwd=REPO_ROOT,
+            timeout=300,
+            capture_output=True,
+            text=True,
+        )
         assert chief.returncode == 0, chief.stderr[-3000:]
         # Workers and parameter servers serve until stopped (on Kubernetes, by the TFJob).
         assert all(p.poll() is None for p in servers.values())
@@ -122,15 +156,26 @@ def test_tf_config_chief_worker_and_ps_processes(transformed_data, tmp_path):
 
 
 def test_serving_model_and_model_run_dirs_replace_the_output_layout():
-    both = _parse(['--examples', 'e', '--transform-graph', 't',
-                   '--serving-model-dir', 'gs://b/model/9/Format-Serving',
-                   '--model-run-dir', 'gs://b/model_run/9'])
+    both = _parse(
+        [
+            '--examples',
+            'e',
+            '--transform-graph',
+            't',
+            '--serving-model-dir',
+            'gs://b/model/9/Format-Serving',
+            '--model-run-dir',
+            'gs://b/model_run/9',
+        ]
+    )
     assert cli.output_dirs(both) == ('gs://b/model/9/Format-Serving', 'gs://b/model_run/9')
-    one = _parse(['--examples', 'e', '--transform-graph', 't', '--output', 'o',
-                  '--model-run-dir', 'runs/r'])
+    one = _parse(
+        ['--examples', 'e', '--transform-graph', 't', '--output', 'o', '--model-run-dir', 'runs/r']
+    )
     assert cli.output_dirs(one) == (os.path.join('o', 'model', 'Format-Serving'), 'runs/r')
-    assert cli.output_dirs(_parse(['--examples', 'e', '--transform-graph', 't', '--output', 'o'])) \
-        == (os.path.join('o', 'model', 'Format-Serving'), os.path.join('o', 'model_run'))
+    assert cli.output_dirs(
+        _parse(['--examples', 'e', '--transform-graph', 't', '--output', 'o'])
+    ) == (os.path.join('o', 'model', 'Format-Serving'), os.path.join('o', 'model_run'))
 
 
 def test_without_output_both_dirs_are_required_as_an_argparse_error(capsys):
@@ -140,12 +185,15 @@ def test_without_output_both_dirs_are_required_as_an_argparse_error(capsys):
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith('usage:')
-    assert ('error: --output is required unless --serving-model-dir and --model-run-dir are both '
-            'given (missing: --model-run-dir)') in err
+    assert (
+        'error: --output is required unless --serving-model-dir and --model-run-dir are both '
+        'given (missing: --model-run-dir)'
+    ) in err
 
 
 def test_config_is_read_through_tensorflows_file_systems():
     import tensorflow as tf
+
     path = 'ram://asynctrain-cli-test/pipeline.yaml'  # a non-local file system, like gs://
     with tf.io.gfile.GFile(path, 'w') as f:
         f.write('trainer:\n  training: {train_steps: 7}\n  distribution: {cluster: tf_config}\n')
@@ -159,7 +207,10 @@ def test_tfjob_mode_without_tf_config_exits_2(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv('TF_CONFIG', raising=False)
     config = tmp_path / 'trainer.yaml'
     config.write_text('distribution: {cluster: tfjob}\nkubernetes: {image: r/a:1}\n')
-    code = cli.run(_parse(['--examples', 'e', '--transform-graph', 't', '--output', 'o',
-                           '--config', str(config)]))
+    code = cli.run(
+        _parse(
+            ['--examples', 'e', '--transform-graph', 't', '--output', 'o', '--config', str(config)]
+        )
+    )
     assert code == 2
     assert 'trainer.distribution.cluster: tfjob is run by the Trainer' in capsys.readouterr().err

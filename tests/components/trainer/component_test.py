@@ -33,8 +33,10 @@ def test_base_model_is_an_optional_input():
     base = channel_utils.as_channel([standard_artifacts.Model()])
     trainer = Trainer(**_channels(), label_key='big_tipper', base_model=base)
     assert trainer.inputs[spec.BASE_MODEL_KEY].type == standard_artifacts.Model
-    assert config_lib.from_dict(
-        json.loads(trainer.exec_properties[spec.CONFIG_KEY])) == config_lib.TrainerConfig()
+    assert (
+        config_lib.from_dict(json.loads(trainer.exec_properties[spec.CONFIG_KEY]))
+        == config_lib.TrainerConfig()
+    )
 
 
 def test_rejects_a_config_that_is_not_a_trainer_config():

@@ -15,12 +15,17 @@ def test_defaults_are_valid_and_round_trip():
 
 
 def test_from_dict_fills_defaults_and_turns_lists_into_tuples():
-    config = config_lib.from_dict({
-        'model': {'hidden_units': [16, 8]},
-        'training': {'train_steps': 50, 'optimizer': 'sgd',
-                     'staleness_aware_learning_rate': True},
-        'distribution': {'num_workers': 3, 'partitioner': 'min_shard_size'},
-    })
+    config = config_lib.from_dict(
+        {
+            'model': {'hidden_units': [16, 8]},
+            'training': {
+                'train_steps': 50,
+                'optimizer': 'sgd',
+                'staleness_aware_learning_rate': True,
+            },
+            'distribution': {'num_workers': 3, 'partitioner': 'min_shard_size'},
+        }
+    )
     assert config.model.hidden_units == (16, 8)
     assert config.model.embedding_dim == config_lib.ModelConfig().embedding_dim
     assert config.training.train_steps == 50
@@ -31,36 +36,58 @@ def test_from_dict_fills_defaults_and_turns_lists_into_tuples():
         config.training.train_steps = 1
 
 
-@pytest.mark.parametrize('data, message', [
-    ({'training': {'optimizer': 'rmsprop'}},
-     "trainer.training.optimizer: got 'rmsprop'; allowed: ['adagrad', 'adam', 'sgd']"),
-    ({'input': {'cache': 'disk'}},
-     "trainer.input.cache: got 'disk'; allowed: ['none', 'memory', 'file']"),
-    ({'distribution': {'cluster': 'k8s'}},
-     "trainer.distribution.cluster: got 'k8s'; allowed: ['in_process', 'local_processes', "
-     "'tf_config', 'tfjob']"),
-    ({'distribution': {'cluster': 'tfjob'}},
-     'trainer.kubernetes.image: required when distribution.cluster is tfjob'),
-    ({'kubernetes': {'job_name_prefix': 'Taxi_train'}},
-     "trainer.kubernetes.job_name_prefix: got 'Taxi_train'; allowed: lower-case letters"),
-    ({'kubernetes': {'job_name_prefix': 'a' * 31}}, 'at most 30 characters'),
-    ({'kubernetes': {'namespace': 'ML'}}, "trainer.kubernetes.namespace: got 'ML'"),
-    ({'kubernetes': {'timeout_seconds': 0}},
-     'trainer.kubernetes.timeout_seconds: got 0; allowed: values > 0'),
-    ({'kubernetes': {'tfjob_values': ''}}, 'trainer.kubernetes.tfjob_values: expected a file'),
-    ({'kubernetes': {'imag': 'r/a:1'}}, 'trainer.kubernetes.imag: unknown key'),
-    ({'distribution': {'partitioner': 'round_robin'}},
-     "trainer.distribution.partitioner: got 'round_robin'"),
-    ({'training': {'batch_size': 0}}, 'trainer.training.batch_size: got 0; allowed: values > 0'),
-    ({'input': {'prefetch': 0}}, 'trainer.input.prefetch: got 0; allowed: -1 (AUTOTUNE)'),
-    ({'model': {'hidden_units': [8, -1]}}, 'trainer.model.hidden_units'),
-    ({'model': {'dropout': 1.0}}, 'trainer.model.dropout: got 1.0; allowed: [0, 1)'),
-    ({'training': {'optimizer': 'adam', 'staleness_aware_learning_rate': True}},
-     "trainer.training.staleness_aware_learning_rate: needs training.optimizer in "
-     "['adagrad', 'sgd'], got 'adam'"),
-    ({'training': {'trian_steps': 5}}, 'trainer.training.trian_steps: unknown key; allowed:'),
-    ({'optimiser': 'sgd'}, 'trainer.optimiser: unknown key'),
-])
+@pytest.mark.parametrize(
+    'data, message',
+    [
+        (
+            {'training': {'optimizer': 'rmsprop'}},
+            "trainer.training.optimizer: got 'rmsprop'; allowed: ['adagrad', 'adam', 'sgd']",
+        ),
+        (
+            {'input': {'cache': 'disk'}},
+            "trainer.input.cache: got 'disk'; allowed: ['none', 'memory', 'file']",
+        ),
+        (
+            {'distribution': {'cluster': 'k8s'}},
+            "trainer.distribution.cluster: got 'k8s'; allowed: ['in_process', 'local_processes', "
+            "'tf_config', 'tfjob']",
+        ),
+        (
+            {'distribution': {'cluster': 'tfjob'}},
+            'trainer.kubernetes.image: required when distribution.cluster is tfjob',
+        ),
+        (
+            {'kubernetes': {'job_name_prefix': 'Taxi_train'}},
+            "trainer.kubernetes.job_name_prefix: got 'Taxi_train'; allowed: lower-case letters",
+        ),
+        ({'kubernetes': {'job_name_prefix': 'a' * 31}}, 'at most 30 characters'),
+        ({'kubernetes': {'namespace': 'ML'}}, "trainer.kubernetes.namespace: got 'ML'"),
+        (
+            {'kubernetes': {'timeout_seconds': 0}},
+            'trainer.kubernetes.timeout_seconds: got 0; allowed: values > 0',
+        ),
+        ({'kubernetes': {'tfjob_values': ''}}, 'trainer.kubernetes.tfjob_values: expected a file'),
+        ({'kubernetes': {'imag': 'r/a:1'}}, 'trainer.kubernetes.imag: unknown key'),
+        (
+            {'distribution': {'partitioner': 'round_robin'}},
+            "trainer.distribution.partitioner: got 'round_robin'",
+        ),
+        (
+            {'training': {'batch_size': 0}},
+            'trainer.training.batch_size: got 0; allowed: values > 0',
+        ),
+        ({'input': {'prefetch': 0}}, 'trainer.input.prefetch: got 0; allowed: -1 (AUTOTUNE)'),
+        ({'model': {'hidden_units': [8, -1]}}, 'trainer.model.hidden_units'),
+        ({'model': {'dropout': 1.0}}, 'trainer.model.dropout: got 1.0; allowed: [0, 1)'),
+        (
+            {'training': {'optimizer': 'adam', 'staleness_aware_learning_rate': True}},
+            'trainer.training.staleness_aware_learning_rate: needs training.optimizer in '
+            "['adagrad', 'sgd'], got 'adam'",
+        ),
+        ({'training': {'trian_steps': 5}}, 'trainer.training.trian_steps: unknown key; allowed:'),
+        ({'optimiser': 'sgd'}, 'trainer.optimiser: unknown key'),
+    ],
+)
 def test_invalid_values_name_the_field_and_the_allowed_values(data, message):
     with pytest.raises(ValueError) as error:
         config_lib.from_dict(data)
@@ -68,14 +95,23 @@ def test_invalid_values_name_the_field_and_the_allowed_values(data, message):
 
 
 def test_tfjob_mode_reads_the_kubernetes_section():
-    config = config_lib.from_dict({
-        'distribution': {'cluster': 'tfjob'},
-        'kubernetes': {'image': 'registry.example/asynctrain:1', 'namespace': 'ml',
-                       'timeout_seconds': 600}})
+    config = config_lib.from_dict(
+        {
+            'distribution': {'cluster': 'tfjob'},
+            'kubernetes': {
+                'image': 'registry.example/asynctrain:1',
+                'namespace': 'ml',
+                'timeout_seconds': 600,
+            },
+        }
+    )
     assert config.kubernetes == config_lib.KubernetesConfig(
-        tfjob_values='kubeflow/tfjob-values.yaml', namespace='ml',
-        image='registry.example/asynctrain:1', job_name_prefix='asynctrain-train',
-        timeout_seconds=600)
+        tfjob_values='kubeflow/tfjob-values.yaml',
+        namespace='ml',
+        image='registry.example/asynctrain:1',
+        job_name_prefix='asynctrain-train',
+        timeout_seconds=600,
+    )
     assert config_lib.from_dict(config_lib.to_dict(config)) == config
     # Other modes ignore the section, so its image stays optional there.
     assert config_lib.TrainerConfig().kubernetes.image == ''

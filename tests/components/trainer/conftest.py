@@ -27,18 +27,30 @@ def trained_model(transformed_data, tmp_path_factory) -> TrainedModel:
     root = tmp_path_factory.mktemp('trained')
     transform_graph = str(root / 'transform_graph')
     shutil.copytree(transformed_data.transform_graph, transform_graph)
-    config = config_lib.TrainerConfig(training=config_lib.TrainingConfig(
-        train_steps=TRAIN_STEPS, steps_per_execution=10, checkpoint_interval_steps=100,
-        summary_interval_steps=50))
+    config = config_lib.TrainerConfig(
+        training=config_lib.TrainingConfig(
+            train_steps=TRAIN_STEPS,
+            steps_per_execution=10,
+            checkpoint_interval_steps=100,
+            summary_interval_steps=50,
+        )
+    )
     serving_model_dir = str(root / 'model' / 'Format-Serving')
     model_run_dir = str(root / 'model_run')
     report = train_lib.train_and_export(
-        transformed_data.examples, transform_graph, serving_model_dir, model_run_dir, config,
-        LABEL_KEY)
-    return TrainedModel(report=report, serving_model_dir=serving_model_dir,
-                        model_run_dir=model_run_dir, transform_graph=transform_graph)
-
-
+        transformed_data.examples,
+        transform_graph,
+        serving_model_dir,
+        model_run_dir,
+        config,
+        LABEL_KEY,
+    )
+    return TrainedModel(
+        report=report,
+        serving_model_dir=serving_model_dir,
+        model_run_dir=model_run_dir,
+        transform_graph=transform_graph,
+    )
 
 
 @pytest.fixture

@@ -22,18 +22,23 @@ def schema(transformed_data):
     return task_lib.load_transformed_schema(transformed_data.transform_graph, LABEL_KEY)
 
 
-def _dataset(transformed_data, schema, split, training, batch_size, cache='none',
-             cache_path=None):
+def _dataset(transformed_data, schema, split, training, batch_size, cache='none', cache_path=None):
     return data.make_dataset(
-        data.split_file_pattern(transformed_data.examples, split), schema.feature_spec,
-        LABEL_KEY, batch_size, config_lib.InputConfig(cache=cache), training=training,
-        cache_path=cache_path)
+        data.split_file_pattern(transformed_data.examples, split),
+        schema.feature_spec,
+        LABEL_KEY,
+        batch_size,
+        config_lib.InputConfig(cache=cache),
+        training=training,
+        cache_path=cache_path,
+    )
 
 
 @pytest.mark.parametrize('cache', config_lib.CACHE_MODES)
 def test_eval_reads_every_example_once(transformed_data, schema, cache, tmp_path):
-    dataset = _dataset(transformed_data, schema, data.EVAL_SPLIT, False, 300, cache,
-                       str(tmp_path / 'cache'))
+    dataset = _dataset(
+        transformed_data, schema, data.EVAL_SPLIT, False, 300, cache, str(tmp_path / 'cache')
+    )
     features_spec, label_spec = data.element_spec(schema.feature_spec, LABEL_KEY)
     assert dataset.element_spec == (features_spec, label_spec)
     for _ in range(2):  # a second pass reads the cache when there is one
@@ -45,8 +50,9 @@ def test_eval_reads_every_example_once(transformed_data, schema, cache, tmp_path
     features = batches[0][0]
     assert LABEL_KEY not in features
     assert features['fare'].dtype == tf.float32 and features['company'].dtype == tf.int64
-    assert features['trip_start_hour'].numpy().max() <= schema.categorical_rows[
-        'trip_start_hour'] - 1
+    assert (
+        features['trip_start_hour'].numpy().max() <= schema.categorical_rows['trip_start_hour'] - 1
+    )
 
 
 def test_training_batches_are_full_across_epochs(transformed_data, schema):
@@ -58,10 +64,12 @@ def test_training_batches_are_full_across_epochs(transformed_data, schema):
 
 @pytest.mark.parametrize('cache', ['memory', 'file'])
 def test_cached_training_replays_every_example_each_epoch_in_a_new_batch_order(
-        transformed_data, schema, cache, tmp_path):
+    transformed_data, schema, cache, tmp_path
+):
     batch_size = 100
-    dataset = _dataset(transformed_data, schema, data.TRAIN_SPLIT, True, batch_size, cache,
-                       str(tmp_path / 'cache'))
+    dataset = _dataset(
+        transformed_data, schema, data.TRAIN_SPLIT, True, batch_size, cache, str(tmp_path / 'cache')
+    )
     batches_per_epoch = NUM_TRAIN_ROWS // batch_size  # 4000 examples: 40 full batches
     epochs = list(dataset.take(2 * batches_per_epoch))
     first, second = epochs[:batches_per_epoch], epochs[batches_per_epoch:]

@@ -22,21 +22,28 @@ def test_do_trains_warm_started_and_exports(transformed_data, trained_model, tmp
     base_model_uri = os.path.dirname(trained_model.serving_model_dir)
     # A learning rate so small that the 10 steps barely move the weights: what comes out is the
     # base model, so the eval AUC shows that the warm start loaded it.
-    config = config_lib.TrainerConfig(training=config_lib.TrainingConfig(
-        train_steps=10, steps_per_execution=5, learning_rate=1e-7, optimizer='sgd'))
+    config = config_lib.TrainerConfig(
+        training=config_lib.TrainingConfig(
+            train_steps=10, steps_per_execution=5, learning_rate=1e-7, optimizer='sgd'
+        )
+    )
     input_dict = {
-        spec.EXAMPLES_KEY: [make_artifact(standard_artifacts.Examples, transformed_data.examples,
-                                      ['train', 'eval'])],
-        spec.TRANSFORM_GRAPH_KEY: [make_artifact(standard_artifacts.TransformGraph,
-                                             transformed_data.transform_graph)],
+        spec.EXAMPLES_KEY: [
+            make_artifact(standard_artifacts.Examples, transformed_data.examples, ['train', 'eval'])
+        ],
+        spec.TRANSFORM_GRAPH_KEY: [
+            make_artifact(standard_artifacts.TransformGraph, transformed_data.transform_graph)
+        ],
         spec.SCHEMA_KEY: [make_artifact(standard_artifacts.Schema, schema_dir)],
         spec.BASE_MODEL_KEY: [make_artifact(standard_artifacts.Model, base_model_uri)],
     }
     model = make_artifact(standard_artifacts.Model, tmp_path / 'model')
     model_run = make_artifact(standard_artifacts.ModelRun, tmp_path / 'model_run')
     output_dict = {spec.MODEL_KEY: [model], spec.MODEL_RUN_KEY: [model_run]}
-    exec_properties = {spec.CONFIG_KEY: json.dumps(config_lib.to_dict(config)),
-                       spec.LABEL_KEY_KEY: LABEL_KEY}
+    exec_properties = {
+        spec.CONFIG_KEY: json.dumps(config_lib.to_dict(config)),
+        spec.LABEL_KEY_KEY: LABEL_KEY,
+    }
 
     executor.Executor().Do(input_dict, output_dict, exec_properties)
 

@@ -40,7 +40,9 @@ class _FakeKubernetesApi(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get('Content-Length') or 0)
         body = json.loads(self.rfile.read(length)) if length else None
         parsed = urllib.parse.urlparse(self.path)
-        self.server.requests.append((self.command, parsed.path, urllib.parse.parse_qs(parsed.query), body))
+        self.server.requests.append(
+            (self.command, parsed.path, urllib.parse.parse_qs(parsed.query), body)
+        )
         return body
 
     def do_POST(self):
@@ -52,7 +54,10 @@ class _FakeKubernetesApi(http.server.BaseHTTPRequestHandler):
         self._record()
         path = urllib.parse.urlparse(self.path).path
         if path.endswith('/pods'):
-            self._reply(200, {'apiVersion': 'v1', 'kind': 'PodList', 'metadata': {}, 'items': self.server.pods})
+            self._reply(
+                200,
+                {'apiVersion': 'v1', 'kind': 'PodList', 'metadata': {}, 'items': self.server.pods},
+            )
             return
         if self.server.on_get is not None:
             self.server.on_get()
@@ -72,7 +77,13 @@ class _FakeKubernetesApi(http.server.BaseHTTPRequestHandler):
 def serve() -> Iterator[tuple[http.server.ThreadingHTTPServer, TrainingClient]]:
     """The fake server on a free loopback port, and a real `TrainingClient` pointed at it."""
     server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _FakeKubernetesApi)
-    server.requests, server.job, server.pods, server.statuses, server.on_get = [], None, [], [{}], None
+    server.requests, server.job, server.pods, server.statuses, server.on_get = (
+        [],
+        None,
+        [],
+        [{}],
+        None,
+    )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     configuration = k8s.Configuration(host=f'http://127.0.0.1:{server.server_port}')
@@ -88,7 +99,9 @@ def condition(kind: str, message: str = '') -> dict:
     return {'type': kind, 'status': 'True', 'reason': f'TFJob{kind}', 'message': message}
 
 
-def failed_pod(job: str, replica_type: str, index: int, *, reason: str, exit_code: int, message: str = '') -> dict:
+def failed_pod(
+    job: str, replica_type: str, index: int, *, reason: str, exit_code: int, message: str = ''
+) -> dict:
     """A Pod of `job` whose `tensorflow` container terminated as Kubernetes reports it."""
     return {
         'metadata': {
@@ -99,8 +112,19 @@ def failed_pod(job: str, replica_type: str, index: int, *, reason: str, exit_cod
                 'training.kubeflow.org/replica-index': str(index),
             },
         },
-        'status': {'phase': 'Failed', 'containerStatuses': [{
-            'name': 'tensorflow', 'image': 'i', 'imageID': '', 'ready': False, 'restartCount': 0,
-            'state': {'terminated': {'exitCode': exit_code, 'reason': reason, 'message': message}},
-        }]},
+        'status': {
+            'phase': 'Failed',
+            'containerStatuses': [
+                {
+                    'name': 'tensorflow',
+                    'image': 'i',
+                    'imageID': '',
+                    'ready': False,
+                    'restartCount': 0,
+                    'state': {
+                        'terminated': {'exitCode': exit_code, 'reason': reason, 'message': message}
+                    },
+                }
+            ],
+        },
     }

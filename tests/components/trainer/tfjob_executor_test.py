@@ -31,22 +31,34 @@ REPO = Path(__file__).resolve().parents[3]
 IMAGE = 'registry.example/asynctrain:1'
 
 
-def _run_do(tmp_path, config, examples='gs://b/Transform/transformed_examples/7',
-            transform_graph='gs://b/Transform/transform_graph/7', base_model=None):
+def _run_do(
+    tmp_path,
+    config,
+    examples='gs://b/Transform/transformed_examples/7',
+    transform_graph='gs://b/Transform/transform_graph/7',
+    base_model=None,
+):
     """Runs `Executor.Do` in `tfjob` mode; returns the Model and ModelRun artifacts."""
     input_dict = {
-        spec.EXAMPLES_KEY: [make_artifact(standard_artifacts.Examples, examples, ['train', 'eval'])],
-        spec.TRANSFORM_GRAPH_KEY: [make_artifact(standard_artifacts.TransformGraph, transform_graph)],
+        spec.EXAMPLES_KEY: [
+            make_artifact(standard_artifacts.Examples, examples, ['train', 'eval'])
+        ],
+        spec.TRANSFORM_GRAPH_KEY: [
+            make_artifact(standard_artifacts.TransformGraph, transform_graph)
+        ],
         spec.SCHEMA_KEY: [make_artifact(standard_artifacts.Schema, tmp_path / 'schema')],
     }
     if base_model:
         input_dict[spec.BASE_MODEL_KEY] = [make_artifact(standard_artifacts.Model, base_model)]
     model = make_artifact(standard_artifacts.Model, tmp_path / 'Trainer' / 'model' / '9')
     model_run = make_artifact(standard_artifacts.ModelRun, tmp_path / 'Trainer' / 'model_run' / '9')
-    exec_properties = {spec.CONFIG_KEY: json.dumps(config_lib.to_dict(config)),
-                       spec.LABEL_KEY_KEY: LABEL_KEY}
-    executor.Executor().Do(input_dict, {spec.MODEL_KEY: [model], spec.MODEL_RUN_KEY: [model_run]},
-                           exec_properties)
+    exec_properties = {
+        spec.CONFIG_KEY: json.dumps(config_lib.to_dict(config)),
+        spec.LABEL_KEY_KEY: LABEL_KEY,
+    }
+    executor.Executor().Do(
+        input_dict, {spec.MODEL_KEY: [model], spec.MODEL_RUN_KEY: [model_run]}, exec_properties
+    )
     return model, model_run
 
 
@@ -54,31 +66,42 @@ def _tfjob_config(**kubernetes):
     return config_lib.TrainerConfig(
         training=config_lib.TrainingConfig(train_steps=123, batch_size=64),
         distribution=config_lib.DistributionConfig(cluster='tfjob', num_shards=2),
-        kubernetes=config_lib.KubernetesConfig(image=IMAGE, namespace='ml', **kubernetes))
+        kubernetes=config_lib.KubernetesConfig(image=IMAGE, namespace='ml', **kubernetes),
+    )
 
 
 @pytest.fixture
 def cluster(fake_api, monkeypatch):
     """The fake API as the executor's Kubernetes: `run_tfjob` with the fake's `TrainingClient`."""
     server, training_client = fake_api
-    monkeypatch.setattr(executor, 'tfjob_runner', lambda job, timeout_s: tfjob_lib.run_tfjob(
-        training_client, job, timeout_s=timeout_s, poll_interval_s=0.01))
+    monkeypatch.setattr(
+        executor,
+        'tfjob_runner',
+        lambda job, timeout_s: tfjob_lib.run_tfjob(
+            training_client, job, timeout_s=timeout_s, poll_interval_s=0.01
+        ),
+    )
     return server
 
 
 def _export_a_saved_model(path):
     import tensorflow as tf
+
     module = tf.Module()
     module.f = tf.function(lambda x: x + 1, input_signature=[tf.TensorSpec([], tf.float32)])
     tf.saved_model.save(module, str(path))
 
 
-def test_replicas_write_into_the_artifacts_and_read_the_config_the_executor_wrote(cluster, tmp_path):
+def test_replicas_write_into_the_artifacts_and_read_the_config_the_executor_wrote(
+    cluster, tmp_path
+):
     serving = tmp_path / 'Trainer' / 'model' / '9' / 'Format-Serving'
     # The chief's export, as it lands in the Model artifact while the job runs.
     cluster.on_get = lambda: serving.exists() or _export_a_saved_model(serving)
-    cluster.statuses = [{'conditions': [fake_kubernetes.condition('Running')]},
-                        {'conditions': [fake_kubernetes.condition('Succeeded')]}]
+    cluster.statuses = [
+        {'conditions': [fake_kubernetes.condition('Running')]},
+        {'conditions': [fake_kubernetes.condition('Succeeded')]},
+    ]
     config = _tfjob_config()
 
     base_model = tmp_path / 'Trainer' / 'model' / '3'
@@ -96,14 +119,22 @@ def test_replicas_write_into_the_artifacts_and_read_the_config_the_executor_wrot
         (container,) = replica['template']['spec']['containers']
         assert container['image'] == IMAGE
         assert container['command'] + container['args'] == [
-            'asynctrain', 'train',
-            '--examples', 'gs://b/Transform/transformed_examples/7',
-            '--transform-graph', 'gs://b/Transform/transform_graph/7',
-            '--serving-model-dir', os.path.join(model.uri, 'Format-Serving'),
-            '--model-run-dir', model_run.uri,
-            '--config', config_path,
-            '--label-key', LABEL_KEY,
-            '--base-model', str(base_model / 'Format-Serving'),
+            'asynctrain',
+            'train',
+            '--examples',
+            'gs://b/Transform/transformed_examples/7',
+            '--transform-graph',
+            'gs://b/Transform/transform_graph/7',
+            '--serving-model-dir',
+            os.path.join(model.uri, 'Format-Serving'),
+            '--model-run-dir',
+            model_run.uri,
+            '--config',
+            config_path,
+            '--label-key',
+            LABEL_KEY,
+            '--base-model',
+            str(base_model / 'Format-Serving'),
         ], replica_type
     # The file the pods read: the same settings, with the chief in tf_config mode.
     written = yaml.safe_load(Path(config_path).read_text())['trainer']
@@ -111,24 +142,40 @@ def test_replicas_write_into_the_artifacts_and_read_the_config_the_executor_wrot
     assert config_lib.from_dict(written) == config_lib.in_tf_config_mode(config)
     read = cli.load_config(config_path)  # as `asynctrain train --config` reads it
     assert (read.distribution.cluster, read.training.train_steps, read.distribution.num_shards) == (
-        'tf_config', 123, 2)
+        'tf_config',
+        123,
+        2,
+    )
     assert [m for m, *_ in cluster.requests].count('DELETE') == 0
 
 
 def test_a_failed_job_fails_the_step_naming_the_replica_and_the_reason(cluster, tmp_path):
-    cluster.statuses = [{'conditions': [fake_kubernetes.condition(
-        'Failed', 'TFJob has failed because 1 PS replica(s) failed.')]}]
+    cluster.statuses = [
+        {
+            'conditions': [
+                fake_kubernetes.condition(
+                    'Failed', 'TFJob has failed because 1 PS replica(s) failed.'
+                )
+            ]
+        }
+    ]
     config = _tfjob_config()
-    name = 'asynctrain-train-' + hashlib.sha256(
-        str(tmp_path / 'Trainer' / 'model' / '9').encode()).hexdigest()[:12]
-    cluster.pods = [fake_kubernetes.failed_pod(name, 'ps', 1, reason='OOMKilled', exit_code=137,
-                                               message='memory limit 16Gi')]
+    name = (
+        'asynctrain-train-'
+        + hashlib.sha256(str(tmp_path / 'Trainer' / 'model' / '9').encode()).hexdigest()[:12]
+    )
+    cluster.pods = [
+        fake_kubernetes.failed_pod(
+            name, 'ps', 1, reason='OOMKilled', exit_code=137, message='memory limit 16Gi'
+        )
+    ]
 
     with pytest.raises(tfjob_lib.TFJobFailed) as raised:
         _run_do(tmp_path, config)
 
-    assert (f'ps 1 (pod {name}-ps-1): OOMKilled exit code 137: memory limit 16Gi'
-            in str(raised.value))
+    assert f'ps 1 (pod {name}-ps-1): OOMKilled exit code 137: memory limit 16Gi' in str(
+        raised.value
+    )
     assert '1 PS replica(s) failed' in str(raised.value)
 
 
@@ -143,11 +190,14 @@ def test_a_succeeded_job_without_the_chiefs_model_fails_the_step(cluster, tmp_pa
     assert str(raised.value).startswith('TFJob ml/taxi-')
 
 
-def test_without_a_namespace_outside_a_pod_the_step_says_what_to_set(cluster, tmp_path, monkeypatch):
+def test_without_a_namespace_outside_a_pod_the_step_says_what_to_set(
+    cluster, tmp_path, monkeypatch
+):
     monkeypatch.setattr(tfjob_lib, 'SERVICE_ACCOUNT_NAMESPACE_FILE', str(tmp_path / 'absent'))
     config = _tfjob_config()
-    config = config_lib.from_dict({**config_lib.to_dict(config),
-                                   'kubernetes': {'image': IMAGE, 'namespace': ''}})
+    config = config_lib.from_dict(
+        {**config_lib.to_dict(config), 'kubernetes': {'image': IMAGE, 'namespace': ''}}
+    )
 
     with pytest.raises(ValueError, match='namespace: not set, and the pod namespace file'):
         _run_do(tmp_path, config)
@@ -157,7 +207,8 @@ def test_without_a_namespace_outside_a_pod_the_step_says_what_to_set(cluster, tm
 
 @pytest.mark.integration
 def test_executor_runs_the_tfjob_as_local_processes_and_publishes_a_serving_model(
-        transformed_data, tmp_path, monkeypatch):
+    transformed_data, tmp_path, monkeypatch
+):
     # One chief, one worker, one parameter server: the deployment's values, resized for two cores.
     values = yaml.safe_load((REPO / 'kubeflow' / 'tfjob-values.yaml').read_text())
     values['replicas']['Worker']['replicas'] = 1
@@ -167,20 +218,34 @@ def test_executor_runs_the_tfjob_as_local_processes_and_publishes_a_serving_mode
     transform_graph = tmp_path / 'transform_graph'
     shutil.copytree(transformed_data.transform_graph, transform_graph)
     config = config_lib.TrainerConfig(
-        training=config_lib.TrainingConfig(train_steps=20, eval_steps=2, batch_size=32,
-                                           steps_per_execution=5, checkpoint_interval_steps=10,
-                                           summary_interval_steps=10),
+        training=config_lib.TrainingConfig(
+            train_steps=20,
+            eval_steps=2,
+            batch_size=32,
+            steps_per_execution=5,
+            checkpoint_interval_steps=10,
+            summary_interval_steps=10,
+        ),
         model=config_lib.ModelConfig(hidden_units=(16,), embedding_dim=4),
         input=config_lib.InputConfig(shuffle_buffer=100),
         distribution=config_lib.DistributionConfig(cluster='tfjob'),
-        kubernetes=config_lib.KubernetesConfig(image='unused-locally', namespace='local',
-                                               tfjob_values=str(values_path), timeout_seconds=600))
+        kubernetes=config_lib.KubernetesConfig(
+            image='unused-locally',
+            namespace='local',
+            tfjob_values=str(values_path),
+            timeout_seconds=600,
+        ),
+    )
     log_dir = tmp_path / 'logs'
     monkeypatch.setattr(executor, 'tfjob_runner', tfjob_local.runner(str(log_dir)))
 
     try:
-        model, model_run = _run_do(tmp_path, config, examples=transformed_data.examples,
-                                   transform_graph=str(transform_graph))
+        model, model_run = _run_do(
+            tmp_path,
+            config,
+            examples=transformed_data.examples,
+            transform_graph=str(transform_graph),
+        )
     except Exception:
         for log in sorted(log_dir.glob('*.log')):
             print(f'--- {log.name} ---\n{log.read_text()[-3000:]}')
@@ -190,7 +255,11 @@ def test_executor_runs_the_tfjob_as_local_processes_and_publishes_a_serving_mode
         report = json.load(f)
     assert (report['num_workers'], report['num_ps']) == (1, 1)  # the TFJob's cluster
     assert report['steps'] >= 20
-    assert sorted(p.name for p in log_dir.glob('*.log')) == ['chief-0.log', 'ps-0.log', 'worker-0.log']
+    assert sorted(p.name for p in log_dir.glob('*.log')) == [
+        'chief-0.log',
+        'ps-0.log',
+        'worker-0.log',
+    ]
 
     # The published Model stands alone: serve raw tf.Examples without the transform output.
     shutil.rmtree(transform_graph)
@@ -201,7 +270,9 @@ def test_executor_runs_the_tfjob_as_local_processes_and_publishes_a_serving_mode
     loaded = tf.saved_model.load(os.path.join(model.uri, 'Format-Serving'))
     assert set(loaded.signatures) == {'serving_default', 'transform_features'}
     raw_spec = raw_feature_spec()
-    examples = tf.constant([raw_example(row, raw_spec) for row in transformed_data.raw_eval_rows[:4]])
+    examples = tf.constant(
+        [raw_example(row, raw_spec) for row in transformed_data.raw_eval_rows[:4]]
+    )
     (scores,) = loaded.signatures['serving_default'](examples=examples).values()
     scores = scores.numpy().reshape(-1)
     assert scores.shape == (4,)

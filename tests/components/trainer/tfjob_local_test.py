@@ -25,7 +25,7 @@ from components.trainer import tfjob_local
 REPO = Path(__file__).resolve().parents[3]
 VALUES = REPO / 'kubeflow' / 'tfjob-values.yaml'
 
-PROBE = textwrap.dedent('''
+PROBE = textwrap.dedent("""
     import json, os, socket, sys, time
     config = json.loads(os.environ['TF_CONFIG'])
     task = config['task']
@@ -52,13 +52,17 @@ PROBE = textwrap.dedent('''
     server.listen()
     while True:
         server.accept()[0].close()
-''')
+""")
 
 
 def _tfjob(name='taxi-train', namespace='ml', train=None):
     settings = tfjob_lib.load_tfjob_settings(VALUES)
-    train = train or tfjob_lib.TrainArguments(examples='e', transform_graph='t', output='o', config='c')
-    return tfjob_lib.build_tfjob(settings, name=name, namespace=namespace, image='registry.example/asynctrain:1', train=train)
+    train = train or tfjob_lib.TrainArguments(
+        examples='e', transform_graph='t', output='o', config='c'
+    )
+    return tfjob_lib.build_tfjob(
+        settings, name=name, namespace=namespace, image='registry.example/asynctrain:1', train=train
+    )
 
 
 def _with_probe(tfjob, record_dir, chief_status=0, mode='ok'):
@@ -79,13 +83,17 @@ def test_loopback_tf_config_keeps_the_operators_structure_with_one_port_per_addr
             operator = tfjob_lib.tf_config_for(job, replica_type, index)
             local = tfjob_local.on_loopback(operator, addresses)
             assert local['task'] == operator['task'] and local['environment'] == 'cloud'
-            assert {k: len(v) for k, v in local['cluster'].items()} == {k: len(v) for k, v in operator['cluster'].items()}
+            assert {k: len(v) for k, v in local['cluster'].items()} == {
+                k: len(v) for k, v in operator['cluster'].items()
+            }
             for rtype, hosts in operator['cluster'].items():
                 assert local['cluster'][rtype] == [addresses[h] for h in hosts]
                 assert all(a.startswith('127.0.0.1:') for a in local['cluster'][rtype])
 
 
-def test_every_replica_gets_its_operator_tf_config_on_loopback_and_servers_stop_after_the_chief(tmp_path):
+def test_every_replica_gets_its_operator_tf_config_on_loopback_and_servers_stop_after_the_chief(
+    tmp_path,
+):
     record_dir = tmp_path / 'records'
     record_dir.mkdir()
     job = _with_probe(_tfjob(), record_dir)
@@ -93,17 +101,30 @@ def test_every_replica_gets_its_operator_tf_config_on_loopback_and_servers_stop_
     result = tfjob_local.run_local(job, log_dir=str(tmp_path / 'logs'), timeout_s=120)
 
     assert result.succeeded, result.message
-    assert [(r.replica_type, r.index) for r in result.replicas] == [('Chief', 0), ('PS', 0), ('PS', 1), ('Worker', 0), ('Worker', 1)]
+    assert [(r.replica_type, r.index) for r in result.replicas] == [
+        ('Chief', 0),
+        ('PS', 0),
+        ('PS', 1),
+        ('Worker', 0),
+        ('Worker', 1),
+    ]
     chief_config = result.replicas[0].tf_config
     for replica in result.replicas:
-        recorded = json.loads((record_dir / f'{replica.replica_type.lower()}-{replica.index}.json').read_text())
+        recorded = json.loads(
+            (record_dir / f'{replica.replica_type.lower()}-{replica.index}.json').read_text()
+        )
         assert recorded['tf_config'] == replica.tf_config
         assert recorded['tf_config']['cluster'] == chief_config['cluster']  # one cluster for all
-        assert recorded['tf_config']['task'] == {'type': replica.replica_type.lower(), 'index': replica.index}
+        assert recorded['tf_config']['task'] == {
+            'type': replica.replica_type.lower(),
+            'index': replica.index,
+        }
         assert recorded['legacy_keras'] == '1'  # the container's env from the TFJob
         assert os.path.exists(replica.log_path)
     assert result.replicas[0].returncode == 0
-    assert {r.returncode for r in result.replicas[1:]} == {-15}  # stopped like cleanPodPolicy Running
+    assert {r.returncode for r in result.replicas[1:]} == {
+        -15
+    }  # stopped like cleanPodPolicy Running
 
 
 def test_a_server_replica_that_dies_fails_the_run_and_names_it(tmp_path):
@@ -137,7 +158,11 @@ def test_a_single_pod_job_runs_without_tf_config(tmp_path, monkeypatch):
     for replica_type in ('Worker', 'PS'):
         del job.spec.tf_replica_specs[replica_type]
     container = tfjob_lib.tensorflow_container(job.spec.tf_replica_specs['Chief'].template.spec)
-    container.command = ['python', '-c', 'import os, sys; sys.exit(3 if "TF_CONFIG" in os.environ else 0)']
+    container.command = [
+        'python',
+        '-c',
+        'import os, sys; sys.exit(3 if "TF_CONFIG" in os.environ else 0)',
+    ]
     container.args = []
 
     result = tfjob_local.run_local(job, log_dir=str(tmp_path / 'logs'), timeout_s=60)
@@ -157,15 +182,32 @@ def test_tfjob_trains_through_tf_config_and_exports_a_standalone_model(tmp_path)
 
     data = make_transformed_data(str(tmp_path / 'data'), num_train=1000, num_eval=200)
     config = tmp_path / 'trainer.yaml'
-    config.write_text(yaml.safe_dump({'trainer': {
-        'training': {'train_steps': 40, 'batch_size': 32, 'steps_per_execution': 5,
-                     'checkpoint_interval_steps': 20, 'summary_interval_steps': 20},
-        'model': {'hidden_units': [16], 'embedding_dim': 4},
-        'input': {'shuffle_buffer': 100},
-    }}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                'trainer': {
+                    'training': {
+                        'train_steps': 40,
+                        'batch_size': 32,
+                        'steps_per_execution': 5,
+                        'checkpoint_interval_steps': 20,
+                        'summary_interval_steps': 20,
+                    },
+                    'model': {'hidden_units': [16], 'embedding_dim': 4},
+                    'input': {'shuffle_buffer': 100},
+                }
+            }
+        )
+    )
     output = tmp_path / 'trainer_output'
-    job = _tfjob(train=tfjob_lib.TrainArguments(
-        examples=data.examples, transform_graph=data.transform_graph, output=str(output), config=str(config)))
+    job = _tfjob(
+        train=tfjob_lib.TrainArguments(
+            examples=data.examples,
+            transform_graph=data.transform_graph,
+            output=str(output),
+            config=str(config),
+        )
+    )
     job.spec.tf_replica_specs['PS'].replicas = 1  # 1 chief, 2 workers, 1 PS on two cores
 
     result = tfjob_local.run_local(job, log_dir=str(tmp_path / 'logs'), timeout_s=900)

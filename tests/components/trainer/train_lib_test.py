@@ -41,8 +41,15 @@ def test_training_beats_the_majority_class_baseline(trained_model):
 def test_report_and_summaries(trained_model):
     with open(os.path.join(trained_model.model_run_dir, train_lib.REPORT_FILE)) as f:
         report = json.load(f)
-    assert {'examples_per_sec', 'steps', 'staleness_mean', 'staleness_max', 'eval',
-            'input_wait_fraction', 'seconds'} <= set(report)
+    assert {
+        'examples_per_sec',
+        'steps',
+        'staleness_mean',
+        'staleness_max',
+        'eval',
+        'input_wait_fraction',
+        'seconds',
+    } <= set(report)
     assert {'loss', 'auc'} <= set(report['eval'])
     assert report['steps'] == TRAIN_STEPS and report['initial_step'] == 0
     assert report['examples_per_sec'] > 0 and report['seconds'] > 0
@@ -52,10 +59,18 @@ def test_report_and_summaries(trained_model):
     for path in tf.io.gfile.glob(os.path.join(trained_model.model_run_dir, 'events.out.*')):
         for event in tf.compat.v1.train.summary_iterator(path):
             tags.update(v.tag for v in event.summary.value)
-    assert {'train/loss', 'train/examples_per_sec', 'train/staleness_mean',
-            'train/staleness_max', 'train/input_wait_fraction', 'eval/loss', 'eval/auc'} <= tags
+    assert {
+        'train/loss',
+        'train/examples_per_sec',
+        'train/staleness_mean',
+        'train/staleness_max',
+        'train/input_wait_fraction',
+        'eval/loss',
+        'eval/auc',
+    } <= tags
     checkpoints = tf.train.get_checkpoint_state(
-        os.path.join(trained_model.model_run_dir, train_lib.CHECKPOINT_SUBDIR))
+        os.path.join(trained_model.model_run_dir, train_lib.CHECKPOINT_SUBDIR)
+    )
     assert checkpoints.model_checkpoint_path.endswith(f'-{TRAIN_STEPS}')
 
 
@@ -66,8 +81,9 @@ def test_export_serves_raw_examples_without_the_transform_output(trained_model):
     examples = tf.constant([raw_example(r, spec) for r in rows])
     loaded = tf.saved_model.load(trained_model.serving_model_dir)
 
-    probabilities = loaded.signatures[export.SERVING_SIGNATURE](
-        examples=examples)[export.PROBABILITIES].numpy()
+    probabilities = loaded.signatures[export.SERVING_SIGNATURE](examples=examples)[
+        export.PROBABILITIES
+    ].numpy()
     assert probabilities.shape == (len(rows), 1)
     assert ((probabilities >= 0) & (probabilities <= 1)).all()
     labels = np.array([label_of(r) for r in rows])
@@ -80,22 +96,35 @@ def test_export_serves_raw_examples_without_the_transform_output(trained_model):
 
 
 def _config(train_steps, steps_per_execution=4, checkpoint_interval_steps=10):
-    return config_lib.TrainerConfig(training=config_lib.TrainingConfig(
-        train_steps=train_steps, steps_per_execution=steps_per_execution,
-        checkpoint_interval_steps=checkpoint_interval_steps, summary_interval_steps=10))
+    return config_lib.TrainerConfig(
+        training=config_lib.TrainingConfig(
+            train_steps=train_steps,
+            steps_per_execution=steps_per_execution,
+            checkpoint_interval_steps=checkpoint_interval_steps,
+            summary_interval_steps=10,
+        )
+    )
 
 
 def test_resume_continues_at_the_saved_step_in_one_trace(transformed_data, tmp_path):
     """A second run on the same checkpoints resumes at the saved step, optimizer state included."""
     first = train_lib.train_and_export(
-        transformed_data.examples, transformed_data.transform_graph,
-        str(tmp_path / 'model'), str(tmp_path / 'run'), _config(30), LABEL_KEY)
+        transformed_data.examples,
+        transformed_data.transform_graph,
+        str(tmp_path / 'model'),
+        str(tmp_path / 'run'),
+        _config(30),
+        LABEL_KEY,
+    )
     assert (first.initial_step, first.steps) == (0, 30)
     checkpoint_dir = str(tmp_path / 'run' / train_lib.CHECKPOINT_SUBDIR)
     reader = tf.train.load_checkpoint(checkpoint_dir)
     # The optimizer's slots (Adagrad accumulators), stored whole whatever their sharding.
-    saved_slots = [reader.get_tensor(k) for k, shape in reader.get_variable_to_shape_map().items()
-                   if k.startswith('optimizer/_variables/') and shape]
+    saved_slots = [
+        reader.get_tensor(k)
+        for k, shape in reader.get_variable_to_shape_map().items()
+        if k.startswith('optimizer/_variables/') and shape
+    ]
     assert saved_slots
 
     # A rerun on the same checkpoint directory: restores step and optimizer state, then trains
@@ -103,18 +132,26 @@ def test_resume_continues_at_the_saved_step_in_one_trace(transformed_data, tmp_p
     config = _config(50, steps_per_execution=7)
     schema = task.load_transformed_schema(transformed_data.transform_graph, LABEL_KEY)
     with cluster_lib.start(config.distribution) as cluster:
-        trainer = train_lib.Trainer(task.BinaryClassificationTask(schema, config), cluster,
-                                    transformed_data.examples, str(tmp_path / 'run2'),
-                                    checkpoint_dir=checkpoint_dir)
+        trainer = train_lib.Trainer(
+            task.BinaryClassificationTask(schema, config),
+            cluster,
+            transformed_data.examples,
+            str(tmp_path / 'run2'),
+            checkpoint_dir=checkpoint_dir,
+        )
         assert trainer.restore() == 30
         restored_slots = [v.numpy() for v in trainer.optimizer.variables if v.shape.rank]
         initial_value = 0.1  # Adagrad's initial accumulator
         assert sum(np.abs(s - initial_value).sum() for s in saved_slots) > 1.0
         assert sum(np.sum(s) for s in restored_slots) == pytest.approx(
-            sum(np.sum(s) for s in saved_slots), rel=1e-6)
+            sum(np.sum(s) for s in saved_slots), rel=1e-6
+        )
         measured = trainer.train()
-        assert (measured['initial_step'], measured['steps'], measured['steps_this_run']) == \
-            (30, 50, 20)
+        assert (measured['initial_step'], measured['steps'], measured['steps_this_run']) == (
+            30,
+            50,
+            20,
+        )
         assert trainer.train_steps.experimental_get_tracing_count() == 1
     assert tf.train.latest_checkpoint(checkpoint_dir).endswith('-50')
 
@@ -127,10 +164,12 @@ def test_eval_step_traces_once_for_full_and_partial_batches(transformed_data):
     metrics = binary_task.build_metrics()
     eval_step = train_lib.make_eval_step(binary_task, model, metrics)
     sizes = []
-    for features, labels in binary_task.build_inputs(transformed_data.examples, 'eval',
-                                                     training=False):
+    for features, labels in binary_task.build_inputs(
+        transformed_data.examples, 'eval', training=False
+    ):
         sizes.append(int(eval_step(features, labels)))
     assert sizes[0] == 64 and sizes[-1] == 1000 % 64 and sum(sizes) == 1000
     assert eval_step.experimental_get_tracing_count() == 1
     assert metrics['label_mean'].result().numpy() == pytest.approx(
-        np.mean([label_of(r) for r in read_taxi_rows(5000)[4000:]]), abs=1e-6)
+        np.mean([label_of(r) for r in read_taxi_rows(5000)[4000:]]), abs=1e-6
+    )

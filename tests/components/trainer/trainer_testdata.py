@@ -41,8 +41,15 @@ class TransformedData:
 
 def taxi_csv_path() -> str:
     import tfx
-    return os.path.join(os.path.dirname(tfx.__file__), 'examples', 'chicago_taxi_pipeline',
-                        'data', 'simple', 'data.csv')
+
+    return os.path.join(
+        os.path.dirname(tfx.__file__),
+        'examples',
+        'chicago_taxi_pipeline',
+        'data',
+        'simple',
+        'data.csv',
+    )
 
 
 def read_taxi_rows(limit: int) -> list[dict]:
@@ -61,6 +68,7 @@ def raw_instance(row: dict, feature_spec: dict) -> dict:
     variable-length ones (empty when the cell is empty)."""
     import numpy as np
     import tensorflow as tf
+
     out = {}
     for name, spec in feature_spec.items():
         text = row.get(name, '')
@@ -80,6 +88,7 @@ def raw_instance(row: dict, feature_spec: dict) -> dict:
 def raw_example(row: dict, feature_spec: dict) -> bytes:
     """A CSV row as a serialized raw tf.Example (empty cells left out)."""
     import tensorflow as tf
+
     feature = {}
     for name, spec in feature_spec.items():
         text = row.get(name, '')
@@ -88,14 +97,17 @@ def raw_example(row: dict, feature_spec: dict) -> bytes:
         if spec.dtype == tf.string:
             feature[name] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()]))
         elif spec.dtype == tf.int64:
-            feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=[int(float(text))]))
+            feature[name] = tf.train.Feature(
+                int64_list=tf.train.Int64List(value=[int(float(text))])
+            )
         else:
             feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=[float(text)]))
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
-def make_transformed_data(root: str, num_train: int = NUM_TRAIN_ROWS,
-                          num_eval: int = NUM_EVAL_ROWS) -> TransformedData:
+def make_transformed_data(
+    root: str, num_train: int = NUM_TRAIN_ROWS, num_eval: int = NUM_EVAL_ROWS
+) -> TransformedData:
     import apache_beam as beam
     import tensorflow_transform as tft
     import tensorflow_transform.beam as tft_beam
@@ -113,29 +125,41 @@ def make_transformed_data(root: str, num_train: int = NUM_TRAIN_ROWS,
     examples = os.path.join(root, 'transformed_examples')
     transform_graph = os.path.join(root, 'transform_graph')
 
-    with beam.Pipeline() as p, tft_beam.Context(temp_dir=os.path.join(root, 'tmp'),
-                                                force_tf_compat_v1=False):
+    with (
+        beam.Pipeline() as p,
+        tft_beam.Context(temp_dir=os.path.join(root, 'tmp'), force_tf_compat_v1=False),
+    ):
         (transformed_train, transformed_metadata), transform_fn = (
-            (p | 'CreateTrain' >> beam.Create(train), metadata)
-            | 'AnalyzeAndTransform' >> tft_beam.AnalyzeAndTransformDataset(
-                preprocessing.build_preprocessing_fn(config)))
+            p | 'CreateTrain' >> beam.Create(train),
+            metadata,
+        ) | 'AnalyzeAndTransform' >> tft_beam.AnalyzeAndTransformDataset(
+            preprocessing.build_preprocessing_fn(config)
+        )
         transformed_eval, _ = (
-            ((p | 'CreateEval' >> beam.Create(evaluation), metadata), transform_fn)
-            | 'TransformEval' >> tft_beam.TransformDataset())
+            (p | 'CreateEval' >> beam.Create(evaluation), metadata),
+            transform_fn,
+        ) | 'TransformEval' >> tft_beam.TransformDataset()
         coder = tft.coders.ExampleProtoCoder(transformed_metadata.schema)
         for split, data in (('train', transformed_train), ('eval', transformed_eval)):
-            _ = (data
-                 | f'Encode{split}' >> beam.Map(coder.encode)
-                 | f'Write{split}' >> beam.io.WriteToTFRecord(
-                     os.path.join(examples, f'Split-{split}', 'transformed_examples'),
-                     file_name_suffix='.gz',
-                     compression_type=beam.io.filesystem.CompressionTypes.GZIP))
+            _ = (
+                data
+                | f'Encode{split}' >> beam.Map(coder.encode)
+                | f'Write{split}'
+                >> beam.io.WriteToTFRecord(
+                    os.path.join(examples, f'Split-{split}', 'transformed_examples'),
+                    file_name_suffix='.gz',
+                    compression_type=beam.io.filesystem.CompressionTypes.GZIP,
+                )
+            )
         _ = transform_fn | 'WriteTransformFn' >> tft_beam.WriteTransformFn(transform_graph)
     # TFX Transform also records the raw schema beside the transform graph (`metadata/`), which
     # `TFTransformOutput.raw_feature_spec()` reads.
     metadata_io.write_metadata(metadata, os.path.join(transform_graph, 'metadata'))
-    return TransformedData(examples=examples, transform_graph=transform_graph,
-                           raw_eval_rows=tuple(rows[num_train:num_train + 16]))
+    return TransformedData(
+        examples=examples,
+        transform_graph=transform_graph,
+        raw_eval_rows=tuple(rows[num_train : num_train + 16]),
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,6 +188,7 @@ def raw_feature_spec() -> dict:
     from tensorflow_transform.tf_metadata import schema_utils
 
     from components.transform import feature_config
+
     schema = feature_config.load_schema(str(SCHEMA_PBTXT))
     return schema_utils.schema_as_feature_spec(schema).feature_spec
 
@@ -196,7 +221,8 @@ def assert_serves_raw_examples(serving_model_dir) -> None:
     spec = raw_feature_spec()
     loaded = tf.saved_model.load(str(serving_model_dir))
     probabilities = loaded.signatures[export.SERVING_SIGNATURE](
-        examples=tf.constant([raw_example(r, spec) for r in rows]))[export.PROBABILITIES].numpy()
+        examples=tf.constant([raw_example(r, spec) for r in rows])
+    )[export.PROBABILITIES].numpy()
     assert probabilities.shape == (len(rows), 1)
     assert np.isfinite(probabilities).all()
     labels = np.array([label_of(r) for r in rows])

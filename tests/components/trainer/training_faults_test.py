@@ -43,12 +43,20 @@ GRACE_SECONDS = 15.0
 def _config(max_restarts: int = 2) -> config_lib.TrainerConfig:
     return config_lib.TrainerConfig(
         training=config_lib.TrainingConfig(
-            train_steps=TRAIN_STEPS, steps_per_execution=STEPS_PER_EXECUTION,
-            checkpoint_interval_steps=CHECKPOINT_INTERVAL, summary_interval_steps=10,
-            eval_steps=2),
+            train_steps=TRAIN_STEPS,
+            steps_per_execution=STEPS_PER_EXECUTION,
+            checkpoint_interval_steps=CHECKPOINT_INTERVAL,
+            summary_interval_steps=10,
+            eval_steps=2,
+        ),
         distribution=config_lib.DistributionConfig(
-            cluster='local_processes', num_workers=2, num_ps=1, max_restarts=max_restarts,
-            failure_grace_seconds=GRACE_SECONDS))
+            cluster='local_processes',
+            num_workers=2,
+            num_ps=1,
+            max_restarts=max_restarts,
+            failure_grace_seconds=GRACE_SECONDS,
+        ),
+    )
 
 
 def _read_json(path):
@@ -60,8 +68,11 @@ def _read_json(path):
 
 
 def _latest_checkpoint_step(checkpoint_dir) -> int:
-    steps = [int(m.group(1)) for p in glob.glob(os.path.join(checkpoint_dir, 'ckpt-*.index'))
-             if (m := re.search(r'ckpt-(\d+)\.index$', p))]
+    steps = [
+        int(m.group(1))
+        for p in glob.glob(os.path.join(checkpoint_dir, 'ckpt-*.index'))
+        if (m := re.search(r'ckpt-(\d+)\.index$', p))
+    ]
     return max(steps, default=0)
 
 
@@ -87,19 +98,25 @@ def _alive(pid: int) -> bool:
 
 def _cluster_pids(cluster_file) -> list[int]:
     state = _read_json(cluster_file)
-    return [state['coordinator_pid']] + [t['pid'] for tasks in state['tasks'].values()
-                                         for t in tasks]
+    return [state['coordinator_pid']] + [
+        t['pid'] for tasks in state['tasks'].values() for t in tasks
+    ]
 
 
 def _train(transformed_data, root, config):
     return train_lib.train_and_export(
-        transformed_data.examples, transformed_data.transform_graph,
-        os.path.join(root, 'model', 'Format-Serving'), os.path.join(root, 'model_run'),
-        config, LABEL_KEY)
+        transformed_data.examples,
+        transformed_data.transform_graph,
+        os.path.join(root, 'model', 'Format-Serving'),
+        os.path.join(root, 'model_run'),
+        config,
+        LABEL_KEY,
+    )
 
 
 def test_killed_parameter_server_restarts_the_cluster_from_the_last_checkpoint(
-        transformed_data, tmp_path):
+    transformed_data, tmp_path
+):
     """kill -9 a parameter server mid-training: restarted from the last checkpoint, completes.
 
     The supervisor restarts the cluster and the coordinator; the step count, the checkpoint
@@ -112,6 +129,7 @@ def test_killed_parameter_server_restarts_the_cluster_from_the_last_checkpoint(
             state = _read_json(run_dir / recovery.CLUSTER_FILE)
             progress = _read_json(run_dir / train_lib.PROGRESS_FILE)
             return state if state and progress and progress['step'] >= KILL_AFTER_STEP else None
+
         state = _wait_for(progressed)
         killed['progress'] = _read_json(run_dir / train_lib.PROGRESS_FILE)['step']
         os.kill(state['tasks']['ps'][0]['pid'], signal.SIGKILL)
@@ -144,8 +162,7 @@ def test_killed_parameter_server_restarts_the_cluster_from_the_last_checkpoint(
     assert_serves_raw_examples(tmp_path / 'model' / 'Format-Serving')
 
 
-def test_fault_that_keeps_recurring_fails_clearly_after_bounded_retries(transformed_data,
-                                                                        tmp_path):
+def test_fault_that_keeps_recurring_fails_clearly_after_bounded_retries(transformed_data, tmp_path):
     """A parameter server killed in every attempt: a clear failure after bounded retries.
 
     `max_restarts` restarts, then `TrainingFailed` naming each attempt; nothing left running, no
@@ -187,9 +204,19 @@ def test_fault_that_keeps_recurring_fails_clearly_after_bounded_retries(transfor
 
 
 def _train_command(transformed_data, output, config_path):
-    return [sys.executable, '-m', 'components.trainer.cli', '--examples',
-            transformed_data.examples, '--transform-graph', transformed_data.transform_graph,
-            '--output', str(output), '--config', str(config_path)]
+    return [
+        sys.executable,
+        '-m',
+        'components.trainer.cli',
+        '--examples',
+        transformed_data.examples,
+        '--transform-graph',
+        transformed_data.transform_graph,
+        '--output',
+        str(output),
+        '--config',
+        str(config_path),
+    ]
 
 
 def test_killed_trainer_resumes_from_the_last_checkpoint_when_rerun(transformed_data, tmp_path):
@@ -205,8 +232,12 @@ def test_killed_trainer_resumes_from_the_last_checkpoint_when_rerun(transformed_
 
     trainer = subprocess.Popen(command, env=env, cwd=REPO_ROOT, stdin=subprocess.DEVNULL)
     try:
-        _wait_for(lambda: (p := _read_json(run_dir / train_lib.PROGRESS_FILE))
-                  and p['step'] >= KILL_AFTER_STEP)
+        _wait_for(
+            lambda: (
+                (p := _read_json(run_dir / train_lib.PROGRESS_FILE))
+                and p['step'] >= KILL_AFTER_STEP
+            )
+        )
         children = _cluster_pids(run_dir / recovery.CLUSTER_FILE)
         trainer.kill()
         assert trainer.wait(timeout=30) == -signal.SIGKILL
@@ -221,8 +252,9 @@ def test_killed_trainer_resumes_from_the_last_checkpoint_when_rerun(transformed_
     progress = _read_json(run_dir / train_lib.PROGRESS_FILE)
     assert progress['step'] >= KILL_AFTER_STEP
 
-    rerun = subprocess.run(command, env=env, cwd=REPO_ROOT, timeout=600, capture_output=True,
-                           text=True)
+    rerun = subprocess.run(
+        command, env=env, cwd=REPO_ROOT, timeout=600, capture_output=True, text=True
+    )
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     report = json.loads(rerun.stdout.strip().splitlines()[-1])
     assert report['steps'] == TRAIN_STEPS

@@ -26,14 +26,21 @@ KILL_AT_STEP = 15
 
 def main(examples: str, transform_graph: str, output: str) -> dict:
     config = config_lib.TrainerConfig(
-        training=config_lib.TrainingConfig(train_steps=TRAIN_STEPS, steps_per_execution=5,
-                                           checkpoint_interval_steps=0),
-        distribution=config_lib.DistributionConfig(cluster='local_processes', num_workers=2,
-                                                   num_ps=1))
+        training=config_lib.TrainingConfig(
+            train_steps=TRAIN_STEPS, steps_per_execution=5, checkpoint_interval_steps=0
+        ),
+        distribution=config_lib.DistributionConfig(
+            cluster='local_processes', num_workers=2, num_ps=1
+        ),
+    )
     schema = task.load_transformed_schema(transform_graph, 'big_tipper')
     with cluster_lib.start(config.distribution) as cluster:
-        trainer = train_lib.Trainer(task.BinaryClassificationTask(schema, config), cluster,
-                                    examples, os.path.join(output, 'model_run'))
+        trainer = train_lib.Trainer(
+            task.BinaryClassificationTask(schema, config),
+            cluster,
+            examples,
+            os.path.join(output, 'model_run'),
+        )
         victim = cluster.processes[(cluster_lib.WORKER, 1)]
         killed_at = []
 
@@ -47,8 +54,9 @@ def main(examples: str, transform_graph: str, output: str) -> dict:
         measured = trainer.train()
         victim_exit = victim.wait(timeout=30)
         serving_model = trainer.serving_model()
-    export.export_serving_model(serving_model, transform_graph,
-                                os.path.join(output, 'model', 'Format-Serving'))
+    export.export_serving_model(
+        serving_model, transform_graph, os.path.join(output, 'model', 'Format-Serving')
+    )
     return {'steps': measured['steps'], 'killed_at': killed_at[0], 'victim_exit': victim_exit}
 
 

@@ -16,8 +16,13 @@ def _schema(**types) -> schema_pb2.Schema:
     return schema
 
 
-LABEL = {'name': 'label', 'rule': 'greater_than_fraction', 'value': 'tips', 'reference': 'fare',
-         'fraction': 0.2}
+LABEL = {
+    'name': 'label',
+    'rule': 'greater_than_fraction',
+    'value': 'tips',
+    'reference': 'fare',
+    'fraction': 0.2,
+}
 SCHEMA = _schema(tips='FLOAT', fare='FLOAT', city='BYTES', hour='INT')
 
 
@@ -33,16 +38,34 @@ def test_taxi_config_covers_every_transform_and_sizes_categoricals():
     assert config.feature('fare').cardinality is None
 
 
-@pytest.mark.parametrize('feature, message', [
-    ({'name': 'speed', 'transform': 'zscore'}, "features[0] (speed): unknown feature 'speed'"),
-    ({'name': 'fare', 'transform': 'log'}, "features[0] (fare): transform: unsupported transform 'log'"),
-    ({'name': 'city', 'transform': 'zscore'}, "transform 'zscore' does not accept a BYTES feature"),
-    ({'name': 'fare', 'transform': 'identity'}, "transform 'identity' does not accept a FLOAT"),
-    ({'name': 'fare', 'transform': 'zscore', 'fill': 'median'}, 'fill: expected "mean" or a number'),
-    ({'name': 'city', 'transform': 'vocabulary', 'top_k': 0}, 'top_k: expected a positive integer'),
-    ({'name': 'city', 'transform': 'vocabulary', 'oov_buckets': 0}, 'oov_buckets: expected an integer >= 1'),
-    ({'name': 'city', 'transform': 'vocabulary', 'topk': 3}, "unknown key(s) ['topk']"),
-])
+@pytest.mark.parametrize(
+    'feature, message',
+    [
+        ({'name': 'speed', 'transform': 'zscore'}, "features[0] (speed): unknown feature 'speed'"),
+        (
+            {'name': 'fare', 'transform': 'log'},
+            "features[0] (fare): transform: unsupported transform 'log'",
+        ),
+        (
+            {'name': 'city', 'transform': 'zscore'},
+            "transform 'zscore' does not accept a BYTES feature",
+        ),
+        ({'name': 'fare', 'transform': 'identity'}, "transform 'identity' does not accept a FLOAT"),
+        (
+            {'name': 'fare', 'transform': 'zscore', 'fill': 'median'},
+            'fill: expected "mean" or a number',
+        ),
+        (
+            {'name': 'city', 'transform': 'vocabulary', 'top_k': 0},
+            'top_k: expected a positive integer',
+        ),
+        (
+            {'name': 'city', 'transform': 'vocabulary', 'oov_buckets': 0},
+            'oov_buckets: expected an integer >= 1',
+        ),
+        ({'name': 'city', 'transform': 'vocabulary', 'topk': 3}, "unknown key(s) ['topk']"),
+    ],
+)
 def test_bad_features_fail_naming_the_feature_and_field(feature, message):
     with pytest.raises(fc.FeatureConfigError) as error:
         fc.parse_feature_config({'label': LABEL, 'features': [feature]}, SCHEMA, 'f.yaml')

@@ -20,23 +20,39 @@ from components.transform import preprocessing
 pytestmark = pytest.mark.integration
 
 SCHEMA = schema_pb2.Schema()
-for _name, _type in [('miles', 'FLOAT'), ('fare', 'FLOAT'), ('tips', 'FLOAT'),
-                     ('payment', 'BYTES'), ('tract', 'INT'), ('hour', 'INT'), ('lat', 'FLOAT')]:
+for _name, _type in [
+    ('miles', 'FLOAT'),
+    ('fare', 'FLOAT'),
+    ('tips', 'FLOAT'),
+    ('payment', 'BYTES'),
+    ('tract', 'INT'),
+    ('hour', 'INT'),
+    ('lat', 'FLOAT'),
+]:
     _f = SCHEMA.feature.add(name=_name, type=schema_pb2.FeatureType.Value(_type))
     _f.value_count.min = 1
     _f.value_count.max = 1
 
-CONFIG = fc.parse_feature_config({
-    'label': {'name': 'big_tipper', 'rule': 'greater_than_fraction', 'value': 'tips',
-              'reference': 'fare', 'fraction': 0.2},
-    'features': [
-        {'name': 'miles', 'transform': 'zscore', 'fill': 'mean'},
-        {'name': 'fare', 'transform': 'zscore', 'fill': 100.0},
-        {'name': 'payment', 'transform': 'vocabulary', 'top_k': 2, 'oov_buckets': 1},
-        {'name': 'tract', 'transform': 'vocabulary', 'top_k': 10, 'oov_buckets': 1},
-        {'name': 'hour', 'transform': 'identity', 'num_buckets': 24},
-        {'name': 'lat', 'transform': 'bucketize', 'num_buckets': 2},
-    ]}, SCHEMA)
+CONFIG = fc.parse_feature_config(
+    {
+        'label': {
+            'name': 'big_tipper',
+            'rule': 'greater_than_fraction',
+            'value': 'tips',
+            'reference': 'fare',
+            'fraction': 0.2,
+        },
+        'features': [
+            {'name': 'miles', 'transform': 'zscore', 'fill': 'mean'},
+            {'name': 'fare', 'transform': 'zscore', 'fill': 100.0},
+            {'name': 'payment', 'transform': 'vocabulary', 'top_k': 2, 'oov_buckets': 1},
+            {'name': 'tract', 'transform': 'vocabulary', 'top_k': 10, 'oov_buckets': 1},
+            {'name': 'hour', 'transform': 'identity', 'num_buckets': 24},
+            {'name': 'lat', 'transform': 'bucketize', 'num_buckets': 2},
+        ],
+    },
+    SCHEMA,
+)
 
 # Six rows; [] is a missing feature (an empty CSV cell).
 ROWS = [
@@ -54,15 +70,17 @@ def transformed():
     metadata = dataset_metadata.DatasetMetadata(SCHEMA)
     with tft_beam.Context(temp_dir=tempfile.mkdtemp(), force_tf_compat_v1=False):
         (rows, _), _ = (ROWS, metadata) | tft_beam.AnalyzeAndTransformDataset(
-            preprocessing.build_preprocessing_fn(CONFIG))
+            preprocessing.build_preprocessing_fn(CONFIG)
+        )
     return {key: np.array([row[key] for row in rows]) for key in rows[0]}
 
 
 def test_zscore_uses_present_values_and_fills_missing_with_the_mean(transformed):
     present = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
     mean, std = present.mean(), present.std()
-    expected = [(v - mean) / std for v in [1.0, 2.0, 3.0]] + [0.0] + [
-        (v - mean) / std for v in [4.0, 5.0]]
+    expected = (
+        [(v - mean) / std for v in [1.0, 2.0, 3.0]] + [0.0] + [(v - mean) / std for v in [4.0, 5.0]]
+    )
     np.testing.assert_allclose(transformed['miles'], expected, rtol=1e-5)
 
 

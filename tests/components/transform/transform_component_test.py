@@ -30,8 +30,13 @@ ROWS_PER_SPAN = 150
 # quantile buckets), with the taxi config's settings; the categorical ones are those the CSV most
 # often leaves empty, so fills and OOV ids are exercised. Every analyzer adds Beam stages, and at
 # this size the stages, not the rows, are what a run costs.
-FEATURES = ('trip_miles', 'company', 'dropoff_community_area', 'trip_start_hour',
-            'dropoff_latitude')
+FEATURES = (
+    'trip_miles',
+    'company',
+    'dropoff_community_area',
+    'trip_start_hour',
+    'dropoff_latitude',
+)
 
 
 @pytest.fixture(scope='module')
@@ -39,7 +44,8 @@ def taxi():
     schema = fc.load_schema(str(runs.TAXI_SCHEMA))
     config = fc.load_feature_config(str(runs.TAXI_FEATURES), str(runs.TAXI_SCHEMA))
     config = dataclasses.replace(
-        config, features=tuple(f for f in config.features if f.name in FEATURES))
+        config, features=tuple(f for f in config.features if f.name in FEATURES)
+    )
     assert {f.transform for f in config.features} == set(fc.TRANSFORMS)
     return schema, config, runs.read_taxi_table(schema)
 
@@ -74,33 +80,44 @@ def schema_artifact(workdir):
 def first_run(taxi, spans, schema_artifact, workdir):
     """Spans 1-2 with the cache on. Statistics are off: they are TFDV's, not under test here."""
     _, config, _ = taxi
-    return runs.run_transform([spans[1]['artifact'], spans[2]['artifact']], schema_artifact,
-                              os.path.join(workdir, 'run_1_2'), config, disable_statistics=True)
+    return runs.run_transform(
+        [spans[1]['artifact'], spans[2]['artifact']],
+        schema_artifact,
+        os.path.join(workdir, 'run_1_2'),
+        config,
+        disable_statistics=True,
+    )
 
 
 def _instances(table) -> list[dict]:
     """Instance dicts for in-memory tf.Transform: a missing cell is an empty list."""
     columns = table.to_pydict()
-    return [{name: [] if columns[name][i] is None else [columns[name][i]] for name in columns}
-            for i in range(table.num_rows)]
+    return [
+        {name: [] if columns[name][i] is None else [columns[name][i]] for name in columns}
+        for i in range(table.num_rows)
+    ]
 
 
 def _analyze_and_transform_in_memory(schema, config, instances) -> dict[str, np.ndarray]:
     with tft_beam.Context(temp_dir=tempfile.mkdtemp(), force_tf_compat_v1=False):
         (rows, _), _ = (instances, dataset_metadata.DatasetMetadata(schema)) | (
-            tft_beam.AnalyzeAndTransformDataset(preprocessing.build_preprocessing_fn(config)))
+            tft_beam.AnalyzeAndTransformDataset(preprocessing.build_preprocessing_fn(config))
+        )
     return {name: np.array([row[name] for row in rows]) for name in rows[0]}
 
 
 def test_transform_graph_on_raw_examples_matches_in_memory_analyze_and_transform(
-        taxi, spans, first_run):
+    taxi, spans, first_run
+):
     schema, config, _ = taxi
     train_tables = [spans[1]['rows']['train'], spans[2]['rows']['train']]
     expected = _analyze_and_transform_in_memory(
-        schema, config, _instances(train_tables[0]) + _instances(train_tables[1]))
+        schema, config, _instances(train_tables[0]) + _instances(train_tables[1])
+    )
 
     served = runs.transform_raw_examples(
-        first_run.transform_graph, spans[1]['train_examples'] + spans[2]['train_examples'])
+        first_run.transform_graph, spans[1]['train_examples'] + spans[2]['train_examples']
+    )
 
     assert set(served) == {f.name for f in config.features} | {config.label.name}
     assert set(served) == set(expected)
@@ -125,8 +142,9 @@ def test_transformed_schema_gives_every_categorical_feature_its_id_range(taxi, f
         feature = features[spec.name]
         if spec.is_categorical:
             assert feature.type == schema_pb2.INT, spec.name
-            assert (feature.int_domain.min, feature.int_domain.max) == (
-                0, spec.cardinality - 1), spec.name
+            assert (feature.int_domain.min, feature.int_domain.max) == (0, spec.cardinality - 1), (
+                spec.name
+            )
         else:
             assert feature.type == schema_pb2.FLOAT and not feature.HasField('int_domain')
 
@@ -141,10 +159,13 @@ def test_every_split_of_every_span_is_materialized(spans, first_run):
 
 
 def test_moved_window_reads_the_older_span_from_the_cache(
-        taxi, spans, schema_artifact, workdir, first_run):
+    taxi, spans, schema_artifact, workdir, first_run
+):
     _, config, _ = taxi
     assert runs.cached_datasets(first_run.updated_analyzer_cache) == [
-        'Span-1/Split-train', 'Span-2/Split-train']
+        'Span-1/Split-train',
+        'Span-2/Split-train',
+    ]
     # Spans are immutable, so the cache keys a span's analysis by its file pattern alone. Rewrite
     # span 2's train split after it was cached: a run that reads span 2 again would see a
     # 'Tampered' company and 1000-mile trips; one that takes span 2 from the cache, the original.
@@ -154,12 +175,17 @@ def test_moved_window_reads_the_older_span_from_the_cache(
     tampered['trip_miles'] = [1000.0] * len(tampered['trip_miles'])
     runs.write_tfrecord_gzip(
         runs.split_file(spans[2]['artifact'].uri, 'train'),
-        runs.encode_examples(pa.Table.from_pydict(tampered, schema=original[0].schema)))
+        runs.encode_examples(pa.Table.from_pydict(tampered, schema=original[0].schema)),
+    )
 
     second = runs.run_transform(
-        [spans[2]['artifact'], spans[3]['artifact']], schema_artifact,
-        os.path.join(workdir, 'run_2_3'), config,
-        analyzer_cache=first_run.updated_analyzer_cache, disable_statistics=True)
+        [spans[2]['artifact'], spans[3]['artifact']],
+        schema_artifact,
+        os.path.join(workdir, 'run_2_3'),
+        config,
+        analyzer_cache=first_run.updated_analyzer_cache,
+        disable_statistics=True,
+    )
 
     output = tft.TFTransformOutput(second.transform_graph)
     companies = {v for t in original for v in t.column('company').drop_null().to_pylist()}
@@ -172,4 +198,6 @@ def test_moved_window_reads_the_older_span_from_the_cache(
     np.testing.assert_allclose(served['trip_miles'], expected, rtol=1e-4, atol=1e-5)
     # The updated cache holds the new window: span 2 carried over, span 3 analyzed afresh.
     assert runs.cached_datasets(second.updated_analyzer_cache) == [
-        'Span-2/Split-train', 'Span-3/Split-train']
+        'Span-2/Split-train',
+        'Span-3/Split-train',
+    ]
