@@ -17,6 +17,7 @@ test: setup
 
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # Re-resolve the lock after editing requirements.in.
 lock: setup

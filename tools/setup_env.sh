@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 VENV=.venv
 LOCK=requirements.lock
 STAMP="$VENV/.lock.sha256"
-want=$(sha256sum "$LOCK" pyproject.toml | sha256sum | cut -d' ' -f1)
+want=$(sha256sum "$LOCK" pyproject.toml "$0" | sha256sum | cut -d' ' -f1)
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && [ -x "$VENV/bin/python" ]; then
   exit 0
 fi
@@ -49,7 +49,9 @@ fi
 if [ ! -x "$VENV/bin/uv" ]; then
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "uv==0.13.9"
 fi
-"$VENV/bin/uv" pip sync --quiet --python "$VENV/bin/python" "$LOCK"
+# Bytecode is compiled here, once: with PYTHONDONTWRITEBYTECODE=1 (set on some machines) every
+# process would otherwise recompile TensorFlow, TFX and Beam from source at each import.
+"$VENV/bin/uv" pip sync --quiet --compile-bytecode --python "$VENV/bin/python" "$LOCK"
 "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" --no-deps -e .
 echo "$want" > "$STAMP"
 echo "setup: .venv matches $LOCK"
