@@ -213,7 +213,7 @@ def make_task(
 ):
     """Our task (model, optimizer, step, inputs) over `data`, with the Trainer's defaults."""
     from components.trainer import config as config_lib
-    from components.trainer import task as task_lib
+    from components.trainer.training import task as task_lib
 
     schema = task_lib.load_transformed_schema(data.transform_graph, data.label_key)
     config = trainer_config or config_lib.TrainerConfig(
@@ -231,7 +231,7 @@ def _rate(steps: int, seconds: float) -> float:
 
 def in_memory_batches(task, data: TransformedExamples, count: int = 1) -> list:
     """The first `count` parsed batches of our dataset, as tensors in memory."""
-    from components.trainer import data as data_lib
+    from components.trainer.training import data as data_lib
 
     return list(
         task.build_inputs(data.examples_dir, data_lib.TRAIN_SPLIT, training=True).take(count)
@@ -249,8 +249,8 @@ def in_memory_dataset(task, data: TransformedExamples):
 
 def cached_dataset(task, data: TransformedExamples):
     """Our dataset with `input.cache: memory`."""
-    from components.trainer import data as data_lib
-    from components.trainer import task as task_lib
+    from components.trainer.training import data as data_lib
+    from components.trainer.training import task as task_lib
 
     config = task.config
     cached = dataclasses.replace(config, input=dataclasses.replace(config.input, cache='memory'))
@@ -347,7 +347,7 @@ def tfx_dataset(task, data: TransformedExamples):
     from tfx_bsl.public import tfxio
 
     from benchmarks import transform_runs as runs
-    from components.trainer import data as data_lib
+    from components.trainer.training import data as data_lib
 
     factory = tfxio_utils.get_tf_dataset_factory_from_artifact(
         [runs.examples_artifact(data.examples_dir, 1)], []
@@ -366,7 +366,7 @@ def train_naive(task, data: TransformedExamples, steps: int) -> dict:
 
     import tensorflow as tf
 
-    from components.trainer import data as data_lib
+    from components.trainer.training import data as data_lib
 
     keras_model = task.build_model()
     optimizer = task.build_optimizer()
@@ -422,7 +422,7 @@ def naive_input_only_rate(task, data: TransformedExamples, steps: int) -> float:
 
     import tensorflow as tf
 
-    from components.trainer import data as data_lib
+    from components.trainer.training import data as data_lib
 
     spec = dict(task.schema.feature_spec)
     files = sorted(glob.glob(data_lib.split_file_pattern(data.examples_dir, data_lib.TRAIN_SPLIT)))
@@ -440,7 +440,7 @@ def model_parameters(task) -> int:
 
 def run_sweep(data: TransformedExamples, widths, steps: int, ours_input_rate: float) -> dict:
     """Upper bound and ours per hidden width; the crossover is where ours stops stalling."""
-    from components.trainer import data as data_lib
+    from components.trainer.training import data as data_lib
 
     points = []
     for hidden_units in widths:
@@ -558,7 +558,7 @@ def run(args: argparse.Namespace) -> int:
     shutil.rmtree(output, ignore_errors=True)
     os.makedirs(output)
     _log(f'transforming {args.sample_rows:,} taxi rows, resampling to {args.examples:,} examples')
-    from components.trainer import data as data_lib
+    from components.trainer.training import data as data_lib
 
     data = make_transformed_examples(os.path.join(output, 'data'), args.examples, args.sample_rows)
     _log(

@@ -1,6 +1,6 @@
 """`asynctrain bench ps`: how asynchronous parameter-server training scales, config by config.
 
-The Trainer's own training loop (`components.trainer.train_lib.Trainer`, in-process cluster)
+The Trainer's own training loop (`components.trainer.training.loop.Trainer`, in-process cluster)
 trains the default model on transformed taxi examples (made as `bench input` makes them) under
 ParameterServerStrategy, for every combination of:
 
@@ -111,7 +111,7 @@ def run_config(
     """One timed training run on a running cluster; returns what the Trainer measured."""
     from benchmarks import input_pipeline
     from components.trainer import config as config_lib
-    from components.trainer import train_lib
+    from components.trainer.training import loop as train_lib
 
     warm = steps_per_execution * cluster.num_workers
     config = config_lib.TrainerConfig(
@@ -219,8 +219,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     _log(f'transforming {args.sample_rows:,} taxi rows, resampling to {args.examples:,} examples')
     from benchmarks import input_pipeline
-    from components.trainer import cluster as cluster_lib
     from components.trainer import config as config_lib
+    from components.trainer.cluster import servers as cluster_lib
 
     data = input_pipeline.make_transformed_examples(
         os.path.join(output, 'data'), args.examples, args.sample_rows

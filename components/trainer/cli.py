@@ -32,8 +32,8 @@ import json  # noqa: E402
 import logging  # noqa: E402
 import sys  # noqa: E402
 
-from components.trainer import cluster as cluster_lib  # noqa: E402
 from components.trainer import config as config_lib  # noqa: E402
+from components.trainer.cluster import servers as cluster_lib  # noqa: E402
 
 DEFAULT_LABEL_KEY = 'big_tipper'
 MODEL_SUBDIR = 'model'
@@ -175,10 +175,10 @@ def run(args: argparse.Namespace) -> int:
     if task_type == cluster_lib.CHIEF:
         trainer_config = config_lib.in_tf_config_mode(trainer_config)
 
-    from components.trainer import recovery, train_lib
+    from components.trainer.cluster import launch, recovery
 
     try:
-        report = train_lib.train_and_export(
+        report = launch.train_and_export(
             examples_dir=args.examples,
             transform_graph_dir=args.transform_graph,
             serving_model_dir=serving_model_dir,

@@ -1,6 +1,6 @@
 """The Trainer's executor: artifacts in, plain paths and a TrainerConfig out, then
-`train_lib.train_and_export` in this process, or, in the `tfjob` cluster mode,
-`tfjob_training.train_with_tfjob` on Kubernetes; neither knows anything of TFX."""
+`cluster.launch.train_and_export` on this machine, or, in the `tfjob` cluster mode,
+`kubernetes.training.train_with_tfjob` on Kubernetes; neither knows anything of TFX."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from components.trainer import config as config_lib
 from components.trainer import spec
 
 if TYPE_CHECKING:
-    from components.trainer import tfjob
+    from components.trainer.kubernetes import tfjob
 
 # How the `tfjob` mode runs the TFJob it builds (a `tfjob.TFJobRunner`). None submits it to the
 # cluster through the pod's service account. A rehearsal on one machine, and the tests, set
-# `tfjob_local.runner(...)` or a runner with their own `TrainingClient` to run the same job.
+# `kubernetes.local.runner(...)` or a runner with their own `TrainingClient` to run the same job.
 tfjob_runner: tfjob.TFJobRunner | None = None
 
 
@@ -49,7 +49,7 @@ class Executor(base_executor.BaseExecutor):
         label_key = exec_properties[spec.LABEL_KEY_KEY]
 
         if trainer_config.distribution.cluster == 'tfjob':
-            from components.trainer import tfjob_training
+            from components.trainer.kubernetes import training as tfjob_training
 
             # The Model artifact's URI names this execution in every orchestrator (it holds the
             # pipeline root, the node and the execution), so no two executions share a job name.
@@ -62,6 +62,6 @@ class Executor(base_executor.BaseExecutor):
             )
             return
 
-        from components.trainer import train_lib
+        from components.trainer.cluster import launch
 
-        train_lib.train_and_export(**paths, trainer_config=trainer_config, label_key=label_key)
+        launch.train_and_export(**paths, trainer_config=trainer_config, label_key=label_key)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import tfx
 
-from components.trainer import tfjob as tfjob_lib
+from components.trainer.kubernetes import tfjob as tfjob_lib
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / 'kubeflow' / 'Dockerfile'

@@ -52,7 +52,7 @@ def test_feature_config_refuses_python_object_tag(tmp_path):
 
 def test_tfjob_values_refuse_python_object_tag(tmp_path):
     """YAML !!python/object tag in the TFJob values file: refused, nothing executed"""
-    from components.trainer.tfjob import load_tfjob_settings
+    from components.trainer.kubernetes.tfjob import load_tfjob_settings
 
     sentinel = tmp_path / 'pwned'
     values = (REPO / 'kubeflow' / 'tfjob-values.yaml').read_text()

@@ -10,8 +10,9 @@ import sys
 import portpicker
 import pytest
 
-from components.trainer import cli, cluster
+from components.trainer import cli
 from components.trainer import config as config_lib
+from components.trainer.cluster import servers as cluster
 from tests.components.trainer.trainer_testdata import REPO_ROOT, assert_serves_raw_examples
 
 

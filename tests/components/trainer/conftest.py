@@ -22,7 +22,7 @@ def transformed_data(tmp_path_factory) -> TransformedData:
 @pytest.fixture(scope='session')
 def trained_model(transformed_data, tmp_path_factory) -> TrainedModel:
     from components.trainer import config as config_lib
-    from components.trainer import train_lib
+    from components.trainer.cluster import launch
 
     root = tmp_path_factory.mktemp('trained')
     transform_graph = str(root / 'transform_graph')
@@ -37,7 +37,7 @@ def trained_model(transformed_data, tmp_path_factory) -> TrainedModel:
     )
     serving_model_dir = str(root / 'model' / 'Format-Serving')
     model_run_dir = str(root / 'model_run')
-    report = train_lib.train_and_export(
+    report = launch.train_and_export(
         transformed_data.examples,
         transform_graph,
         serving_model_dir,

@@ -9,7 +9,8 @@ import tensorflow as tf
 from tfx.types import standard_artifacts
 
 from components.trainer import config as config_lib
-from components.trainer import executor, spec, train_lib
+from components.trainer import executor, spec
+from components.trainer.training import run_files
 from tests.components.trainer.trainer_testdata import LABEL_KEY, SCHEMA_PBTXT, make_artifact
 
 pytestmark = pytest.mark.integration
@@ -47,7 +48,7 @@ def test_do_trains_warm_started_and_exports(transformed_data, trained_model, tmp
 
     executor.Executor().Do(input_dict, output_dict, exec_properties)
 
-    with open(os.path.join(model_run.uri, train_lib.REPORT_FILE)) as f:
+    with open(os.path.join(model_run.uri, run_files.REPORT_FILE)) as f:
         report = json.load(f)
     assert report['steps'] == 10
     assert report['eval']['auc'] == pytest.approx(trained_model.report.eval['auc'], abs=0.01)

@@ -215,7 +215,7 @@ def assert_serves_raw_examples(serving_model_dir) -> None:
     import numpy as np
     import tensorflow as tf
 
-    from components.trainer import export
+    from components.trainer.training import export
 
     rows = read_taxi_rows(5000)[4000:4400]
     spec = raw_feature_spec()

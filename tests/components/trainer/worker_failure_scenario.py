@@ -16,9 +16,10 @@ import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-from components.trainer import cluster as cluster_lib  # noqa: E402
 from components.trainer import config as config_lib  # noqa: E402
-from components.trainer import export, task, train_lib  # noqa: E402
+from components.trainer.cluster import servers as cluster_lib  # noqa: E402
+from components.trainer.training import export, task  # noqa: E402
+from components.trainer.training import loop as train_lib  # noqa: E402
 
 TRAIN_STEPS = 60
 KILL_AT_STEP = 15

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer import cluster as cluster_lib
 from components.trainer import config as config_lib
-from components.trainer import export, task, train_lib
+from components.trainer.cluster import launch
+from components.trainer.cluster import servers as cluster_lib
+from components.trainer.training import export, loop, run_files, task
 from tests.components.trainer.trainer_testdata import (
     LABEL_KEY,
     TRAIN_STEPS,
@@ -39,7 +40,7 @@ def test_training_beats_the_majority_class_baseline(trained_model):
 
 
 def test_report_and_summaries(trained_model):
-    with open(os.path.join(trained_model.model_run_dir, train_lib.REPORT_FILE)) as f:
+    with open(os.path.join(trained_model.model_run_dir, run_files.REPORT_FILE)) as f:
         report = json.load(f)
     assert {
         'examples_per_sec',
@@ -69,7 +70,7 @@ def test_report_and_summaries(trained_model):
         'eval/auc',
     } <= tags
     checkpoints = tf.train.get_checkpoint_state(
-        os.path.join(trained_model.model_run_dir, train_lib.CHECKPOINT_SUBDIR)
+        os.path.join(trained_model.model_run_dir, run_files.CHECKPOINT_SUBDIR)
     )
     assert checkpoints.model_checkpoint_path.endswith(f'-{TRAIN_STEPS}')
 
@@ -108,7 +109,7 @@ def _config(train_steps, steps_per_execution=4, checkpoint_interval_steps=10):
 
 def test_resume_continues_at_the_saved_step_in_one_trace(transformed_data, tmp_path):
     """A second run on the same checkpoints resumes at the saved step, optimizer state included."""
-    first = train_lib.train_and_export(
+    first = launch.train_and_export(
         transformed_data.examples,
         transformed_data.transform_graph,
         str(tmp_path / 'model'),
@@ -117,7 +118,7 @@ def test_resume_continues_at_the_saved_step_in_one_trace(transformed_data, tmp_p
         LABEL_KEY,
     )
     assert (first.initial_step, first.steps) == (0, 30)
-    checkpoint_dir = str(tmp_path / 'run' / train_lib.CHECKPOINT_SUBDIR)
+    checkpoint_dir = str(tmp_path / 'run' / run_files.CHECKPOINT_SUBDIR)
     reader = tf.train.load_checkpoint(checkpoint_dir)
     # The optimizer's slots (Adagrad accumulators), stored whole whatever their sharding.
     saved_slots = [
@@ -132,7 +133,7 @@ def test_resume_continues_at_the_saved_step_in_one_trace(transformed_data, tmp_p
     config = _config(50, steps_per_execution=7)
     schema = task.load_transformed_schema(transformed_data.transform_graph, LABEL_KEY)
     with cluster_lib.start(config.distribution) as cluster:
-        trainer = train_lib.Trainer(
+        trainer = loop.Trainer(
             task.BinaryClassificationTask(schema, config),
             cluster,
             transformed_data.examples,
@@ -162,7 +163,7 @@ def test_eval_step_traces_once_for_full_and_partial_batches(transformed_data):
     binary_task = task.BinaryClassificationTask(schema, config)
     model = binary_task.build_model()
     metrics = binary_task.build_metrics()
-    eval_step = train_lib.make_eval_step(binary_task, model, metrics)
+    eval_step = loop.make_eval_step(binary_task, model, metrics)
     sizes = []
     for features, labels in binary_task.build_inputs(
         transformed_data.examples, 'eval', training=False

@@ -6,8 +6,8 @@ import pytest
 import tensorflow as tf
 
 from components.trainer import config as config_lib
-from components.trainer import data
-from components.trainer import task as task_lib
+from components.trainer.training import data
+from components.trainer.training import task as task_lib
 from tests.components.trainer.trainer_testdata import (
     LABEL_KEY,
     NUM_EVAL_ROWS,

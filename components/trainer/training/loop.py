@@ -11,7 +11,6 @@ long it waited for input.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import math
 import os
@@ -20,70 +19,10 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-from components.trainer import cluster as cluster_lib
 from components.trainer import config as config_lib
-from components.trainer import data
-from components.trainer.task import BinaryClassificationTask
-
-CHECKPOINT_SUBDIR = 'checkpoints'
-REPORT_FILE = 'training_report.json'
-# The global step as last seen by the coordinator, rewritten at every summary and checkpoint:
-# what a supervisor (`recovery`) or an operator reads to see how far a run got.
-PROGRESS_FILE = 'progress.json'
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainingReport:
-    """What one training run measured (written as `training_report.json`).
-
-    Attributes:
-      steps: The global step reached (optimizer updates over all workers).
-      steps_this_run: Updates applied by this run (less than `steps` after a resume).
-      initial_step: The step this run started from (restored from a checkpoint, else 0).
-      examples_per_sec: Training examples consumed per second over this run's training time.
-      staleness_mean: Mean over updates of (global step at apply - global step at read).
-      staleness_max: The largest such staleness.
-      input_wait_fraction: Time workers spent waiting for the next batch, as a fraction of the
-        time they spent in the train loop.
-      seconds: Wall time of the training loop (not counting evaluation and export).
-      eval: Evaluation of the final weights on the eval split: loss, auc, accuracy, label_mean,
-        examples.
-      num_workers: Workers in the cluster.
-      num_ps: Parameter servers in the cluster.
-      restarts: Times the cluster and coordinator were restarted from a checkpoint (only a
-        `local_processes` run restarts itself; see `recovery`).
-      attempts: One entry per coordinator attempt when there were restarts: attempt,
-        initial_step, last_step (the last global step it recorded; a lower bound of what it
-        reached), outcome.
-    """
-
-    steps: int
-    steps_this_run: int
-    initial_step: int
-    examples_per_sec: float
-    staleness_mean: float
-    staleness_max: int
-    input_wait_fraction: float
-    seconds: float
-    eval: dict
-    num_workers: int
-    num_ps: int
-    restarts: int = 0
-    attempts: tuple = ()
-
-    @classmethod
-    def read(cls, directory: str) -> TrainingReport:
-        data = read_json(os.path.join(directory, REPORT_FILE))
-        if data is None:
-            raise FileNotFoundError(os.path.join(directory, REPORT_FILE))
-        data['attempts'] = tuple(data.get('attempts', ()))
-        return cls(**data)
-
-    def write(self, directory: str) -> str:
-        path = os.path.join(directory, REPORT_FILE)
-        tf.io.gfile.makedirs(directory)
-        write_json(path, dataclasses.asdict(self))
-        return path
+from components.trainer.training import data, export, run_files
+from components.trainer.training import task as task_lib
+from components.trainer.training.task import BinaryClassificationTask
 
 
 def make_partitioner(distribution: config_lib.DistributionConfig, num_ps: int):
@@ -95,35 +34,6 @@ def make_partitioner(distribution: config_lib.DistributionConfig, num_ps: int):
     return partitioners.MinSizePartitioner(
         min_shard_bytes=distribution.min_shard_bytes, max_shards=distribution.max_shards or num_ps
     )
-
-
-def write_json(path: str, data: dict, atomic: bool = False) -> None:
-    """Writes `data` as JSON through tf.io.gfile (so also to gs://). `atomic` writes a temporary
-    file and renames it over `path`, so that a concurrent reader never sees half of it."""
-    target = path + '.tmp' if atomic else path
-    with tf.io.gfile.GFile(target, 'w') as f:
-        f.write(json.dumps(data, indent=2, sort_keys=True))
-    if atomic:
-        tf.io.gfile.rename(target, path, overwrite=True)
-
-
-def read_json(path: str) -> dict | None:
-    """The JSON at `path`, or None when there is no such file."""
-    if not tf.io.gfile.exists(path):
-        return None
-    with tf.io.gfile.GFile(path) as f:
-        return json.load(f)
-
-
-def write_progress(run_dir: str, **progress) -> None:
-    """Replaces `run_dir/progress.json` atomically: another process polls it."""
-    tf.io.gfile.makedirs(run_dir)
-    write_json(os.path.join(run_dir, PROGRESS_FILE), {**progress, 'time': time.time()}, atomic=True)
-
-
-def read_progress(run_dir: str) -> dict | None:
-    """What `write_progress` last wrote, or None."""
-    return read_json(os.path.join(run_dir, PROGRESS_FILE))
 
 
 def transfer_weights(source: tf.keras.Model, target: tf.keras.Model, scratch_dir: str) -> None:
@@ -139,7 +49,7 @@ class Trainer:
     def __init__(
         self,
         task: BinaryClassificationTask,
-        cluster: cluster_lib.Cluster,
+        cluster,
         examples_dir: str,
         run_dir: str,
         checkpoint_dir: str | None = None,
@@ -149,7 +59,7 @@ class Trainer:
         self.cluster = cluster
         self.examples_dir = examples_dir
         self.run_dir = run_dir
-        self.checkpoint_dir = checkpoint_dir or os.path.join(run_dir, CHECKPOINT_SUBDIR)
+        self.checkpoint_dir = checkpoint_dir or os.path.join(run_dir, run_files.CHECKPOINT_SUBDIR)
         self.strategy = tf.distribute.experimental.ParameterServerStrategy(
             cluster.resolver,
             variable_partitioner=make_partitioner(self.config.distribution, cluster.num_ps),
@@ -241,7 +151,7 @@ class Trainer:
         self._write_progress(step)
 
     def _write_progress(self, step: int) -> None:
-        write_progress(
+        run_files.write_progress(
             self.run_dir,
             step=step,
             initial_step=self._initial_step,
@@ -436,6 +346,7 @@ def evaluate(
 
 
 def train_and_export(
+    cluster,
     examples_dir: str,
     transform_graph_dir: str,
     serving_model_dir: str,
@@ -444,11 +355,12 @@ def train_and_export(
     label_key: str,
     base_model_dir: str | None = None,
     checkpoint_dir: str | None = None,
-    cluster_spec: dict | None = None,
-) -> TrainingReport:
-    """The whole Trainer, framework-free: what the TFX executor and `asynctrain train` call.
+) -> run_files.TrainingReport:
+    """Trains on a running cluster, evaluates, exports: one attempt of the whole Trainer.
 
     Args:
+      cluster: The running cluster (a `cluster.servers.Cluster`: `resolver`, `num_workers`,
+        `num_ps`); `cluster.launch` starts it and supervises the attempts.
       examples_dir: Transformed examples with `Split-train/` and `Split-eval/`.
       transform_graph_dir: Transform's output (`transform_fn/`, `transformed_metadata/`).
       serving_model_dir: Where the serving SavedModel goes.
@@ -459,61 +371,37 @@ def train_and_export(
         checkpoint is restored, or when `trainer_config.warm_start` is false).
       checkpoint_dir: Where checkpoints live, overriding `training.checkpoint_dir`; a rerun
         pointing at the same directory resumes from the latest checkpoint.
-      cluster_spec: Servers already running to train on, instead of the cluster
-        `trainer_config.distribution` describes (how `recovery` runs each attempt).
-
-    A `local_processes` run is supervised (`recovery.train_with_restarts`): this process starts
-    the servers and runs the coordinator as a child, restarting both from the last checkpoint
-    when a parameter server or the coordinator fails.
     """
-    from components.trainer import export
-    from components.trainer import task as task_lib
-
-    if trainer_config.distribution.cluster == 'local_processes' and cluster_spec is None:
-        from components.trainer import recovery
-
-        return recovery.train_with_restarts(
-            examples_dir=examples_dir,
-            transform_graph_dir=transform_graph_dir,
-            serving_model_dir=serving_model_dir,
-            model_run_dir=model_run_dir,
-            trainer_config=trainer_config,
-            label_key=label_key,
-            base_model_dir=base_model_dir,
-            checkpoint_dir=checkpoint_dir,
-        )
-
     schema = task_lib.load_transformed_schema(transform_graph_dir, label_key)
-    task = BinaryClassificationTask(schema, trainer_config)
+    task = task_lib.BinaryClassificationTask(schema, trainer_config)
     tf.io.gfile.makedirs(model_run_dir)
-    with cluster_lib.start(trainer_config.distribution, attach_to=cluster_spec) as cluster:
-        trainer = Trainer(
-            task,
-            cluster,
-            examples_dir,
-            model_run_dir,
-            checkpoint_dir or trainer_config.training.checkpoint_dir or None,
+    trainer = Trainer(
+        task,
+        cluster,
+        examples_dir,
+        model_run_dir,
+        checkpoint_dir or trainer_config.training.checkpoint_dir or None,
+    )
+    # Created after the strategy connected to the cluster, which renames the local device:
+    # resources made before that are unusable.
+    writer = tf.summary.create_file_writer(model_run_dir)
+    initial_step = trainer.restore()
+    if initial_step == 0 and base_model_dir and trainer_config.warm_start:
+        warm = task.build_model()
+        copied = export.load_weights_by_name(warm, base_model_dir)
+        logging.info(
+            'Warm start: %d of %d weights from %s', copied, len(warm.weights), base_model_dir
         )
-        # Created after the strategy connected to the cluster, which renames the local device:
-        # resources made before that are unusable.
-        writer = tf.summary.create_file_writer(model_run_dir)
-        initial_step = trainer.restore()
-        if initial_step == 0 and base_model_dir and trainer_config.warm_start:
-            warm = task.build_model()
-            copied = export.load_weights_by_name(warm, base_model_dir)
-            logging.info(
-                'Warm start: %d of %d weights from %s', copied, len(warm.weights), base_model_dir
-            )
-            transfer_weights(warm, trainer.model, os.path.join(model_run_dir, 'warm_start'))
-        measured = trainer.train(writer)
-        serving_model = trainer.serving_model()
+        transfer_weights(warm, trainer.model, os.path.join(model_run_dir, 'warm_start'))
+    measured = trainer.train(writer)
+    serving_model = trainer.serving_model()
     eval_metrics = evaluate(task, serving_model, examples_dir)
     with writer.as_default(step=measured['steps']):
         for name, value in eval_metrics.items():
             tf.summary.scalar(f'eval/{name}', value)
     writer.flush()
     export.export_serving_model(serving_model, transform_graph_dir, serving_model_dir)
-    report = TrainingReport(
+    report = run_files.TrainingReport(
         steps=measured['steps'],
         steps_this_run=measured['steps_this_run'],
         initial_step=measured['initial_step'],

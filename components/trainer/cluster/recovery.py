@@ -8,7 +8,7 @@ last checkpoint. A process cannot reconnect its own eager context to a new clust
 restart needs a process boundary; this module is it:
 
     this process (supervisor)              child process (coordinator)
-    start ps/worker servers  ─── spec ───▶  train_and_export(cluster_spec=...)
+    start ps/worker servers  ─── spec ───▶  loop.train_and_export on those servers
     watch the servers and the child         restore the latest checkpoint, train, export
     on a cluster failure: stop everything,  exit 0, or EXIT_RETRYABLE on a cluster error,
     start afresh, run a new child           or 1 on any other error
@@ -34,8 +34,8 @@ import subprocess
 import sys
 import time
 
-from components.trainer import cluster as cluster_lib
 from components.trainer import config as config_lib
+from components.trainer.cluster import servers as cluster_lib
 
 # The coordinator lost the cluster; a restart can succeed. At least 128, the range the Training
 # Operator's `ExitCode` restart policy retries (1-127 are permanent), so a TFJob's chief that exits
@@ -87,7 +87,7 @@ def _remove(path: str) -> None:
 
 def _start_coordinator(request_path: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, '-m', 'components.trainer.recovery', request_path],
+        [sys.executable, '-m', 'components.trainer.cluster.recovery', request_path],
         env=cluster_lib.child_env(),
         stdin=subprocess.DEVNULL,
         preexec_fn=cluster_lib.die_with_parent,
@@ -146,7 +146,7 @@ def train_with_restarts(
     base_model_dir: str | None = None,
     checkpoint_dir: str | None = None,
 ):
-    """`train_lib.train_and_export` on a `local_processes` cluster, restarted after cluster
+    """`training.loop.train_and_export` on a `local_processes` cluster, restarted after cluster
     failures (see the module docstring). Returns the `TrainingReport` with its attempts.
 
     Raises:
@@ -155,7 +155,7 @@ def train_with_restarts(
     """
     import tensorflow as tf
 
-    from components.trainer import train_lib
+    from components.trainer.training import run_files
 
     distribution = trainer_config.distribution
     tf.io.gfile.makedirs(model_run_dir)
@@ -175,13 +175,13 @@ def train_with_restarts(
     max_attempts = distribution.max_restarts + 1
     for number in range(1, max_attempts + 1):
         _remove(failure_path)
-        _remove(os.path.join(model_run_dir, train_lib.PROGRESS_FILE))
+        _remove(os.path.join(model_run_dir, run_files.PROGRESS_FILE))
         spec, servers = cluster_lib.start_server_processes(distribution)
         coordinator = None
         try:
-            train_lib.write_json(request_path, {**request, 'cluster_spec': spec})
+            run_files.write_json(request_path, {**request, 'cluster_spec': spec})
             coordinator = _start_coordinator(request_path)
-            train_lib.write_json(
+            run_files.write_json(
                 os.path.join(model_run_dir, CLUSTER_FILE),
                 {
                     'attempt': number,
@@ -204,8 +204,8 @@ def train_with_restarts(
                 coordinator.wait()
             cluster_lib.stop_processes(servers)
         code = coordinator.returncode
-        progress = train_lib.read_progress(model_run_dir) or {}
-        reported = train_lib.read_json(failure_path) or {}
+        progress = run_files.read_progress(model_run_dir) or {}
+        reported = run_files.read_json(failure_path) or {}
         if code == 0:
             outcome = 'succeeded'
         else:
@@ -244,7 +244,7 @@ def train_with_restarts(
             f'distribution.max_restarts = {distribution.max_restarts} allows:\n{history}'
         )
 
-    report = train_lib.TrainingReport.read(model_run_dir)
+    report = run_files.TrainingReport.read(model_run_dir)
     report = dataclasses.replace(
         report, restarts=len(attempts) - 1, attempts=tuple(dataclasses.asdict(a) for a in attempts)
     )
@@ -283,12 +283,13 @@ def _gist(message: str) -> str:
 
 def coordinator_main(request_path: str) -> int:
     """The child: one attempt of `train_and_export` on the servers the request names."""
-    from components.trainer import train_lib
+    from components.trainer.training import loop, run_files
 
-    request = train_lib.read_json(request_path)
+    request = run_files.read_json(request_path)
     model_run_dir = request['model_run_dir']
     try:
-        train_lib.train_and_export(
+        loop.train_and_export(
+            cluster_lib.attach(request['cluster_spec']),
             examples_dir=request['examples_dir'],
             transform_graph_dir=request['transform_graph_dir'],
             serving_model_dir=request['serving_model_dir'],
@@ -297,11 +298,10 @@ def coordinator_main(request_path: str) -> int:
             label_key=request['label_key'],
             base_model_dir=request['base_model_dir'],
             checkpoint_dir=request['checkpoint_dir'],
-            cluster_spec=request['cluster_spec'],
         )
     except Exception as e:  # noqa: BLE001 - reported to the supervisor, which decides.
         logging.exception('Coordinator failed')
-        train_lib.write_json(
+        run_files.write_json(
             os.path.join(model_run_dir, _FAILURE_FILE),
             {'error': f'{type(e).__name__}: {_gist(str(e))}', 'details': str(e)[:20000]},
         )

@@ -20,7 +20,8 @@ import time
 import pytest
 
 from components.trainer import config as config_lib
-from components.trainer import recovery, train_lib
+from components.trainer.cluster import launch, recovery
+from components.trainer.training import run_files
 from tests.components.trainer.trainer_testdata import (
     LABEL_KEY,
     REPO_ROOT,
@@ -104,7 +105,7 @@ def _cluster_pids(cluster_file) -> list[int]:
 
 
 def _train(transformed_data, root, config):
-    return train_lib.train_and_export(
+    return launch.train_and_export(
         transformed_data.examples,
         transformed_data.transform_graph,
         os.path.join(root, 'model', 'Format-Serving'),
@@ -127,11 +128,11 @@ def test_killed_parameter_server_restarts_the_cluster_from_the_last_checkpoint(
     def kill_parameter_server():
         def progressed():
             state = _read_json(run_dir / recovery.CLUSTER_FILE)
-            progress = _read_json(run_dir / train_lib.PROGRESS_FILE)
+            progress = _read_json(run_dir / run_files.PROGRESS_FILE)
             return state if state and progress and progress['step'] >= KILL_AFTER_STEP else None
 
         state = _wait_for(progressed)
-        killed['progress'] = _read_json(run_dir / train_lib.PROGRESS_FILE)['step']
+        killed['progress'] = _read_json(run_dir / run_files.PROGRESS_FILE)['step']
         os.kill(state['tasks']['ps'][0]['pid'], signal.SIGKILL)
         # Once the first coordinator has exited, no checkpoint of the first attempt can appear
         # (one being written at the kill may still have completed); the second attempt needs a
@@ -234,7 +235,7 @@ def test_killed_trainer_resumes_from_the_last_checkpoint_when_rerun(transformed_
     try:
         _wait_for(
             lambda: (
-                (p := _read_json(run_dir / train_lib.PROGRESS_FILE))
+                (p := _read_json(run_dir / run_files.PROGRESS_FILE))
                 and p['step'] >= KILL_AFTER_STEP
             )
         )
@@ -249,7 +250,7 @@ def test_killed_trainer_resumes_from_the_last_checkpoint_when_rerun(transformed_
     assert not os.path.exists(output / 'model' / 'Format-Serving' / 'saved_model.pb')
     # What the killed run left: its last checkpoint, and the last step it recorded.
     checkpoint_at_kill = _latest_checkpoint_step(run_dir / 'checkpoints')
-    progress = _read_json(run_dir / train_lib.PROGRESS_FILE)
+    progress = _read_json(run_dir / run_files.PROGRESS_FILE)
     assert progress['step'] >= KILL_AFTER_STEP
 
     rerun = subprocess.run(

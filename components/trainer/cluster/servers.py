@@ -3,7 +3,7 @@
 - `in_process`: worker and parameter-server gRPC servers inside this process, on free loopback
   ports. The default on one machine; what most tests use.
 - `local_processes`: each worker and parameter server a separate OS process on 127.0.0.1 (this
-  module run as `python -m components.trainer.cluster` with `TF_CONFIG` naming its task), so that
+  module run as `python -m components.trainer.cluster.servers` with `TF_CONFIG` naming its task), so that
   a test can kill one. This process is the coordinator.
 - `tf_config`: the cluster `TF_CONFIG` describes. Every replica of a Kubernetes TFJob or a Vertex
   AI job runs the same command; the chief coordinates, workers and parameter servers start their
@@ -30,7 +30,9 @@ from collections.abc import Iterator
 from components.trainer import config as config_lib
 
 CHIEF, WORKER, PS = 'chief', 'worker', 'ps'
-_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_PACKAGE_ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+)
 
 
 @dataclasses.dataclass
@@ -179,10 +181,10 @@ def child_env(tf_config: dict | None = None) -> dict:
 def start_server_process(
     cluster_spec: dict, task_type: str, task_id: int, server_threads: int = 0
 ) -> subprocess.Popen:
-    """Runs one worker or parameter server as `python -m components.trainer.cluster`; it is
+    """Runs one worker or parameter server as `python -m components.trainer.cluster.servers`; it is
     killed if this process dies."""
     env = child_env({'cluster': cluster_spec, 'task': {'type': task_type, 'index': task_id}})
-    command = [sys.executable, '-m', 'components.trainer.cluster']
+    command = [sys.executable, '-m', 'components.trainer.cluster.servers']
     if server_threads:
         command += ['--server-threads', str(server_threads)]
     return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
@@ -243,7 +245,8 @@ def _start_local_processes(distribution: config_lib.DistributionConfig) -> Clust
     )
 
 
-def _attach(cluster_spec: dict) -> Cluster:
+def attach(cluster_spec: dict) -> Cluster:
+    """The cluster of servers already running at `cluster_spec`'s addresses."""
     return Cluster(
         resolver=_simple_resolver(cluster_spec),
         num_workers=len(cluster_spec.get(WORKER, ())),
@@ -297,7 +300,7 @@ def start(
     # gone, so that ClusterCoordinator sees the failure and reschedules the closure.
     os.environ.setdefault('GRPC_FAIL_FAST', 'use_caller')
     if attach_to is not None:
-        cluster = _attach(attach_to)
+        cluster = attach(attach_to)
     elif distribution.cluster == 'in_process':
         cluster = _start_in_process(distribution)
     elif distribution.cluster == 'local_processes':
@@ -311,7 +314,7 @@ def start(
 
 
 def main(argv: list | None = None) -> int:
-    """`python -m components.trainer.cluster`: serve as the worker or ps that TF_CONFIG names."""
+    """`python -m components.trainer.cluster.servers`: serve as the worker or ps that TF_CONFIG names."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)

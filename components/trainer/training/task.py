@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import tensorflow as tf
 
 from components.trainer import config as config_lib
-from components.trainer import data, model
+from components.trainer.training import data, model
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.trainer import tfjob as tfjob_lib
-from components.trainer import tfjob_local
+from components.trainer.kubernetes import local as tfjob_local
+from components.trainer.kubernetes import tfjob as tfjob_lib
 
 REPO = Path(__file__).resolve().parents[3]
 VALUES = REPO / 'kubeflow' / 'tfjob-values.yaml'

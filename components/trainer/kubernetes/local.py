@@ -29,7 +29,7 @@ from typing import Any
 import portpicker
 from kubeflow.training import models
 
-from components.trainer import tfjob as tfjob_lib
+from components.trainer.kubernetes import tfjob as tfjob_lib
 
 _CHIEF = 'Chief'
 _STOP_GRACE_S = 10.0

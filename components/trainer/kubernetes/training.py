@@ -17,13 +17,13 @@ import tensorflow as tf
 import yaml
 
 from components.trainer import config as config_lib
-from components.trainer import tfjob as tfjob_lib
+from components.trainer.kubernetes import tfjob as tfjob_lib
 
 # The replicas' trainer config, written into the ModelRun artifact: every pod reads the same file
 # from the pipeline's storage, and the run keeps a record of the settings it trained with.
 REPLICA_CONFIG_FILE = 'trainer_config.yaml'
 # Relative values paths resolve here: the checkout, or /opt/asynctrain in the image.
-PROJECT_ROOT = pathlib.Path(__file__).resolve().parents[2]
+PROJECT_ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 class NoModelExported(RuntimeError):

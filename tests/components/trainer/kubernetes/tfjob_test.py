@@ -17,7 +17,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.trainer import tfjob as tfjob_lib
+from components.trainer.kubernetes import tfjob as tfjob_lib
 from tests.components.trainer import fake_kubernetes
 
 REPO = Path(__file__).resolve().parents[3]
