@@ -1,8 +1,9 @@
 """The pipeline's typed configuration: one frozen dataclass, loaded from YAML and validated once.
 
 `asynctrain run --config FILE` reads a YAML mapping whose keys are the fields below (nested
-sections for nested dataclasses). Unknown keys, wrong types and out-of-range values fail before any
-work starts, with an error naming the field, e.g. `trainer.training.batch_size: expected int`.
+sections for nested dataclasses) with the project's one config loader (`components.yaml_config`).
+Unknown keys, wrong types and out-of-range values fail before any work starts, with an error
+naming the file and the field, e.g. `config.yaml: trainer.training.batch_size: expected int`.
 """
 
 from __future__ import annotations
@@ -11,20 +12,29 @@ import dataclasses
 import datetime
 import os
 import pathlib
-import types
-import typing
-from typing import Any, Union
+from typing import Any
 
-import yaml
-
-from components.trainer.config import TrainerConfig
+from components import yaml_config
+from components.trainer.config import REGRESSION_LOSSES, TASK_TYPES, TrainerConfig
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 BUNDLED_DATA = 'bundled:chicago_taxi'
 
 
-class ConfigError(ValueError):
-    """A configuration value that cannot be used; the message names the field."""
+ConfigError = yaml_config.ConfigError
+from_dict = yaml_config.build
+
+# The Evaluator's blessing metric: the TFMA metric of each name, its bound (`min_value` is a lower
+# bound, `max_value` an upper bound), and the tasks it applies to.
+METRICS = {
+    'AUC': ('binary',),
+    'BinaryAccuracy': ('binary',),
+    'Accuracy': ('multiclass',),
+    'RMSE': ('regression',),
+    'MSE': ('regression',),
+}
+DEFAULT_METRIC = {'binary': 'AUC', 'multiclass': 'Accuracy', 'regression': 'RMSE'}
+UPPER_BOUND_METRICS = ('RMSE', 'MSE')
 
 
 def _absolute(path: str) -> str:
@@ -70,13 +80,42 @@ class ExampleGenSettings:
     def __post_init__(self):
         for name in ('train_buckets', 'eval_buckets'):
             if getattr(self, name) < 1:
-                raise ConfigError(f'example_gen.{name}: expected an integer >= 1')
+                yaml_config.fail(f'example_gen.{name}', 'expected an integer >= 1')
         if len(self.delimiter) != 1:
-            raise ConfigError(
-                f'example_gen.delimiter: expected one character, got {self.delimiter!r}'
+            yaml_config.fail(
+                'example_gen.delimiter', f'expected one character, got {self.delimiter!r}'
             )
         if not 0.0 <= self.max_bad_fraction <= 1.0:
-            raise ConfigError('example_gen.max_bad_fraction: expected a number in [0, 1]')
+            yaml_config.fail('example_gen.max_bad_fraction', 'expected a number in [0, 1]')
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelSettings:
+    """The label, when the pipeline config gives it: with a `preprocessing_module`, whose
+    `features.yaml` needs no label, or to override the dataset's `features.yaml`.
+
+    Attributes:
+      column: The raw CSV column holding the label (its transformed feature has the same name).
+      task: One of `binary`, `multiclass`, `regression`.
+      positive: Binary only: the column's value that is the positive class; unset, the column
+        must hold 0 and 1.
+      loss: Regression only: `mse` or `huber`.
+    """
+
+    column: str
+    task: str
+    positive: str | int | None = None
+    loss: str = 'mse'
+
+    def __post_init__(self):
+        if not self.column:
+            yaml_config.fail('label.column', 'expected the name of a CSV column')
+        if self.task not in TASK_TYPES:
+            yaml_config.fail('label.task', f'got {self.task!r}; allowed: {list(TASK_TYPES)}')
+        if self.positive is not None and self.task != 'binary':
+            yaml_config.fail('label.positive', f'only for task binary, got task {self.task!r}')
+        if self.loss not in REGRESSION_LOSSES:
+            yaml_config.fail('label.loss', f'got {self.loss!r}; allowed: {list(REGRESSION_LOSSES)}')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,20 +123,45 @@ class EvaluationSettings:
     """The Evaluator's blessing rule.
 
     Attributes:
-      metric: TFMA metric class that gates the push (`AUC` or `BinaryAccuracy`).
-      min_value: The model is blessed only if the metric on eval is at least this.
+      metric: The metric that gates the push, one of `METRICS`; empty means the task's default
+        (`DEFAULT_METRIC`: AUC for binary, Accuracy for multiclass, RMSE for regression).
+      min_value: For AUC, BinaryAccuracy and Accuracy: the model is blessed only if the metric on
+        eval is at least this.
+      max_value: For RMSE and MSE (required for them): the model is blessed only if the metric
+        on eval is at most this, in the label's units (squared for MSE).
     """
 
-    metric: str = 'AUC'
+    metric: str = ''
     min_value: float = 0.6
+    max_value: float | None = None
 
     def __post_init__(self):
-        if self.metric not in ('AUC', 'BinaryAccuracy'):
-            raise ConfigError(
-                f"evaluation.metric: unsupported metric {self.metric!r}; allowed: ['AUC', 'BinaryAccuracy']"
+        if self.metric and self.metric not in METRICS:
+            yaml_config.fail(
+                'evaluation.metric',
+                f'unsupported metric {self.metric!r}; allowed: {list(METRICS)}',
             )
         if not 0.0 <= self.min_value <= 1.0:
-            raise ConfigError('evaluation.min_value: expected a number in [0, 1]')
+            yaml_config.fail('evaluation.min_value', 'expected a number in [0, 1]')
+        if self.max_value is not None and self.max_value <= 0:
+            yaml_config.fail('evaluation.max_value', f'expected a number > 0, got {self.max_value}')
+
+    def metric_for(self, task: str) -> str:
+        """The blessing metric for `task`; a ConfigError if the configured one does not fit it or
+        lacks its bound."""
+        metric = self.metric or DEFAULT_METRIC[task]
+        if task not in METRICS[metric]:
+            allowed = [name for name, tasks in METRICS.items() if task in tasks]
+            yaml_config.fail(
+                'evaluation.metric', f'{metric} does not apply to a {task} task; allowed: {allowed}'
+            )
+        if metric in UPPER_BOUND_METRICS and self.max_value is None:
+            yaml_config.fail(
+                'evaluation.max_value',
+                f'required for {metric}: the largest {metric} on eval that is blessed, in the '
+                "label's units",
+            )
+        return metric
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +191,7 @@ class PipelineConfig:
       dataset: Folder under `schemas/` (or a path) holding `schema.pbtxt` and `features.yaml`.
       preprocessing_module: Optional path to the user's own module defining `preprocessing_fn`;
         by default the function is generated from `features.yaml`.
+      label: The label column and task; unset, `features.yaml` defines the label.
       example_gen: CSV reading and splitting.
       trainer: The Trainer's model, training, input pipeline and distribution settings.
       evaluation: The blessing rule.
@@ -142,6 +207,7 @@ class PipelineConfig:
     work_dir: str = 'runs/local'
     dataset: str = 'taxi'
     preprocessing_module: str | None = None
+    label: LabelSettings | None = None
     example_gen: ExampleGenSettings = dataclasses.field(default_factory=ExampleGenSettings)
     trainer: TrainerConfig = dataclasses.field(default_factory=TrainerConfig)
     evaluation: EvaluationSettings = dataclasses.field(default_factory=EvaluationSettings)
@@ -159,19 +225,21 @@ class PipelineConfig:
             ('trainer.input.cache_dir', self.trainer.input.cache_dir),
         ):
             if value and not _inside(value, self.work_dir):
-                raise ConfigError(
-                    f'{field}: {value!r} is outside the work directory '
-                    f'{self.work_dir!r}; give a path under it'
+                yaml_config.fail(
+                    field,
+                    f'{value!r} is outside the work directory {self.work_dir!r}; '
+                    'give a path under it',
                 )
         if self.date is not None:
             try:
                 datetime.date.fromisoformat(self.date)
             except ValueError:
-                raise ConfigError(f'date: expected YYYY-MM-DD, got {self.date!r}') from None
+                yaml_config.fail('date', f'expected YYYY-MM-DD, got {self.date!r}')
             if not all(s in self.example_gen.input_pattern for s in ('{YYYY}', '{MM}', '{DD}')):
-                raise ConfigError(
-                    'example_gen.input_pattern: a run for one date needs {YYYY}, {MM} and {DD} '
-                    f'in the pattern, got {self.example_gen.input_pattern!r}'
+                yaml_config.fail(
+                    'example_gen.input_pattern',
+                    'a run for one date needs {YYYY}, {MM} and {DD} in the pattern, got '
+                    f'{self.example_gen.input_pattern!r}',
                 )
 
     @property
@@ -208,72 +276,11 @@ class PipelineConfig:
         return os.path.join(_absolute(self.work_dir), 'serving_model')
 
 
-def _convert(value: Any, tp: Any, where: str) -> Any:
-    """Checks `value` against the annotation `tp`, building nested dataclasses."""
-    origin = typing.get_origin(tp)
-    if origin in (Union, types.UnionType):
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return _convert(value, inner[0], where)
-    if dataclasses.is_dataclass(tp):
-        return from_dict(tp, value, where)
-    if origin is tuple:
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f'{where}: expected a list, got {type(value).__name__}')
-        item = typing.get_args(tp)[0]
-        return tuple(_convert(v, item, f'{where}[{i}]') for i, v in enumerate(value))
-    if origin is typing.Literal:
-        allowed = typing.get_args(tp)
-        if value not in allowed:
-            raise ConfigError(f'{where}: {value!r} is not allowed; allowed: {list(allowed)}')
-        return value
-    if tp is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if tp in (int, float, str, bool):
-        if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
-            raise ConfigError(f'{where}: expected {tp.__name__}, got {value!r}')
-        return value
-    return value
-
-
-def from_dict(cls: type, data: Any, where: str = '') -> Any:
-    """Builds dataclass `cls` from a mapping, naming the field of any error."""
-    prefix = f'{where}.' if where else ''
-    if not isinstance(data, dict):
-        raise ConfigError(f'{where or "config"}: expected a mapping, got {type(data).__name__}')
-    hints = typing.get_type_hints(cls)
-    fields = {f.name for f in dataclasses.fields(cls) if f.init}
-    unknown = sorted(set(data) - fields)
-    if unknown:
-        raise ConfigError(f'{prefix}{unknown[0]}: unknown field; allowed: {sorted(fields)}')
-    kwargs = {k: _convert(v, hints[k], prefix + k) for k, v in data.items()}
-    try:
-        return cls(**kwargs)
-    except ConfigError:
-        raise
-    except (ValueError, TypeError) as e:
-        message = str(e)
-        raise ConfigError(
-            message if where and message.startswith(where) else f'{where or "config"}: {message}'
-        ) from None
-
-
 def load_config(path: str | None = None, **overrides: Any) -> PipelineConfig:
-    """Reads the YAML config at `path` (safe loader) and applies command-line overrides."""
-    data: dict = {}
-    if path:
-        try:
-            with open(path, encoding='utf-8') as f:
-                data = yaml.safe_load(f) or {}
-        except OSError as e:
-            raise ConfigError(f'{path}: cannot read the config: {e.strerror}') from None
-        except yaml.YAMLError as e:
-            raise ConfigError(f'{path}: not valid YAML: {e}') from None
-        except UnicodeDecodeError as e:
-            raise ConfigError(f'{path}: not UTF-8 text (byte {e.start}): {e.reason}') from None
-        if not isinstance(data, dict):
-            raise ConfigError(f'{path}: expected a mapping of config fields at the top level')
+    """Reads the YAML config at `path` and applies command-line overrides (unset ones ignored)."""
+    data = yaml_config.read_mapping(path, 'config') if path else {}
     data.update({k: v for k, v in overrides.items() if v is not None})
-    return from_dict(PipelineConfig, data)
+    try:
+        return from_dict(PipelineConfig, data)
+    except ConfigError as e:
+        raise ConfigError(f'{path}: {e}' if path else str(e)) from None

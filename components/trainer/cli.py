@@ -117,25 +117,7 @@ def output_dirs(args: argparse.Namespace) -> tuple[str, str]:
 
 def load_config(path: str | None) -> config_lib.TrainerConfig:
     """The TrainerConfig in a YAML file (its `trainer:` section if it has one)."""
-    if not path:
-        return config_lib.TrainerConfig()
-    import tensorflow as tf
-    import yaml
-
-    # tf.io.gfile, so that a replica reads the config the executor wrote next to its artifacts
-    # on the pipeline's storage (gs://, s3://) as well as a local file.
-    if not tf.io.gfile.exists(path):
-        raise OSError(f'{path}: no such file')
-    with tf.io.gfile.GFile(path, 'r') as f:
-        data = yaml.safe_load(f.read()) or {}
-    if not isinstance(data, dict):
-        raise ValueError(f'{path}: expected a mapping at the top level')
-    if 'trainer' in data:
-        data = data['trainer'] or {}
-    try:
-        return config_lib.from_dict(data)
-    except (ValueError, TypeError) as e:
-        raise ValueError(f'{path}: {e}') from None
+    return config_lib.load(path)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,9 +1,9 @@
 """`TrainerConfig`: everything the Trainer can be told, as frozen dataclasses.
 
-The pipeline loads it from YAML (the `trainer:` key of the pipeline config) with a generic
-dataclass loader, so the fields are plain: str, int, float, bool, tuples and Optional. Every field
-has a default; each section validates itself once, on construction, raising a `ValueError` that
-names the field path and the allowed values.
+It is loaded from YAML (the `trainer:` key of the pipeline config, or that section alone) by the
+project's one config loader, `components.yaml_config`, so the fields are plain: str, int, float,
+bool, tuples and Optional. Every field has a default; each section validates itself once, on
+construction, raising a `yaml_config.ConfigError` that names the field path and the allowed values.
 """
 
 from __future__ import annotations
@@ -11,9 +11,13 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from components import yaml_config
+
 OPTIMIZERS = ('adagrad', 'adam', 'sgd')
 CACHE_MODES = ('none', 'memory', 'file')
 CLUSTER_MODES = ('in_process', 'local_processes', 'tf_config', 'tfjob')
+TASK_TYPES = ('binary', 'multiclass', 'regression')
+REGRESSION_LOSSES = ('mse', 'huber')
 PARTITIONERS = ('fixed_shards', 'min_shard_size')
 # tf.data.AUTOTUNE, spelled as the plain integer tf.data uses, so the config needs no TensorFlow.
 AUTOTUNE = -1
@@ -24,7 +28,7 @@ _STALENESS_AWARE_OPTIMIZERS = ('adagrad', 'sgd')
 
 
 def _fail(path: str, message: str) -> None:
-    raise ValueError(f'trainer.{path}: {message}')
+    yaml_config.fail(f'trainer.{path}', message)
 
 
 def _check_choice(path: str, value: str, allowed: tuple) -> None:
@@ -49,6 +53,31 @@ def _as_tuple(instance, name: str) -> None:
     value = getattr(instance, name)
     if isinstance(value, list):
         object.__setattr__(instance, name, tuple(value))
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskConfig:
+    """What is learned from the label: the task owns the model's head, loss, metrics and serving
+    outputs. The pipeline fills it from the label's definition (`features.yaml` or `label:`).
+
+    Attributes:
+      type: One of `TASK_TYPES`: `binary` (a 0/1 label; one logit, sigmoid cross-entropy),
+        `multiclass` (a class id from Transform's `label_classes` vocabulary; one logit per class,
+        softmax cross-entropy) or `regression` (a float label; one output, standardized for
+        training and served in the label's own units).
+      loss: Regression only, one of `REGRESSION_LOSSES`: mean squared error or Huber.
+      huber_delta: Regression with `loss: huber`: where the loss turns linear, in standard
+        deviations of the label.
+    """
+
+    type: str = 'binary'
+    loss: str = 'mse'
+    huber_delta: float = 1.0
+
+    def __post_init__(self):
+        _check_choice('task.type', self.type, TASK_TYPES)
+        _check_choice('task.loss', self.loss, REGRESSION_LOSSES)
+        _check_positive('task.huber_delta', self.huber_delta)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,11 +257,12 @@ class DistributionConfig:
         _check_positive('distribution.failure_grace_seconds', self.failure_grace_seconds)
 
 
-# A job name prefix: a DNS-1035 label start, short enough that `<prefix>-<12-char id>-worker-<i>`,
-# the Service name the Training Operator gives each pod, stays within 63 characters.
-_JOB_NAME_PREFIX = re.compile(r'^[a-z]([-a-z0-9]*[a-z0-9])?$')
+# A DNS-1035 label: what Kubernetes accepts as a Service name (at most 63 characters). A job name
+# prefix must start one, short enough that `<prefix>-<12-char id>-worker-<i>`, the Service name
+# the Training Operator gives each pod, stays within 63 characters.
+DNS_1035_LABEL = re.compile(r'^[a-z]([-a-z0-9]*[a-z0-9])?$')
 MAX_JOB_NAME_PREFIX = 30
-_NAMESPACE = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
+DNS_1123_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -266,7 +296,9 @@ class KubernetesConfig:
         for name in ('namespace', 'image'):
             if not isinstance(getattr(self, name), str):
                 _fail(f'kubernetes.{name}', f'expected a string, got {getattr(self, name)!r}')
-        if self.namespace and (not _NAMESPACE.match(self.namespace) or len(self.namespace) > 63):
+        if self.namespace and (
+            not DNS_1123_LABEL.match(self.namespace) or len(self.namespace) > 63
+        ):
             _fail(
                 'kubernetes.namespace',
                 f"got {self.namespace!r}; allowed: empty (the pod's own "
@@ -275,7 +307,7 @@ class KubernetesConfig:
         prefix = self.job_name_prefix
         if (
             not isinstance(prefix, str)
-            or not _JOB_NAME_PREFIX.match(prefix)
+            or not DNS_1035_LABEL.match(prefix)
             or len(prefix) > MAX_JOB_NAME_PREFIX
         ):
             _fail(
@@ -297,6 +329,10 @@ class TrainerConfig:
       input: The per-worker input pipeline.
       distribution: The cluster and variable sharding.
       kubernetes: The TFJob of the `tfjob` cluster mode.
+      task: The task: binary, multiclass or regression, and its loss.
+      model_module: Path to the user's own model: a Python file defining
+        `build_model(features, config)` that returns a tf.keras model from the transformed
+        features to the task's logits. Empty: the built-in model (`model`).
       warm_start: Initialize from the base model when the component is given one (and no
         checkpoint is restored).
     """
@@ -306,8 +342,9 @@ class TrainerConfig:
     input: InputConfig = dataclasses.field(default_factory=InputConfig)
     distribution: DistributionConfig = dataclasses.field(default_factory=DistributionConfig)
     kubernetes: KubernetesConfig = dataclasses.field(default_factory=KubernetesConfig)
+    task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
+    model_module: str = ''
     warm_start: bool = True
-    label_key: str | None = None
 
     def __post_init__(self):
         for name, cls in (
@@ -316,6 +353,7 @@ class TrainerConfig:
             ('input', InputConfig),
             ('distribution', DistributionConfig),
             ('kubernetes', KubernetesConfig),
+            ('task', TaskConfig),
         ):
             if not isinstance(getattr(self, name), cls):
                 _fail(name, f'expected a {cls.__name__}, got {type(getattr(self, name)).__name__}')
@@ -338,36 +376,22 @@ def in_tf_config_mode(config: TrainerConfig) -> TrainerConfig:
 
 def to_dict(config: TrainerConfig) -> dict:
     """The config as plain JSON-able data (tuples become lists)."""
-    return dataclasses.asdict(config)
+    return yaml_config.to_dict(config)
 
 
 def from_dict(data: dict | None) -> TrainerConfig:
-    """The inverse of `to_dict`; unknown keys raise a ValueError naming them."""
-    data = dict(data or {})
-    sections = {
-        'model': ModelConfig,
-        'training': TrainingConfig,
-        'input': InputConfig,
-        'distribution': DistributionConfig,
-        'kubernetes': KubernetesConfig,
-    }
-    kwargs = {}
-    for key, value in data.items():
-        if key in sections:
-            kwargs[key] = _build(sections[key], value, key)
-        else:
-            kwargs[key] = value
-    return _build(TrainerConfig, kwargs, '')
+    """The inverse of `to_dict`: a ConfigError names any unknown key or bad value by its path."""
+    return yaml_config.build(TrainerConfig, data or {}, 'trainer')
 
 
-def _build(cls, data, path: str):
-    if isinstance(data, cls):
-        return data
-    if not isinstance(data, dict):
-        _fail(path or '<root>', f'expected a mapping, got {type(data).__name__}')
-    allowed = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - allowed)
-    if unknown:
-        where = f'{path}.{unknown[0]}' if path else unknown[0]
-        _fail(where, f'unknown key; allowed: {sorted(allowed)}')
-    return cls(**data)
+def load(path: str | None) -> TrainerConfig:
+    """The TrainerConfig in a YAML file: a pipeline config's `trainer:` section, or that section
+    alone; defaults without a file. Read through tf.io.gfile when TensorFlow is loaded, so that a
+    replica reads the config its executor wrote to the pipeline's storage (gs://, s3://)."""
+    if not path:
+        return TrainerConfig()
+    data = yaml_config.read_mapping(path, 'trainer config', section='trainer')
+    try:
+        return from_dict(data)
+    except yaml_config.ConfigError as e:
+        raise yaml_config.ConfigError(f'{path}: {e}') from None

@@ -67,7 +67,7 @@ def test_from_dict_fills_defaults_and_turns_lists_into_tuples():
             'trainer.kubernetes.timeout_seconds: got 0; allowed: values > 0',
         ),
         ({'kubernetes': {'tfjob_values': ''}}, 'trainer.kubernetes.tfjob_values: expected a file'),
-        ({'kubernetes': {'imag': 'r/a:1'}}, 'trainer.kubernetes.imag: unknown key'),
+        ({'kubernetes': {'imag': 'r/a:1'}}, 'trainer.kubernetes.imag: unknown field'),
         (
             {'distribution': {'partitioner': 'round_robin'}},
             "trainer.distribution.partitioner: got 'round_robin'",
@@ -84,8 +84,8 @@ def test_from_dict_fills_defaults_and_turns_lists_into_tuples():
             'trainer.training.staleness_aware_learning_rate: needs training.optimizer in '
             "['adagrad', 'sgd'], got 'adam'",
         ),
-        ({'training': {'trian_steps': 5}}, 'trainer.training.trian_steps: unknown key; allowed:'),
-        ({'optimiser': 'sgd'}, 'trainer.optimiser: unknown key'),
+        ({'training': {'trian_steps': 5}}, 'trainer.training.trian_steps: unknown field; allowed:'),
+        ({'optimiser': 'sgd'}, 'trainer.optimiser: unknown field'),
     ],
 )
 def test_invalid_values_name_the_field_and_the_allowed_values(data, message):
