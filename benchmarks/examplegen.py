@@ -24,6 +24,8 @@ import time
 
 import numpy as np
 
+from components import tf_environment
+
 TAXI_CSV = ('tfx', 'examples', 'chicago_taxi_pipeline', 'data', 'simple', 'data.csv')
 SCHEMA = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'schemas', 'taxi', 'schema.pbtxt'
@@ -116,7 +118,7 @@ def _run_variant(
     variant: str, input_dir: str, output_dir: str, beam_args, infer_types: bool = False
 ) -> dict:
     """Runs one variant in this process; returns seconds and peak memory."""
-    os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+    tf_environment.configure()
     from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
 
     examples = standard_artifacts.Examples()
@@ -318,7 +320,7 @@ def _finish(results: dict, output: str) -> None:
     if 'stock' in results['variants']:
         results['ours_vs_stock'] = round(ours / results['variants']['stock']['rows_per_second'], 2)
         _log('checking that stock and ours wrote the same examples per split')
-        os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+        tf_environment.configure()
         stock_splits = _canonical_splits(os.path.join(output, 'stock'))
         our_splits = _canonical_splits(os.path.join(output, 'ours'), already_canonical=True)
         results['outputs_agree'] = stock_splits == our_splits

@@ -29,6 +29,7 @@ import sys
 import time
 
 from benchmarks import report
+from components import tf_environment
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'pipeline')
 DEFAULT_ROWS = 15000
@@ -226,9 +227,7 @@ def _run_in_child(variant: str, args: argparse.Namespace, output: str) -> dict |
         '--output',
         output,
     ]
-    env = dict(os.environ)
-    env.setdefault('TF_USE_LEGACY_KERAS', '1')
-    env.setdefault('GRPC_FAIL_FAST', 'use_caller')
+    env = tf_environment.configure(dict(os.environ))
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
     done = subprocess.run(
         command, capture_output=True, text=True, check=False, cwd=_REPO_ROOT, env=env
@@ -336,6 +335,5 @@ def main() -> int:
 
 
 if __name__ == '__main__':
-    os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-    os.environ.setdefault('GRPC_FAIL_FAST', 'use_caller')
+    tf_environment.configure()
     sys.exit(main())

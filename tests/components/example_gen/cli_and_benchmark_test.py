@@ -5,12 +5,10 @@ import json
 import os
 import shutil
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+import pytest
 
-import pytest  # noqa: E402
-
-from benchmarks import examplegen as bench  # noqa: E402
-from components.example_gen import cli  # noqa: E402
+from benchmarks import examplegen as bench
+from components.example_gen import cli
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'data', 'csv')
 

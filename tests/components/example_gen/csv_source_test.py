@@ -4,15 +4,13 @@ import json
 import os
 import shutil
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+import pytest
+import tensorflow as tf
+from apache_beam.testing import test_pipeline
+from apache_beam.testing.util import assert_that, equal_to
 
-import pytest  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from apache_beam.testing import test_pipeline  # noqa: E402
-from apache_beam.testing.util import assert_that, equal_to  # noqa: E402
-
-from components.example_gen import csv_dialect, csv_source  # noqa: E402
-from components.example_gen.feature_types import ColumnType  # noqa: E402
+from components.example_gen import csv_dialect, csv_source
+from components.example_gen.feature_types import ColumnType
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'data', 'csv')
 TYPES = {'id': ColumnType.INT, 'price': ColumnType.FLOAT, 'name': ColumnType.BYTES}

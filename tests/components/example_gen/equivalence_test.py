@@ -4,18 +4,16 @@ import collections
 import glob
 import os
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+import pytest
+import tensorflow as tf
+import tfx
+from tfx.components.example_gen import utils
+from tfx.components.example_gen.csv_example_gen import executor as stock_executor
+from tfx.proto import example_gen_pb2
+from tfx.types import standard_artifacts
+from tfx.utils import proto_utils
 
-import pytest  # noqa: E402
-import tensorflow as tf  # noqa: E402
-import tfx  # noqa: E402
-from tfx.components.example_gen import utils  # noqa: E402
-from tfx.components.example_gen.csv_example_gen import executor as stock_executor  # noqa: E402
-from tfx.proto import example_gen_pb2  # noqa: E402
-from tfx.types import standard_artifacts  # noqa: E402
-from tfx.utils import proto_utils  # noqa: E402
-
-from components.example_gen import component, executor, spec  # noqa: E402
+from components.example_gen import component, executor, spec
 
 TAXI_DIR = os.path.join(
     os.path.dirname(tfx.__file__), 'examples', 'chicago_taxi_pipeline', 'data', 'simple'

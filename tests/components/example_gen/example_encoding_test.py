@@ -1,21 +1,17 @@
 """The encoder writes stock's deterministic bytes; TFRecord files read back in TensorFlow; rows
 land in the same split as stock's `_PartitionFn` puts them."""
 
-import os
+import google_crc32c
+import numpy as np
+import pyarrow as pa
+import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tfx.components.example_gen import base_example_gen_executor
+from tfx.proto import example_gen_pb2
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-
-import google_crc32c  # noqa: E402
-import numpy as np  # noqa: E402
-import pyarrow as pa  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from tfx.components.example_gen import base_example_gen_executor  # noqa: E402
-from tfx.proto import example_gen_pb2  # noqa: E402
-
-from components.example_gen import example_encoder, split_assignment, tfrecord_writer  # noqa: E402
-from components.example_gen.feature_types import ColumnType  # noqa: E402
+from components.example_gen import example_encoder, split_assignment, tfrecord_writer
+from components.example_gen.feature_types import ColumnType
 
 TYPES = {
     'zeta': ColumnType.INT,

@@ -5,16 +5,14 @@ import json
 import os
 import shutil
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+import pytest
+import tensorflow as tf
+from tfx.components.example_gen import driver as tfx_driver
+from tfx.proto import example_gen_pb2
+from tfx.types import standard_artifacts
+from tfx.utils import proto_utils
 
-import pytest  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from tfx.components.example_gen import driver as tfx_driver  # noqa: E402
-from tfx.proto import example_gen_pb2  # noqa: E402
-from tfx.types import standard_artifacts  # noqa: E402
-from tfx.utils import proto_utils  # noqa: E402
-
-from components.example_gen import component, executor, spec  # noqa: E402
+from components.example_gen import component, executor, spec
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'data', 'csv')
 SCHEMA = os.path.join(FIXTURES, 'schema.pbtxt')

@@ -4,15 +4,13 @@ executor publishes the examples with their row counts, and a re-run is a cache h
 import os
 import shutil
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+import pytest
+from ml_metadata.proto import metadata_store_pb2
+from tfx.orchestration import metadata, pipeline
+from tfx.orchestration.local.local_dag_runner import LocalDagRunner
+from tfx.proto import example_gen_pb2
 
-import pytest  # noqa: E402
-from ml_metadata.proto import metadata_store_pb2  # noqa: E402
-from tfx.orchestration import metadata, pipeline  # noqa: E402
-from tfx.orchestration.local.local_dag_runner import LocalDagRunner  # noqa: E402
-from tfx.proto import example_gen_pb2  # noqa: E402
-
-from components.example_gen import component  # noqa: E402
+from components.example_gen import component
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'data', 'csv')
 
