@@ -7,6 +7,7 @@ from pipelines.config import (
     ConfigError,
     EvaluationSettings,
     ExampleGenSettings,
+    LabelSettings,
     PipelineConfig,
     from_dict,
     load_config,
@@ -98,3 +99,56 @@ def test_uris_pass_through_and_local_paths_become_absolute(tmp_path, monkeypatch
     local = load_config(data='data', work_dir='runs')
     assert local.data_dir == str(tmp_path / 'data')
     assert local.pipeline_root == str(tmp_path / 'runs' / 'pipeline_root')
+
+
+def test_label_settings_define_the_label_and_task(tmp_path):
+    path = tmp_path / 'config.yaml'
+    path.write_text(
+        'label: {column: Culmen Length (mm), task: regression, loss: huber}\n'
+        'evaluation: {max_value: 4.5}\n'
+    )
+    config = load_config(str(path))
+    assert config.label == LabelSettings(
+        column='Culmen Length (mm)', task='regression', positive=None, loss='huber'
+    )
+    assert config.evaluation.metric_for('regression') == 'RMSE'
+    assert load_config().label is None
+
+
+@pytest.mark.parametrize(
+    'data, message',
+    [
+        ({'label': {'column': 'y', 'task': 'ranking'}}, "label.task: got 'ranking'; allowed:"),
+        ({'label': {'task': 'binary'}}, 'label.column: required field is missing'),
+        (
+            {'label': {'column': 'y', 'task': 'multiclass', 'positive': 'a'}},
+            "label.positive: only for task binary, got task 'multiclass'",
+        ),
+        ({'label': {'column': 'y', 'task': 'regression', 'loss': 'l1'}}, "label.loss: got 'l1'"),
+        ({'evaluation': {'max_value': -1}}, 'evaluation.max_value: expected a number > 0'),
+    ],
+)
+def test_invalid_label_and_evaluation_settings_name_the_field(data, message):
+    with pytest.raises(ConfigError) as error:
+        from_dict(PipelineConfig, data)
+    assert message in str(error.value)
+
+
+def test_the_blessing_metric_follows_the_task():
+    default = EvaluationSettings()
+    assert [default.metric_for(t) for t in ('binary', 'multiclass')] == ['AUC', 'Accuracy']
+    with pytest.raises(ConfigError, match='evaluation.max_value: required for RMSE'):
+        default.metric_for('regression')
+    assert EvaluationSettings(metric='MSE', max_value=2.0).metric_for('regression') == 'MSE'
+    with pytest.raises(ConfigError, match='evaluation.metric: AUC does not apply to a regression'):
+        EvaluationSettings(metric='AUC').metric_for('regression')
+    with pytest.raises(ConfigError, match=r"allowed: \['Accuracy'\]"):
+        EvaluationSettings(metric='BinaryAccuracy').metric_for('multiclass')
+
+
+def test_a_file_error_names_the_file_and_the_field(tmp_path):
+    path = tmp_path / 'config.yaml'
+    path.write_text('trainer:\n  training: {batch_size: big}\n')
+    with pytest.raises(ConfigError) as error:
+        load_config(str(path))
+    assert str(error.value) == (f"{path}: trainer.training.batch_size: expected int, got 'big'")
