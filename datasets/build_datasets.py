@@ -1,0 +1,102 @@
+"""Writes the CSVs under datasets/*/data/ from the public copies bundled in two PyPI packages.
+
+Provenance, not part of the pipeline: the committed CSVs are what this wrote, and rerunning it
+rewrites them byte for byte. It needs `palmerpenguins` and `scikit-learn`, which are not
+dependencies of asynctrain; run it from a throwaway environment:
+
+    python3.10 -m venv /tmp/dsvenv
+    /tmp/dsvenv/bin/pip install palmerpenguins==0.1.6 scikit-learn==1.7.2
+    /tmp/dsvenv/bin/python datasets/build_datasets.py
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.resources
+import pathlib
+
+DATASETS = pathlib.Path(__file__).resolve().parent
+
+# Penguins whose Species is blanked to show rows with a missing label, keyed by (studyName,
+# Sample Number, Individual ID), which together name one row: four get the `NA` marker the raw
+# data uses for missing cells, one an empty cell.
+PENGUINS_WITHOUT_LABEL = {
+    ('PAL0708', '10', 'N5A2'): 'NA',
+    ('PAL0809', '59', 'N25A1'): 'NA',
+    ('PAL0708', '5', 'N64A1'): 'NA',
+    ('PAL0910', '97', 'N20A1'): 'NA',
+    ('PAL0809', '30', 'N62A2'): '',
+}
+# The first ten WDBC columns, the means over each image's cell nuclei, keep the file small.
+BREAST_CANCER_COLUMNS = 10
+
+
+def _write(path: pathlib.Path, header: list[str], rows: list[list[str]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, 'w', newline='', encoding='utf-8') as f:
+        writer = csv.writer(f, lineterminator='\n')
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def _number(value: float) -> str:
+    """The shortest text that reads back as the same float; integral values keep no `.0`."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def penguins() -> int:
+    """Palmer penguins, raw (all 17 columns, `NA` cells), with five labels blanked."""
+    source = importlib.resources.files('palmerpenguins') / 'data' / 'penguins-raw.csv'
+    with source.open(newline='', encoding='utf-8') as f:
+        reader = csv.reader(f)
+        header = next(reader)
+        rows = list(reader)
+    key = [header.index(name) for name in ('studyName', 'Sample Number', 'Individual ID')]
+    species = header.index('Species')
+    blanked = set()
+    for row in rows:
+        row_key = tuple(row[i] for i in key)
+        if row_key in PENGUINS_WITHOUT_LABEL:
+            if row_key in blanked:
+                raise ValueError(f'penguins-raw.csv: two rows are {row_key}')
+            row[species] = PENGUINS_WITHOUT_LABEL[row_key]
+            blanked.add(row_key)
+    missing = sorted(set(PENGUINS_WITHOUT_LABEL) - blanked)
+    if missing:
+        raise ValueError(f'penguins-raw.csv: no row {missing}')
+    _write(DATASETS / 'penguins' / 'data' / 'penguins_raw.csv', header, rows)
+    return len(rows)
+
+
+def diabetes() -> int:
+    """Efron et al.'s diabetes data, unscaled, with the disease progression as the last column."""
+    from sklearn.datasets import load_diabetes
+
+    data = load_diabetes(scaled=False)
+    header = [*data.feature_names, 'disease_progression']
+    rows = [
+        [*(_number(v) for v in features), _number(target)]
+        for features, target in zip(data.data, data.target)
+    ]
+    _write(DATASETS / 'diabetes' / 'data' / 'diabetes.csv', header, rows)
+    return len(rows)
+
+
+def breast_cancer() -> int:
+    """Wisconsin diagnostic breast cancer: ten mean measurements and `diagnosis` as a word."""
+    from sklearn.datasets import load_breast_cancer
+
+    data = load_breast_cancer()
+    names = [str(n) for n in data.feature_names[:BREAST_CANCER_COLUMNS]]
+    header = [*names, 'diagnosis']
+    rows = [
+        [*(_number(v) for v in features[:BREAST_CANCER_COLUMNS]), str(data.target_names[target])]
+        for features, target in zip(data.data, data.target)
+    ]
+    _write(DATASETS / 'breast_cancer' / 'data' / 'breast_cancer.csv', header, rows)
+    return len(rows)
+
+
+if __name__ == '__main__':
+    for build in (penguins, diabetes, breast_cancer):
+        print(f'{build.__name__}: {build()} rows')
