@@ -1,9 +1,11 @@
 """Where training runs, chosen once: start the cluster `distribution.cluster` names, train on it.
 
-The executor and `asynctrain train` call `train_and_export` here. `in_process` and `tf_config`
-clusters train in this process; a `local_processes` run is supervised by `recovery`, which starts
-the servers and runs the coordinator as a child, restarting both from the last checkpoint when a
-parameter server or the coordinator fails.
+The executor and `asynctrain train` call `train_and_export` here. An `in_process` cluster and its
+coordinator live in a fresh child process (`recovery.train_in_child`): the caller, a TFX executor
+that may have run Transform, never connects to the cluster. A `local_processes` run is supervised
+by `recovery`, which starts the servers and runs the coordinator as a child, restarting both from
+the last checkpoint when a parameter server or the coordinator fails. A `tf_config` chief (a
+fresh process of its own, one replica of a TFJob) trains in this process.
 """
 
 from __future__ import annotations
@@ -40,5 +42,7 @@ def train_and_export(
     )
     if trainer_config.distribution.cluster == 'local_processes':
         return recovery.train_with_restarts(**paths)
+    if trainer_config.distribution.cluster == 'in_process':
+        return recovery.train_in_child(**paths)
     with servers.start(trainer_config.distribution) as cluster:
         return loop.train_and_export(cluster, **paths)

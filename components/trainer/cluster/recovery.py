@@ -1,4 +1,5 @@
-"""Parameter-server failure recovery for `local_processes` training: restart, restore, go on.
+"""The coordinator in a child process: parameter-server failure recovery for `local_processes`
+training (restart, restore, go on), and a fresh process for `in_process` training.
 
 `ClusterCoordinator` survives a lost worker by itself (it reschedules the worker's closures on
 the others). A lost parameter server is different: the variables it held are gone, `schedule`
@@ -18,6 +19,10 @@ exited with `EXIT_RETRYABLE`; at most `distribution.max_restarts` times, then `T
 names every attempt. Any other coordinator error (bad data, bad config) fails at once: retrying
 would only repeat it. Each attempt restarts from the latest checkpoint, so the steps redone are at
 most one checkpoint interval plus the executions in flight.
+
+An `in_process` run (`train_in_child`) uses the same child, once and without restarts: the child
+starts the in-process servers itself, so the process that called (a TFX executor that ran
+Transform before) never hosts the cluster or connects its eager context to it.
 
 `<model_run>/cluster.json` names the current attempt's processes and addresses (for operators,
 and for the fault-injection tests); `<model_run>/progress.json` the last step the coordinator
@@ -94,6 +99,69 @@ def _start_coordinator(request_path: str) -> subprocess.Popen:
     )
 
 
+def _request(*, trainer_config: config_lib.TrainerConfig, **paths) -> dict:
+    """The coordinator child's request: `train_and_export`'s arguments as JSON."""
+    return {**paths, 'trainer_config': config_lib.to_dict(trainer_config)}
+
+
+def train_in_child(
+    *,
+    examples_dir: str,
+    transform_graph_dir: str,
+    serving_model_dir: str,
+    model_run_dir: str,
+    trainer_config: config_lib.TrainerConfig,
+    label_key: str,
+    base_model_dir: str | None = None,
+    checkpoint_dir: str | None = None,
+):
+    """`training.loop.train_and_export` on an `in_process` cluster hosted by a fresh child
+    process (`python -m components.trainer.cluster.recovery REQUEST`, the coordinator child of
+    `train_with_restarts`, which here starts the servers itself), once, without restarts.
+
+    The child is fresh: no function, dataset or thread of what ran before in this process (a
+    TFX executor that ran Transform, a test session) lives in the process whose eager context
+    connects to the cluster, and the in-process servers, which TensorFlow cannot stop, end with
+    it. Returns the `TrainingReport` the child wrote.
+
+    Raises:
+      TrainingFailed: the child failed; the message carries its error.
+    """
+    import tensorflow as tf
+
+    from components.trainer.training import run_files
+
+    tf.io.gfile.makedirs(model_run_dir)
+    request_path = os.path.join(model_run_dir, _REQUEST_FILE)
+    failure_path = os.path.join(model_run_dir, _FAILURE_FILE)
+    _remove(failure_path)
+    request = _request(
+        examples_dir=examples_dir,
+        transform_graph_dir=transform_graph_dir,
+        serving_model_dir=serving_model_dir,
+        model_run_dir=model_run_dir,
+        trainer_config=trainer_config,
+        label_key=label_key,
+        base_model_dir=base_model_dir,
+        checkpoint_dir=checkpoint_dir,
+    )
+    run_files.write_json(request_path, {**request, 'cluster_spec': None})
+    child = _start_coordinator(request_path)
+    try:
+        code = child.wait()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    if code != 0:
+        reported = run_files.read_json(failure_path) or {}
+        raise TrainingFailed(
+            f'training in its child process (pid {child.pid}) failed: it {_describe_exit(code)}'
+            + (f': {reported["details"]}' if reported.get('details') else '')
+        )
+    return run_files.TrainingReport.read(model_run_dir)
+
+
 def _server_failure(servers: dict) -> tuple[str, bool]:
     """(Which servers have exited and how, '' if none; whether the cluster is broken: a parameter
     server gone, or every worker. A lost worker alone is not: the coordinator carries on.)"""
@@ -161,16 +229,16 @@ def train_with_restarts(
     tf.io.gfile.makedirs(model_run_dir)
     request_path = os.path.join(model_run_dir, _REQUEST_FILE)
     failure_path = os.path.join(model_run_dir, _FAILURE_FILE)
-    request = {
-        'examples_dir': examples_dir,
-        'transform_graph_dir': transform_graph_dir,
-        'serving_model_dir': serving_model_dir,
-        'model_run_dir': model_run_dir,
-        'trainer_config': config_lib.to_dict(trainer_config),
-        'label_key': label_key,
-        'base_model_dir': base_model_dir,
-        'checkpoint_dir': checkpoint_dir,
-    }
+    request = _request(
+        examples_dir=examples_dir,
+        transform_graph_dir=transform_graph_dir,
+        serving_model_dir=serving_model_dir,
+        model_run_dir=model_run_dir,
+        trainer_config=trainer_config,
+        label_key=label_key,
+        base_model_dir=base_model_dir,
+        checkpoint_dir=checkpoint_dir,
+    )
     attempts: list[Attempt] = []
     max_attempts = distribution.max_restarts + 1
     for number in range(1, max_attempts + 1):
@@ -282,23 +350,28 @@ def _gist(message: str) -> str:
 
 
 def coordinator_main(request_path: str) -> int:
-    """The child: one attempt of `train_and_export` on the servers the request names."""
+    """The child: one attempt of `train_and_export` on the servers the request names, or, when
+    it names none (`cluster_spec` null), on an `in_process` cluster it starts itself."""
     from components.trainer.training import loop, run_files
 
     request = run_files.read_json(request_path)
     model_run_dir = request['model_run_dir']
     try:
-        loop.train_and_export(
-            cluster_lib.attach(request['cluster_spec']),
-            examples_dir=request['examples_dir'],
-            transform_graph_dir=request['transform_graph_dir'],
-            serving_model_dir=request['serving_model_dir'],
-            model_run_dir=model_run_dir,
-            trainer_config=config_lib.from_dict(request['trainer_config']),
-            label_key=request['label_key'],
-            base_model_dir=request['base_model_dir'],
-            checkpoint_dir=request['checkpoint_dir'],
-        )
+        trainer_config = config_lib.from_dict(request['trainer_config'])
+        with cluster_lib.start(
+            trainer_config.distribution, attach_to=request['cluster_spec']
+        ) as cluster:
+            loop.train_and_export(
+                cluster,
+                examples_dir=request['examples_dir'],
+                transform_graph_dir=request['transform_graph_dir'],
+                serving_model_dir=request['serving_model_dir'],
+                model_run_dir=model_run_dir,
+                trainer_config=trainer_config,
+                label_key=request['label_key'],
+                base_model_dir=request['base_model_dir'],
+                checkpoint_dir=request['checkpoint_dir'],
+            )
     except Exception as e:  # noqa: BLE001 - reported to the supervisor, which decides.
         logging.exception('Coordinator failed')
         run_files.write_json(

@@ -173,8 +173,19 @@ class Trainer:
         initial_step = int(self.optimizer.iterations.numpy())
         self._initial_step = initial_step
         self._write_progress(initial_step)
+        # Imported here, not at the top, to keep this change inside `train`.
+        from components.trainer.training import scheduling
+
+        # No remote function may be instantiated while another runs (see `scheduling`): the
+        # dataset and iterator are created one worker at a time, and the train function runs
+        # once (zero steps) on each worker in turn before closures are scheduled in bulk.
+        scheduling.create_resources_in_turn(self.coordinator)
         per_worker_dataset = self.coordinator.create_per_worker_dataset(self._dataset_fn)
         per_worker_iterator = iter(per_worker_dataset)
+        scheduling.warm_up(
+            self.coordinator, self.train_steps, (per_worker_iterator, tf.constant(0, tf.int32))
+        )
+        scheduler = scheduling.ClosureScheduler(self.coordinator, self.train_steps)
         totals = _Totals()
         in_flight: list = []
         scheduled = initial_step
@@ -188,13 +199,11 @@ class Trainer:
             if next_checkpoint is not None:
                 num_steps = min(num_steps, next_checkpoint - scheduled)
             in_flight.append(
-                self.coordinator.schedule(
-                    self.train_steps, args=(per_worker_iterator, tf.constant(num_steps, tf.int32))
-                )
+                scheduler.schedule((per_worker_iterator, tf.constant(num_steps, tf.int32)))
             )
             scheduled += num_steps
             if next_checkpoint is not None and scheduled >= next_checkpoint:
-                self.coordinator.join()
+                scheduler.join()
                 self._save_checkpoint()
                 next_checkpoint += interval
             if scheduled >= next_summary or scheduled >= training.train_steps:
@@ -229,7 +238,7 @@ class Trainer:
                             'train/input_wait_fraction', interval_totals.input_wait_fraction
                         )
                 next_summary = scheduled + training.summary_interval_steps
-        self.coordinator.join()
+        scheduler.join()
         for remote_value in in_flight:
             totals.add_remote(remote_value)
         seconds = time.monotonic() - started
@@ -246,6 +255,7 @@ class Trainer:
             'input_wait_fraction': totals.input_wait_fraction,
             'seconds': seconds,
             'loss': totals.loss_mean,
+            'rescheduled_closures': scheduler.rescheduled,
         }
 
     def serving_model(self) -> tf.keras.Model:
@@ -268,6 +278,10 @@ class _Totals:
     seconds: float = 0.0
 
     def add(self, result: dict) -> None:
+        if not isinstance(result, dict):
+            raise TypeError(
+                f'closure result: expected the dict train_steps returns, got {result!r}'
+            )
         self.steps += int(result['steps'])
         self.loss_sum += float(result['loss_sum'])
         self.staleness_sum += int(result['staleness_sum'])
@@ -410,6 +424,7 @@ def train_and_export(
         staleness_max=measured['staleness_max'],
         input_wait_fraction=measured['input_wait_fraction'],
         seconds=measured['seconds'],
+        rescheduled_closures=measured['rescheduled_closures'],
         eval=eval_metrics,
         num_workers=cluster.num_workers,
         num_ps=cluster.num_ps,

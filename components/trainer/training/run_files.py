@@ -44,6 +44,8 @@ class TrainingReport:
       attempts: One entry per coordinator attempt when there were restarts: attempt,
         initial_step, last_step (the last global step it recorded; a lower bound of what it
         reached), outcome.
+      rescheduled_closures: Closures scheduled again after a worker could not parse the
+        coordinator's request (`training.scheduling`); 0 in a healthy run.
     """
 
     steps: int
@@ -59,6 +61,7 @@ class TrainingReport:
     num_ps: int
     restarts: int = 0
     attempts: tuple = ()
+    rescheduled_closures: int = 0
 
     @classmethod
     def read(cls, directory: str) -> TrainingReport:
