@@ -1,5 +1,6 @@
 """The `asynctrain` command line (also `python -m pipelines`).
 
+    asynctrain init       from a CSV directory and a target column to reviewed pipeline files
     asynctrain run        the whole pipeline locally (LocalDagRunner) on the bundled data
     asynctrain examplegen CSV -> TFRecord tf.Examples outside a pipeline (same Beam transform)
     asynctrain train      the Trainer outside a pipeline; with TF_CONFIG, one replica of a TFJob
@@ -33,6 +34,7 @@ import sys  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 
 COMMANDS = {
+    'init': ('pipelines.init_command', 'Propose a schema, preprocessing and config from CSV.'),
     'run': ('pipelines.run_command', 'Run the whole pipeline locally with LocalDagRunner.'),
     'examplegen': ('components.example_gen.cli', 'Convert CSV to TFRecord tf.Examples.'),
     'train': ('components.trainer.cli', 'Train outside a pipeline, or as one TF_CONFIG replica.'),

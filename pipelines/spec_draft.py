@@ -1,0 +1,259 @@
+"""The decisions `asynctrain init` proposes from a CSV sample: the task, each column's transform,
+and the evaluation threshold, each with the reason a reviewer reads beside it.
+
+Pure functions over a `csv_sample.CsvSample`; writing the files is `spec_files`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from components.example_gen.csv_sample import CsvSample
+from components.example_gen.feature_types import ColumnType
+from components.yaml_config import ConfigError
+
+# An int label with at most this many distinct values is a class label.
+MAX_INT_CLASSES = 20
+# A string (or a few-valued int) column with at most this many distinct values gets a vocabulary;
+# a string column with more, or with more distinct values than half its cells, is hashed.
+MAX_VOCABULARY = 1000
+MAX_HASH_BUCKETS = 1 << 16
+# An id column (every value unique) says nothing that generalizes; fewer rows than this cannot
+# tell an id from a small sample.
+MIN_ROWS_FOR_ID = 20
+# The proposed threshold closes this share of the gap between the trivial baseline (majority
+# class, mean predictor, AUC 0.5) and a perfect model.
+THRESHOLD_MARGIN = 0.2
+
+
+@dataclasses.dataclass(frozen=True)
+class ColumnPlan:
+    """One column's draft preprocessing.
+
+    Attributes:
+      name: The column.
+      transform: The features.yaml transform, or None when the column is left out.
+      options: The transform's options (top_k, oov_buckets, num_buckets, fill).
+      reason: Why, in a few words (written as the line's comment).
+    """
+
+    name: str
+    transform: str | None
+    options: dict
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskPlan:
+    """What the label column asks for.
+
+    Attributes:
+      column: The label column.
+      task: binary, multiclass or regression.
+      classes: Classification: (value, count) per class, most frequent first.
+      positive: Binary: the positive class's value.
+      reason: Why this task.
+    """
+
+    column: str
+    task: str
+    classes: tuple[tuple[str | int, int], ...]
+    positive: str | int | None
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ThresholdPlan:
+    """The evaluation gate.
+
+    Attributes:
+      metric: The blessing metric (AUC, Accuracy, RMSE).
+      bound: `min_value` (AUC, Accuracy) or `max_value` (RMSE).
+      value: The threshold.
+      baseline: The trivial model's value of the metric on the sample.
+      reason: How it was proposed.
+    """
+
+    metric: str
+    bound: str
+    value: float
+    baseline: float
+    reason: str
+
+
+def _value_counts(cells: pa.Array) -> list[tuple[str | int, int]]:
+    counts = pc.value_counts(cells.drop_null())
+    pairs = [(v.as_py(), int(c.as_py())) for v, c in zip(counts.field(0), counts.field(1))]
+    # Most frequent first; ties by value, so the order does not depend on the file's.
+    return sorted(pairs, key=lambda pair: (-pair[1], str(pair[0])))
+
+
+def plan_task(
+    sample: CsvSample, label: str, task: str = 'auto', positive: str | None = None
+) -> TaskPlan:
+    """The task for `label`: `auto` picks classification for a string label or an int label with
+    at most MAX_INT_CLASSES values (binary with exactly 2; the positive class is the rarer one
+    unless `positive` names it), regression for a float label."""
+    if label not in sample.columns:
+        raise ConfigError(
+            f'--label: no column {label!r} in {sample.files[0]}; columns: {list(sample.names)}'
+        )
+    cells = sample.columns[label]
+    column_type = sample.types[label]
+    if column_type == ColumnType.UNKNOWN or len(cells.drop_null()) == 0:
+        raise ConfigError(f'--label: column {label!r} is empty: no row of the sample has a value')
+    classes = _value_counts(cells) if column_type != ColumnType.FLOAT else []
+    if task == 'auto':
+        if column_type == ColumnType.BYTES:
+            task, reason = _classification(len(classes)), 'a string label'
+        elif column_type == ColumnType.INT and len(classes) <= MAX_INT_CLASSES:
+            task = _classification(len(classes))
+            reason = f'an int label with {len(classes)} values (<= {MAX_INT_CLASSES})'
+        else:
+            task = 'regression'
+            reason = (
+                'a float label'
+                if column_type == ColumnType.FLOAT
+                else f'an int label with {len(classes)} values (> {MAX_INT_CLASSES})'
+            )
+    else:
+        reason = 'asked for with --task'
+    if task in ('binary', 'multiclass') and len(classes) < 2:
+        raise ConfigError(f'--label: column {label!r} has one value only: nothing to learn')
+    if task == 'binary' and len(classes) != 2:
+        raise ConfigError(
+            f'--task binary: column {label!r} has {len(classes)} values, not 2: '
+            f'{[value for value, _ in classes[:5]]}'
+        )
+    if task == 'regression' and column_type == ColumnType.BYTES:
+        raise ConfigError(f'--task regression: column {label!r} holds text, not numbers')
+    chosen = None
+    if task == 'binary':
+        values = [value for value, _ in classes]
+        if positive is None:
+            chosen = classes[-1][0]
+            reason += f'; positive class {chosen!r}, the rarer one'
+        else:
+            matches = [value for value in values if str(value) == str(positive)]
+            if not matches:
+                raise ConfigError(f'--positive: {positive!r} is not a value of {label!r}: {values}')
+            chosen = matches[0]
+            reason += f'; positive class {chosen!r}, as --positive says'
+    return TaskPlan(
+        column=label,
+        task=task,
+        classes=tuple(classes) if task != 'regression' else (),
+        positive=chosen,
+        reason=reason,
+    )
+
+
+def _classification(num_classes: int) -> str:
+    return 'binary' if num_classes == 2 else 'multiclass'
+
+
+def plan_columns(sample: CsvSample, label: str) -> list[ColumnPlan]:
+    """One ColumnPlan per column but the label, in file order."""
+    plans = []
+    for name in sample.names:
+        if name == label:
+            continue
+        cells = sample.columns[name]
+        present = cells.drop_null()
+        column_type = sample.types[name]
+        distinct = len(pc.unique(present)) if len(present) else 0
+        if distinct == 0:
+            plans.append(ColumnPlan(name, None, {}, 'left out: every cell is missing'))
+        elif distinct == 1:
+            value = present[0].as_py()
+            plans.append(ColumnPlan(name, None, {}, f'left out: constant ({value!r} everywhere)'))
+        elif (
+            column_type != ColumnType.FLOAT
+            and distinct == len(present) == sample.rows
+            and sample.rows >= MIN_ROWS_FOR_ID
+        ):
+            plans.append(
+                ColumnPlan(
+                    name, None, {}, f'left out: an id, every one of {distinct} values unique'
+                )
+            )
+        elif column_type == ColumnType.FLOAT or (
+            column_type == ColumnType.INT and distinct > MAX_INT_CLASSES
+        ):
+            missing = sample.rows - len(present)
+            plans.append(
+                ColumnPlan(
+                    name,
+                    'zscore',
+                    {'fill': 'mean'},
+                    f'numeric, {distinct} values'
+                    + (f', {missing} missing (filled with the mean)' if missing else ''),
+                )
+            )
+        elif column_type == ColumnType.BYTES and (
+            distinct > MAX_VOCABULARY or distinct > len(present) // 2
+        ):
+            buckets = min(MAX_HASH_BUCKETS, 1 << math.ceil(math.log2(2 * distinct)))
+            plans.append(
+                ColumnPlan(
+                    name,
+                    'hash',
+                    {'num_buckets': buckets},
+                    f'{distinct} distinct strings in {len(present)} cells: too many for a '
+                    f'vocabulary; hashed into {buckets} buckets (2x the distinct values)',
+                )
+            )
+        else:
+            kind = 'string' if column_type == ColumnType.BYTES else 'int'
+            plans.append(
+                ColumnPlan(
+                    name,
+                    'vocabulary',
+                    {'top_k': distinct, 'oov_buckets': 1},
+                    f'{kind} with {distinct} distinct values',
+                )
+            )
+    return plans
+
+
+def plan_threshold(sample: CsvSample, task: TaskPlan) -> ThresholdPlan:
+    """The blessing threshold: THRESHOLD_MARGIN of the way from the trivial model's value on the
+    sample to a perfect model's."""
+    margin = f'{THRESHOLD_MARGIN:.0%}'
+    if task.task == 'binary':
+        value = 0.5 + THRESHOLD_MARGIN * 0.5
+        return ThresholdPlan(
+            'AUC',
+            'min_value',
+            round(value, 3),
+            0.5,
+            f'AUC {value:.3f}: {margin} of the way from a constant score (AUC 0.5) to 1',
+        )
+    if task.task == 'multiclass':
+        total = sum(count for _, count in task.classes)
+        majority = task.classes[0][1] / total
+        value = majority + THRESHOLD_MARGIN * (1 - majority)
+        return ThresholdPlan(
+            'Accuracy',
+            'min_value',
+            round(value, 3),
+            round(majority, 4),
+            f'accuracy {value:.3f}: {margin} of the way from always predicting the majority class '
+            f'{task.classes[0][0]!r} (accuracy {majority:.3f}) to 1',
+        )
+    labels = np.asarray(sample.columns[task.column].drop_null().to_numpy(), np.float64)
+    spread = float(labels.std())
+    value = (1 - THRESHOLD_MARGIN) * spread
+    return ThresholdPlan(
+        'RMSE',
+        'max_value',
+        float(f'{value:.4g}'),
+        spread,
+        f"RMSE {value:.4g}: {margin} below the mean predictor's RMSE ({spread:.4g}, the "
+        "label's standard deviation)",
+    )

@@ -1,0 +1,164 @@
+"""`asynctrain init`: the decisions on small hand-made CSVs, the files it writes, its errors."""
+
+from __future__ import annotations
+
+import argparse
+import random
+
+import pytest
+import yaml
+
+from components.example_gen import csv_dialect, csv_sample
+from components.yaml_config import ConfigError
+from pipelines import init_command, spec_draft
+
+
+def _write_csv(path, header, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [','.join(header)] + [','.join(str(v) for v in row) for row in rows]
+    path.write_text('\n'.join(lines) + '\n')
+    return path
+
+
+def _sample(tmp_path, header, rows, null_markers=()):
+    _write_csv(tmp_path / 'data' / 'part.csv', header, rows)
+    files = csv_sample.input_files(str(tmp_path / 'data'))
+    return csv_sample.read_sample(files, csv_dialect.CsvDialect(null_markers=null_markers))
+
+
+def _rows(n=60, seed=0):
+    rng = random.Random(seed)
+    return [
+        (
+            f'id-{i:04d}',  # unique: an id
+            'same',  # constant
+            f'user{rng.randrange(n)}',  # high-cardinality string, some repeated
+            rng.choice(['red', 'green', 'blue']),  # few-valued string
+            rng.randrange(3),  # int with 3 values
+            round(rng.gauss(10, 2), 3),  # float
+            '' if i % 10 == 0 else rng.randrange(1000),  # numeric int with missing cells
+        )
+        for i in range(n)
+    ]
+
+
+HEADER = ('trip id', 'country', 'user', 'color', 'level', 'weight (kg)', 'count')
+
+
+def test_columns_get_the_transform_their_values_call_for(tmp_path):
+    sample = _sample(tmp_path, HEADER, _rows())
+    plans = {plan.name: plan for plan in spec_draft.plan_columns(sample, label='weight (kg)')}
+    assert 'weight (kg)' not in plans
+    assert plans['trip id'].transform is None and 'an id' in plans['trip id'].reason
+    assert plans['country'].transform is None and 'constant' in plans['country'].reason
+    assert plans['user'].transform == 'hash'
+    assert plans['user'].options['num_buckets'] >= 2 * 50
+    assert plans['color'].transform == 'vocabulary'
+    assert plans['color'].options == {'top_k': 3, 'oov_buckets': 1}
+    assert plans['level'].transform == 'vocabulary'  # an int with 3 values is categorical
+    assert plans['count'].transform == 'zscore'
+    assert '6 missing' in plans['count'].reason
+
+
+def test_the_task_follows_the_label(tmp_path):
+    sample = _sample(tmp_path, HEADER, _rows())
+    level = spec_draft.plan_task(sample, 'level')
+    assert level.task == 'multiclass'
+    assert sorted(value for value, _ in level.classes) == [0, 1, 2]
+    assert sum(count for _, count in level.classes) == 60
+    assert spec_draft.plan_task(sample, 'weight (kg)').task == 'regression'
+    assert spec_draft.plan_task(sample, 'color', task='multiclass').task == 'multiclass'
+
+
+def test_a_two_valued_label_is_binary_with_the_rarer_class_positive(tmp_path):
+    rows = [(i, 'yes' if i % 4 == 0 else 'no', i * 0.5) for i in range(40)]
+    sample = _sample(tmp_path, ('n', 'answer', 'x'), rows)
+    plan = spec_draft.plan_task(sample, 'answer')
+    assert (plan.task, plan.positive, plan.classes) == ('binary', 'yes', (('no', 30), ('yes', 10)))
+    assert spec_draft.plan_task(sample, 'answer', positive='no').positive == 'no'
+    with pytest.raises(ConfigError, match="--positive: 'maybe' is not a value of 'answer'"):
+        spec_draft.plan_task(sample, 'answer', positive='maybe')
+
+
+def test_thresholds_are_a_stated_margin_over_the_trivial_model(tmp_path):
+    rows = [(i, ['a', 'a', 'b', 'c'][i % 4], float(i % 5)) for i in range(40)]
+    sample = _sample(tmp_path, ('n', 'kind', 'y'), rows)
+    multiclass = spec_draft.plan_threshold(sample, spec_draft.plan_task(sample, 'kind'))
+    assert (multiclass.metric, multiclass.bound, multiclass.baseline) == (
+        'Accuracy',
+        'min_value',
+        0.5,
+    )
+    assert multiclass.value == pytest.approx(0.5 + 0.2 * 0.5)
+    regression = spec_draft.plan_threshold(sample, spec_draft.plan_task(sample, 'y'))
+    assert (regression.metric, regression.bound) == ('RMSE', 'max_value')
+    assert regression.baseline == pytest.approx(2**0.5)  # std of 0..4, equally often
+    assert regression.value == pytest.approx(0.8 * 2**0.5, rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    'label, rows, message',
+    [
+        ('colour', None, "--label: no column 'colour' in .*columns: \\['trip id', 'country'"),
+        ('empty', [(1, ''), (2, '')], "--label: column 'empty' is empty"),
+    ],
+)
+def test_label_errors_say_what_is_wrong(tmp_path, label, rows, message):
+    if rows is None:
+        sample = _sample(tmp_path, HEADER, _rows())
+    else:
+        sample = _sample(tmp_path, ('n', 'empty'), rows)
+    with pytest.raises(ConfigError, match=message):
+        spec_draft.plan_task(sample, label)
+
+
+def test_a_file_that_is_not_csv_is_named(tmp_path):
+    data = tmp_path / 'data'
+    data.mkdir()
+    (data / 'model.bin').write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(ConfigError, match=r'model\.bin: not a CSV file'):
+        csv_sample.read_sample(csv_sample.input_files(str(data)), csv_dialect.CsvDialect())
+
+
+def test_a_large_input_is_sampled_and_says_so(tmp_path):
+    sample_rows = _rows(n=200)
+    _write_csv(tmp_path / 'data' / 'a.csv', HEADER, sample_rows)
+    files = csv_sample.input_files(str(tmp_path / 'data'))
+    sample = csv_sample.read_sample(files, csv_dialect.CsvDialect(), max_rows=50)
+    assert (sample.rows, sample.complete) == (50, False)
+    assert sample.columns['trip id'].to_pylist()[:2] == ['id-0000', 'id-0001']
+
+
+@pytest.mark.integration
+def test_init_writes_reviewable_files_that_the_pipeline_config_accepts(tmp_path, capsys):
+    from components.transform import feature_config as fc
+    from pipelines.config import load_config
+
+    rows = [(*row[:5], row[5], row[6] if row[6] != '' else 'NA') for row in _rows(80)]
+    _write_csv(tmp_path / 'data' / 'part.csv', HEADER, rows)
+    spec = tmp_path / 'spec'
+    args = argparse.Namespace(
+        data=str(tmp_path / 'data'),
+        label='level',
+        output=str(spec),
+        task='auto',
+        delimiter=',',
+        null_marker=['NA'],
+        positive=None,
+        max_rows=None,
+    )
+    assert init_command.run(args) == 0
+    printed = capsys.readouterr().out
+    assert "label 'level': multiclass" in printed
+    assert f'asynctrain run --config {spec}/config.yaml' in printed
+    config = load_config(str(spec / 'config.yaml'))
+    assert config.example_gen.null_markers == ('NA',)
+    assert config.evaluation.metric == 'Accuracy'
+    features = yaml.safe_load((spec / 'features.yaml').read_text())
+    assert features['label'] == {'column': 'level', 'task': 'multiclass'}
+    names = [f['name'] for f in features['features']]
+    assert names == ['user', 'color', 'weight (kg)', 'count']
+    schema = fc.load_schema(str(spec / 'schema.pbtxt'))
+    assert [f.name for f in schema.feature] == list(HEADER)
+    types = {f.name: f.type for f in schema.feature}
+    assert (types['count'], types['weight (kg)'], types['user']) == (2, 3, 1)  # INT FLOAT BYTES
