@@ -13,6 +13,8 @@ import pyarrow.compute as pc
 from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2
 
+from components.yaml_config import ConfigError
+
 
 class ColumnType(enum.IntEnum):
     """Feature type of a CSV column; the order is stock's inference lattice."""
@@ -39,9 +41,20 @@ ARROW_TYPES = {
 
 
 def load_schema(schema_path: str) -> schema_pb2.Schema:
-    """Reads a text-proto `tensorflow.metadata.v0.Schema`."""
-    with open(schema_path, encoding='utf-8') as f:
-        return text_format.Parse(f.read(), schema_pb2.Schema())
+    """Reads a text-proto `tensorflow.metadata.v0.Schema` (`schemas/<dataset>/schema.pbtxt`).
+
+    The project's one schema reader (Transform's feature config uses it too).
+
+    Raises:
+      ConfigError: naming the file, when it cannot be read or is not a Schema text proto.
+    """
+    try:
+        with open(schema_path, encoding='utf-8') as f:
+            return text_format.Parse(f.read(), schema_pb2.Schema())
+    except OSError as e:
+        raise ConfigError(f'{schema_path}: cannot read the schema: {e.strerror}') from None
+    except (text_format.ParseError, UnicodeDecodeError) as e:
+        raise ConfigError(f'{schema_path}: not a valid Schema text proto: {e}') from None
 
 
 def column_types_from_schema(schema: schema_pb2.Schema) -> dict[str, ColumnType]:

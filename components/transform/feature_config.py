@@ -1,15 +1,36 @@
-"""The feature configuration (`schemas/<dataset>/features.yaml`): how each raw feature is preprocessed.
+"""The feature configuration (`schemas/<dataset>/features.yaml`): the label and how each raw feature
+is preprocessed.
 
-It is read and validated against the dataset's schema once, when a pipeline is built, so that an
-unknown feature or an unsupported transform fails before any work starts, with an error naming it.
+It is read through the project's one loader (`components.yaml_config`) and validated against the
+dataset's schema once, when a pipeline is built, so that an unknown feature, an unsupported
+transform or a label the data cannot give fails before any work starts, with an error naming the
+file and the field.
+
+The label takes one of two forms:
+
+    label: {column: Species, task: multiclass}                 # a column of the data
+    label: {column: sex, task: binary, positive: FEMALE}
+    label: {column: Body Mass (g), task: regression, loss: huber}
+    label: {name: big_tipper, rule: greater_than_fraction,     # derived from two columns (taxi)
+            value: tips, reference: fare, fraction: 0.2}
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+from collections.abc import Mapping
+from typing import Any
 
-import yaml
 from tensorflow_metadata.proto.v0 import schema_pb2
+
+from components import yaml_config
+
+# The one schema reader lives with ExampleGen; `feature_config.load_schema` is the same function.
+from components.example_gen.feature_types import load_schema
+
+# The one error type of every configuration file; the old name stays for callers that catch it.
+FeatureConfigError = yaml_config.ConfigError
 
 ZSCORE = 'zscore'
 VOCABULARY = 'vocabulary'
@@ -20,6 +41,14 @@ TRANSFORMS = (ZSCORE, VOCABULARY, IDENTITY, BUCKETIZE)
 GREATER_THAN_FRACTION = 'greater_than_fraction'
 LABEL_RULES = (GREATER_THAN_FRACTION,)
 
+BINARY = 'binary'
+MULTICLASS = 'multiclass'
+REGRESSION = 'regression'
+TASKS = (BINARY, MULTICLASS, REGRESSION)
+MSE = 'mse'
+HUBER = 'huber'
+LOSSES = (MSE, HUBER)
+
 _NUMERIC = (schema_pb2.INT, schema_pb2.FLOAT)
 # Which raw schema types each transform accepts.
 _ACCEPTED_TYPES = {
@@ -28,10 +57,12 @@ _ACCEPTED_TYPES = {
     IDENTITY: (schema_pb2.INT,),
     BUCKETIZE: _NUMERIC,
 }
-
-
-class FeatureConfigError(ValueError):
-    """A feature configuration that cannot be used; the message names the field."""
+# Which raw schema types a label column of each task accepts.
+_LABEL_TYPES = {
+    BINARY: (schema_pb2.INT, schema_pb2.BYTES),
+    MULTICLASS: (schema_pb2.INT, schema_pb2.BYTES),
+    REGRESSION: _NUMERIC,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,8 +103,34 @@ class FeatureSpec:
 
 
 @dataclasses.dataclass(frozen=True)
-class LabelSpec:
-    """How the label is derived from raw features.
+class ColumnLabel:
+    """A label that is a column of the data.
+
+    Attributes:
+      column: The raw column (any name the schema has, spaces and parentheses included); the
+        transformed label keeps this name.
+      task: One of `TASKS`. `binary`: an INT 0/1 column, or an INT or BYTES column whose value
+        `positive` means 1 (every other value 0). `multiclass`: an INT or BYTES column, mapped to
+        ids 0..C-1 by a vocabulary of the train split. `regression`: a numeric column, as float32.
+      positive: For `binary`: the value that means 1 (a string for a BYTES column, an int for an
+        INT column); unset when the column already holds 0/1.
+      loss: For `regression`: one of `LOSSES`.
+    """
+
+    column: str
+    task: str
+    positive: str | int | None = None
+    loss: str = MSE
+
+    @property
+    def key(self) -> str:
+        """The transformed label's name."""
+        return self.column
+
+
+@dataclasses.dataclass(frozen=True)
+class DerivedLabel:
+    """A binary label derived from two numeric columns (the taxi sample's `big_tipper`).
 
     Attributes:
       name: The transformed label's name (an int64 0/1 feature).
@@ -89,17 +146,34 @@ class LabelSpec:
     reference: str
     fraction: float
 
+    @property
+    def key(self) -> str:
+        """The transformed label's name."""
+        return self.name
+
+    @property
+    def task(self) -> str:
+        return BINARY
+
+    @property
+    def loss(self) -> str:
+        return MSE
+
+
+LabelSpec = ColumnLabel | DerivedLabel
+
 
 @dataclasses.dataclass(frozen=True)
 class FeatureConfig:
     """A dataset's preprocessing: its label and its features, in order.
 
     Attributes:
-      label: How the label is derived.
-      features: One entry per transformed feature.
+      label: The label; None only when a `preprocessing_module` does the preprocessing and the
+        pipeline config names the label.
+      features: One entry per transformed feature (may be empty with a `preprocessing_module`).
     """
 
-    label: LabelSpec
+    label: LabelSpec | None
     features: tuple[FeatureSpec, ...]
 
     def feature(self, name: str) -> FeatureSpec:
@@ -109,101 +183,184 @@ class FeatureConfig:
         raise KeyError(name)
 
 
-def _build(cls, data, where: str):
+_LABEL_FORMS = (
+    'expected {column: NAME, task: binary|multiclass|regression} for a label that is a column, '
+    'or {name, rule, value, reference, fraction} for a derived label'
+)
+
+
+def build_label(data: Any, where: str = 'label') -> LabelSpec:
+    """A ColumnLabel or DerivedLabel from its mapping, by the keys it has (schema not checked)."""
+    if isinstance(data, (ColumnLabel, DerivedLabel)):
+        return data
     if not isinstance(data, dict):
-        raise FeatureConfigError(f'{where}: expected a mapping, got {type(data).__name__}')
-    fields = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - fields)
-    if unknown:
-        raise FeatureConfigError(f'{where}: unknown key(s) {unknown}; allowed: {sorted(fields)}')
-    try:
-        return cls(**data)
-    except TypeError as e:
-        raise FeatureConfigError(f'{where}: {e}') from None
-
-
-def parse_feature_config(
-    data: dict, schema: schema_pb2.Schema, source: str = '<feature config>'
-) -> FeatureConfig:
-    """Builds a FeatureConfig from parsed YAML and validates it against `schema`."""
-    if not isinstance(data, dict) or 'label' not in data or 'features' not in data:
-        raise FeatureConfigError(f'{source}: expected top-level keys "label" and "features"')
-    types = {f.name: f.type for f in schema.feature}
-    label = _build(LabelSpec, data['label'], f'{source}: label')
-    if label.rule not in LABEL_RULES:
-        raise FeatureConfigError(
-            f'{source}: label.rule: unsupported rule {label.rule!r}; allowed: {list(LABEL_RULES)}'
+        yaml_config.fail(where, f'{_LABEL_FORMS}; got {type(data).__name__}')
+    if 'column' in data:
+        label = yaml_config.build(ColumnLabel, data, where)
+    elif 'rule' in data:
+        label = yaml_config.build(DerivedLabel, data, where)
+    else:
+        yaml_config.fail(where, f'{_LABEL_FORMS}; got keys {sorted(data)}')
+    if isinstance(label, DerivedLabel) and label.rule not in LABEL_RULES:
+        yaml_config.fail(
+            f'{where}.rule', f'unsupported rule {label.rule!r}; allowed: {list(LABEL_RULES)}'
         )
-    for key in ('value', 'reference'):
-        name = getattr(label, key)
-        if types.get(name) not in _NUMERIC:
-            raise FeatureConfigError(
-                f'{source}: label.{key}: {name!r} is not a numeric feature of the schema'
+    if isinstance(label, ColumnLabel):
+        if label.task not in TASKS:
+            yaml_config.fail(f'{where}.task', f'got {label.task!r}; allowed: {list(TASKS)}')
+        if label.loss not in LOSSES:
+            yaml_config.fail(f'{where}.loss', f'got {label.loss!r}; allowed: {list(LOSSES)}')
+        if label.loss != MSE and label.task != REGRESSION:
+            yaml_config.fail(
+                f'{where}.loss', f'only a regression label takes a loss, not {label.task}'
             )
-    if not isinstance(data['features'], list) or not data['features']:
-        raise FeatureConfigError(f'{source}: features: expected a non-empty list')
-    specs = []
-    for i, item in enumerate(data['features']):
-        where = f'{source}: features[{i}]'
-        spec = _build(FeatureSpec, item, where)
-        where = f'{where} ({spec.name})'
-        if spec.name not in types:
-            raise FeatureConfigError(f'{where}: unknown feature {spec.name!r}: not in the schema')
-        if spec.transform not in TRANSFORMS:
-            raise FeatureConfigError(
-                f'{where}: transform: unsupported transform {spec.transform!r}; '
-                f'allowed: {list(TRANSFORMS)}'
+        if label.positive is not None and label.task != BINARY:
+            yaml_config.fail(f'{where}.positive', f'only a binary label takes it, not {label.task}')
+    return label
+
+
+def check_label(
+    label: LabelSpec,
+    schema: schema_pb2.Schema,
+    feature_names: tuple[str, ...] = (),
+    where: str = 'label',
+) -> None:
+    """Checks that the schema can give `label`; raises a ConfigError naming the field if not."""
+    types = {f.name: f.type for f in schema.feature}
+    if isinstance(label, DerivedLabel):
+        for key in ('value', 'reference'):
+            name = getattr(label, key)
+            if types.get(name) not in _NUMERIC:
+                yaml_config.fail(
+                    f'{where}.{key}', f'{name!r} is not a numeric feature of the schema'
+                )
+        if label.name in feature_names:
+            yaml_config.fail(f'{where}.name', f'{label.name!r} is also a feature name')
+        return
+    if label.column not in types:
+        yaml_config.fail(
+            f'{where}.column', f'{label.column!r} is not in the schema; columns: {sorted(types)}'
+        )
+    kind = types[label.column]
+    if kind not in _LABEL_TYPES[label.task]:
+        allowed = [schema_pb2.FeatureType.Name(t) for t in _LABEL_TYPES[label.task]]
+        yaml_config.fail(
+            f'{where}.column',
+            f'a {label.task} label must be a column of type {" or ".join(allowed)}; '
+            f'{label.column!r} is {schema_pb2.FeatureType.Name(kind)}',
+        )
+    if label.task == BINARY:
+        expected = str if kind == schema_pb2.BYTES else int
+        if label.positive is None and kind == schema_pb2.BYTES:
+            yaml_config.fail(
+                f'{where}.positive',
+                f'{label.column!r} holds text: name the value that means 1, e.g. positive: yes',
             )
-        if types[spec.name] not in _ACCEPTED_TYPES[spec.transform]:
-            raise FeatureConfigError(
-                f'{where}: transform {spec.transform!r} does not accept a '
-                f'{schema_pb2.FeatureType.Name(types[spec.name])} feature'
-            )
-        if (
-            spec.transform == ZSCORE
-            and spec.fill != 'mean'
-            and not isinstance(spec.fill, (int, float))
+        if label.positive is not None and (
+            not isinstance(label.positive, expected) or isinstance(label.positive, bool)
         ):
-            raise FeatureConfigError(
-                f'{where}: fill: expected "mean" or a number, got {spec.fill!r}'
+            yaml_config.fail(
+                f'{where}.positive',
+                f'{label.column!r} is {schema_pb2.FeatureType.Name(kind)}: expected '
+                f'{"a string (quote it)" if expected is str else "an integer"}, '
+                f'got {label.positive!r}',
             )
-        for key in ('top_k', 'num_buckets'):
-            if not isinstance(getattr(spec, key), int) or getattr(spec, key) < 1:
-                raise FeatureConfigError(f'{where}: {key}: expected a positive integer')
-        if not isinstance(spec.oov_buckets, int) or spec.oov_buckets < 1:
-            raise FeatureConfigError(f'{where}: oov_buckets: expected an integer >= 1')
+    if label.column in feature_names:
+        yaml_config.fail(
+            f'{where}.column', f'{label.column!r} is also a feature: a label cannot be an input'
+        )
+
+
+def _check_feature(spec: FeatureSpec, types: Mapping[str, int], where: str) -> None:
+    if spec.name not in types:
+        yaml_config.fail(where, f'unknown feature {spec.name!r}: not in the schema')
+    if spec.transform not in TRANSFORMS:
+        yaml_config.fail(
+            f'{where}: transform',
+            f'unsupported transform {spec.transform!r}; allowed: {list(TRANSFORMS)}',
+        )
+    if types[spec.name] not in _ACCEPTED_TYPES[spec.transform]:
+        yaml_config.fail(
+            where,
+            f'transform {spec.transform!r} does not accept a '
+            f'{schema_pb2.FeatureType.Name(types[spec.name])} feature',
+        )
+    if spec.transform == ZSCORE and spec.fill != 'mean' and isinstance(spec.fill, str):
+        yaml_config.fail(f'{where}: fill', f'expected "mean" or a number, got {spec.fill!r}')
+    for key in ('top_k', 'num_buckets'):
+        if getattr(spec, key) < 1:
+            yaml_config.fail(f'{where}: {key}', 'expected a positive integer')
+    if spec.oov_buckets < 1:
+        yaml_config.fail(f'{where}: oov_buckets', 'expected an integer >= 1')
+
+
+def _parse(data: Any, schema: schema_pb2.Schema, with_module: bool) -> FeatureConfig:
+    if data is None and with_module:
+        data = {}
+    if not isinstance(data, dict):
+        yaml_config.fail('', 'expected a mapping with the keys "label" and "features"')
+    unknown = sorted(set(data) - {'label', 'features'})
+    if unknown:
+        yaml_config.fail(unknown[0], "unknown field; allowed: ['features', 'label']")
+    if not with_module and ('label' not in data or 'features' not in data):
+        yaml_config.fail('', 'expected top-level keys "label" and "features"')
+    types = {f.name: f.type for f in schema.feature}
+    items = data.get('features') or []
+    if not isinstance(items, list) or (not items and not with_module):
+        yaml_config.fail('features', 'expected a non-empty list')
+    specs = []
+    for i, item in enumerate(items):
+        spec = yaml_config.build(FeatureSpec, item, f'features[{i}]')
+        _check_feature(spec, types, f'features[{i}] ({spec.name})')
         specs.append(spec)
-    names = [s.name for s in specs]
+    names = tuple(s.name for s in specs)
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        raise FeatureConfigError(f'{source}: features: listed more than once: {duplicates}')
-    if label.name in names:
-        raise FeatureConfigError(f'{source}: label.name: {label.name!r} is also a feature name')
+        yaml_config.fail('features', f'listed more than once: {duplicates}')
+    label = None
+    if data.get('label') is not None:
+        label = build_label(data['label'])
+        check_label(label, schema, names)
     return FeatureConfig(label=label, features=tuple(specs))
 
 
-def load_schema(path: str) -> schema_pb2.Schema:
-    """Reads a schema text proto (`schemas/<dataset>/schema.pbtxt`)."""
-    from google.protobuf import text_format
+def parse_feature_config(
+    data: Any,
+    schema: schema_pb2.Schema,
+    source: str = '<feature config>',
+    with_module: bool = False,
+) -> FeatureConfig:
+    """Builds a FeatureConfig from parsed YAML and validates it against `schema`.
 
+    With `with_module` (a `preprocessing_module` does the preprocessing) the label and the
+    features are optional. Errors are ConfigErrors starting with `source: field path`.
+    """
     try:
-        with open(path, encoding='utf-8') as f:
-            return text_format.Parse(f.read(), schema_pb2.Schema())
-    except OSError as e:
-        raise FeatureConfigError(f'{path}: cannot read the schema: {e.strerror}') from None
-    except (text_format.ParseError, UnicodeDecodeError) as e:
-        raise FeatureConfigError(f'{path}: not a valid Schema text proto: {e}') from None
+        return _parse(data, schema, with_module)
+    except yaml_config.ConfigError as e:
+        raise yaml_config.ConfigError(f'{source}: {e}') from None
 
 
-def load_feature_config(path: str, schema_path: str) -> FeatureConfig:
-    """Reads `features.yaml` (safe loader) and validates it against the schema at `schema_path`."""
-    try:
-        with open(path, encoding='utf-8') as f:
-            data = yaml.safe_load(f)
-    except OSError as e:
-        raise FeatureConfigError(f'{path}: cannot read the feature config: {e.strerror}') from None
-    except yaml.YAMLError as e:
-        raise FeatureConfigError(f'{path}: not valid YAML: {e}') from None
-    except UnicodeDecodeError as e:
-        raise FeatureConfigError(f'{path}: not UTF-8 text (byte {e.start}): {e.reason}') from None
-    return parse_feature_config(data, load_schema(schema_path), source=path)
+def load_feature_config(path: str, schema_path: str, with_module: bool = False) -> FeatureConfig:
+    """Reads `features.yaml` and validates it against the schema at `schema_path`.
+
+    With `with_module`, a missing file is an empty configuration (no label, no features).
+    """
+    if with_module and not os.path.exists(path) and '://' not in path:
+        load_schema(schema_path)
+        return FeatureConfig(label=None, features=())
+    data = yaml_config.read_yaml(path, 'feature config')
+    return parse_feature_config(data, load_schema(schema_path), path, with_module)
+
+
+def to_dict(config: FeatureConfig) -> dict:
+    """Plain JSON-able data that `from_dict` reads back (a Transform custom_config carries it)."""
+    return yaml_config.to_dict(config)
+
+
+def from_dict(data: Mapping[str, Any]) -> FeatureConfig:
+    """The FeatureConfig `to_dict` wrote."""
+    return FeatureConfig(
+        label=build_label(data['label']) if data.get('label') is not None else None,
+        features=tuple(yaml_config.build(FeatureSpec, f) for f in data.get('features') or ()),
+    )

@@ -19,8 +19,12 @@ from tensorflow_transform import schema_inference
 
 from components.transform import feature_config as fc
 
-# Key of the feature configuration in the Transform component's custom_config.
+# Keys of the Transform component's custom_config: the whole feature configuration (generated
+# preprocessing_fn) or only the label (a user's preprocessing_module).
 FEATURE_CONFIG_KEY = 'feature_config'
+LABEL_KEY = 'label'
+# The vocabulary of a multiclass label: its class names, one a line, line i being class id i.
+LABEL_VOCABULARY = 'label_classes'
 
 Tensor = Any  # tf.Tensor or tf.SparseTensor
 
@@ -45,17 +49,18 @@ def _densify(x: Tensor, default) -> tf.Tensor:
     return tf.reshape(x, [-1])
 
 
+def _cast(x: Tensor, dtype: tf.DType) -> Tensor:
+    if isinstance(x, tf.SparseTensor):
+        return tf.SparseTensor(x.indices, tf.cast(x.values, dtype), x.dense_shape)
+    return tf.cast(x, dtype)
+
+
 def _zscore(x: Tensor, spec: fc.FeatureSpec) -> tf.Tensor:
     values = tf.cast(_present_values(x), tf.float32)
     mean = tft.mean(values)
     std = tf.sqrt(tft.var(values))
     fill = mean if spec.fill == 'mean' else tf.constant(float(spec.fill), tf.float32)
-    dense = _densify(
-        tf.cast(x, tf.float32)
-        if not isinstance(x, tf.SparseTensor)
-        else tf.SparseTensor(x.indices, tf.cast(x.values, tf.float32), x.dense_shape),
-        0.0,
-    )
+    dense = _densify(_cast(x, tf.float32), 0.0)
     present = _densify(_presence(x), False)
     filled = tf.where(present, dense, fill)
     # A constant column has std 0: it carries no information, so it maps to 0 instead of NaN.
@@ -86,12 +91,7 @@ def _vocabulary(x: Tensor, spec: fc.FeatureSpec) -> tf.Tensor:
 
 
 def _identity(x: Tensor, spec: fc.FeatureSpec) -> tf.Tensor:
-    ids = _densify(
-        tf.cast(x, tf.int64)
-        if not isinstance(x, tf.SparseTensor)
-        else tf.SparseTensor(x.indices, tf.cast(x.values, tf.int64), x.dense_shape),
-        -1,
-    )
+    ids = _densify(_cast(x, tf.int64), -1)
     ids = tf.where(
         (ids >= 0) & (ids < spec.num_buckets), ids, tf.constant(spec.num_buckets, tf.int64)
     )
@@ -102,12 +102,7 @@ def _bucketize(x: Tensor, spec: fc.FeatureSpec) -> tf.Tensor:
     values = tf.cast(_present_values(x), tf.float32)
     mean = tft.mean(values)
     boundaries = tft.quantiles(values, num_buckets=spec.num_buckets, epsilon=0.01)
-    dense = _densify(
-        tf.SparseTensor(x.indices, tf.cast(x.values, tf.float32), x.dense_shape)
-        if isinstance(x, tf.SparseTensor)
-        else tf.cast(x, tf.float32),
-        0.0,
-    )
+    dense = _densify(_cast(x, tf.float32), 0.0)
     filled = tf.where(_densify(_presence(x), False), dense, mean)
     ids = tft.apply_buckets(filled, boundaries)
     return _with_domain(tf.minimum(ids, spec.num_buckets - 1), spec.cardinality)
@@ -128,19 +123,48 @@ _TRANSFORMS: Mapping[str, Callable[[Tensor, fc.FeatureSpec], tf.Tensor]] = {
 }
 
 
-def _label(inputs: Mapping[str, Tensor], label: fc.LabelSpec) -> tf.Tensor:
-    def as_float(name):
-        x = inputs[name]
-        if isinstance(x, tf.SparseTensor):
-            x = tf.SparseTensor(x.indices, tf.cast(x.values, tf.float32), x.dense_shape)
-        else:
-            x = tf.cast(x, tf.float32)
-        return _densify(x, 0.0)
-
+def _derived_label(inputs: Mapping[str, Tensor], label: fc.DerivedLabel) -> tf.Tensor:
     if label.rule == fc.GREATER_THAN_FRACTION:
-        positive = as_float(label.value) > label.fraction * as_float(label.reference)
-        return tf.cast(positive, tf.int64)
+        value = _densify(_cast(inputs[label.value], tf.float32), 0.0)
+        reference = _densify(_cast(inputs[label.reference], tf.float32), 0.0)
+        return tf.cast(value > label.fraction * reference, tf.int64)
     raise ValueError(f'label.rule: unsupported rule {label.rule!r}')
+
+
+def _column_label(x: Tensor, label: fc.ColumnLabel) -> tf.Tensor:
+    # ExampleGen sends a row without its label to the dead letter, so a missing label reaches
+    # this graph only when serving scores a raw example that has none: it then becomes -1 (no
+    # class) or NaN, never a made-up class or value.
+    if label.task == fc.REGRESSION:
+        return _densify(_cast(x, tf.float32), float('nan'))
+    if label.task == fc.MULTICLASS:
+        # Ids 0..C-1 by frequency on the train split; the class names, in id order, are the
+        # vocabulary file. A class seen only outside the train split gets -1.
+        strings = _as_strings(x)
+        classes = tft.vocabulary(_present_values(strings), vocab_filename=LABEL_VOCABULARY)
+        return tft.apply_vocabulary(
+            _densify(strings, ''), classes, num_oov_buckets=0, default_value=-1
+        )
+    if label.positive is None:
+        return _densify(_cast(x, tf.int64), -1)
+    if x.dtype == tf.string:
+        is_positive = _densify(x, '') == tf.constant(str(label.positive))
+    else:
+        is_positive = _densify(_cast(x, tf.int64), 0) == tf.constant(int(label.positive), tf.int64)
+    present = _densify(_presence(x), False)
+    return tf.where(present, tf.cast(is_positive, tf.int64), tf.constant(-1, tf.int64))
+
+
+def transform_label(inputs: Mapping[str, Tensor], label: fc.LabelSpec) -> tf.Tensor:
+    """The transformed label, a dense [batch] tensor: int64 0/1 (binary), int64 class ids with
+    the `LABEL_VOCABULARY` vocabulary (multiclass), or float32 in the label's units (regression).
+
+    A user's `preprocessing_fn` may call it with the label from `label_from_custom_config` so that
+    its label is the one the Trainer and Evaluator expect.
+    """
+    if isinstance(label, fc.DerivedLabel):
+        return _derived_label(inputs, label)
+    return _column_label(inputs[label.column], label)
 
 
 def build_preprocessing_fn(config: fc.FeatureConfig) -> Callable[[dict], dict]:
@@ -151,7 +175,7 @@ def build_preprocessing_fn(config: fc.FeatureConfig) -> Callable[[dict], dict]:
             spec.name: _TRANSFORMS[spec.transform](inputs[spec.name], spec)
             for spec in config.features
         }
-        outputs[config.label.name] = _label(inputs, config.label)
+        outputs[config.label.key] = transform_label(inputs, config.label)
         return outputs
 
     return preprocessing_fn
@@ -159,15 +183,21 @@ def build_preprocessing_fn(config: fc.FeatureConfig) -> Callable[[dict], dict]:
 
 def config_to_custom_config(config: fc.FeatureConfig) -> dict:
     """The Transform component's custom_config carrying `config` (plain JSON, no file paths)."""
-    return {FEATURE_CONFIG_KEY: dataclasses.asdict(config)}
+    return {FEATURE_CONFIG_KEY: fc.to_dict(config)}
 
 
 def config_from_custom_config(custom_config: Mapping[str, Any]) -> fc.FeatureConfig:
-    data = custom_config[FEATURE_CONFIG_KEY]
-    return fc.FeatureConfig(
-        label=fc.LabelSpec(**data['label']),
-        features=tuple(fc.FeatureSpec(**f) for f in data['features']),
-    )
+    return fc.from_dict(custom_config[FEATURE_CONFIG_KEY])
+
+
+def label_to_custom_config(label: fc.LabelSpec) -> dict:
+    """The custom_config a user's `preprocessing_fn(inputs, custom_config)` receives."""
+    return {LABEL_KEY: dataclasses.asdict(label)}
+
+
+def label_from_custom_config(custom_config: Mapping[str, Any]) -> fc.LabelSpec:
+    """The pipeline's label, in a user's `preprocessing_fn(inputs, custom_config)`."""
+    return fc.build_label(custom_config[LABEL_KEY])
 
 
 def preprocessing_fn(inputs: dict, custom_config: Mapping[str, Any]) -> dict:

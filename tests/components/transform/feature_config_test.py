@@ -63,7 +63,10 @@ def test_taxi_config_covers_every_transform_and_sizes_categoricals():
             {'name': 'city', 'transform': 'vocabulary', 'oov_buckets': 0},
             'oov_buckets: expected an integer >= 1',
         ),
-        ({'name': 'city', 'transform': 'vocabulary', 'topk': 3}, "unknown key(s) ['topk']"),
+        (
+            {'name': 'city', 'transform': 'vocabulary', 'topk': 3},
+            "features[0].topk: unknown field; allowed: ['fill', 'name',",
+        ),
     ],
 )
 def test_bad_features_fail_naming_the_feature_and_field(feature, message):
@@ -90,3 +93,108 @@ def test_missing_or_malformed_files_name_the_file(tmp_path):
     bad.write_text('label: [\n')
     with pytest.raises(fc.FeatureConfigError, match='bad.yaml: not valid YAML'):
         fc.load_feature_config(str(bad), str(TAXI / 'schema.pbtxt'))
+
+
+LABEL_SCHEMA = _schema(
+    **{'Species': 'BYTES', 'Body Mass (g)': 'FLOAT', 'Year': 'INT', 'Culmen Length (mm)': 'FLOAT'}
+)
+CULMEN = [{'name': 'Culmen Length (mm)', 'transform': 'zscore'}]
+
+
+@pytest.mark.parametrize(
+    'label, key, task, loss',
+    [
+        ({'column': 'Species', 'task': 'multiclass'}, 'Species', 'multiclass', 'mse'),
+        ({'column': 'Species', 'task': 'binary', 'positive': 'Adelie'}, 'Species', 'binary', 'mse'),
+        ({'column': 'Year', 'task': 'binary'}, 'Year', 'binary', 'mse'),
+        (
+            {'column': 'Body Mass (g)', 'task': 'regression', 'loss': 'huber'},
+            'Body Mass (g)',
+            'regression',
+            'huber',
+        ),
+        (
+            LABEL | {'value': 'Body Mass (g)', 'reference': 'Culmen Length (mm)'},
+            'label',
+            'binary',
+            'mse',
+        ),
+    ],
+)
+def test_each_label_form_gives_its_key_and_task(label, key, task, loss):
+    config = fc.parse_feature_config({'label': label, 'features': CULMEN}, LABEL_SCHEMA)
+    assert (config.label.key, config.label.task, config.label.loss) == (key, task, loss)
+    # The custom_config round trip keeps the form (a column label stays a column label).
+    assert fc.from_dict(fc.to_dict(config)) == config
+
+
+@pytest.mark.parametrize(
+    'label, message',
+    [
+        (
+            {'name': 'Species'},
+            'f.yaml: label: expected {column: NAME, task: binary|multiclass|regression}',
+        ),
+        ({'column': 'Species'}, 'f.yaml: label.task: required field is missing'),
+        (
+            {'column': 'Species', 'task': 'ranking'},
+            "label.task: got 'ranking'; allowed: ['binary',",
+        ),
+        (
+            {'column': 'species', 'task': 'multiclass'},
+            "label.column: 'species' is not in the schema",
+        ),
+        (
+            {'column': 'Body Mass (g)', 'task': 'multiclass'},
+            'label.column: a multiclass label must be a column of type INT or BYTES; '
+            "'Body Mass (g)' is FLOAT",
+        ),
+        (
+            {'column': 'Species', 'task': 'regression'},
+            'label.column: a regression label must be a column of type INT or FLOAT',
+        ),
+        ({'column': 'Species', 'task': 'binary'}, "label.positive: 'Species' holds text"),
+        (
+            {'column': 'Year', 'task': 'binary', 'positive': '2007'},
+            "label.positive: 'Year' is INT: expected an integer, got '2007'",
+        ),
+        (
+            {'column': 'Species', 'task': 'multiclass', 'positive': 'Adelie'},
+            'label.positive: only a binary label takes it, not multiclass',
+        ),
+        (
+            {'column': 'Species', 'task': 'multiclass', 'loss': 'huber'},
+            'label.loss: only a regression label takes a loss, not multiclass',
+        ),
+        (
+            {'column': 'Body Mass (g)', 'task': 'regression', 'loss': 'mae'},
+            "label.loss: got 'mae'; allowed: ['mse', 'huber']",
+        ),
+        (
+            {'column': 'Culmen Length (mm)', 'task': 'regression'},
+            "label.column: 'Culmen Length (mm)' is also a feature: a label cannot be an input",
+        ),
+    ],
+)
+def test_bad_column_labels_fail_naming_the_file_and_field(label, message):
+    with pytest.raises(fc.FeatureConfigError) as error:
+        fc.parse_feature_config({'label': label, 'features': CULMEN}, LABEL_SCHEMA, 'f.yaml')
+    assert message in str(error.value)
+
+
+def test_with_a_preprocessing_module_label_and_features_are_optional(tmp_path):
+    config = fc.parse_feature_config({}, LABEL_SCHEMA, with_module=True)
+    assert config == fc.FeatureConfig(label=None, features=())
+    missing = fc.load_feature_config(
+        str(tmp_path / 'features.yaml'), str(TAXI / 'schema.pbtxt'), with_module=True
+    )
+    assert missing == fc.FeatureConfig(label=None, features=())
+    with pytest.raises(fc.FeatureConfigError, match='f.yaml: expected top-level keys "label"'):
+        fc.parse_feature_config({'features': CULMEN}, LABEL_SCHEMA, 'f.yaml')
+
+
+def test_a_bad_schema_names_its_file(tmp_path):
+    schema = tmp_path / 'schema.pbtxt'
+    schema.write_text('feature { nam: "x" }\n')
+    with pytest.raises(fc.FeatureConfigError, match='schema.pbtxt: not a valid Schema text proto'):
+        fc.load_feature_config(str(TAXI / 'features.yaml'), str(schema))
