@@ -214,6 +214,7 @@ def make_task(
     """Our task (model, optimizer, step, inputs) over `data`, with the Trainer's defaults."""
     from components.trainer import config as config_lib
     from components.trainer.training import task as task_lib
+    from components.trainer.training import tasks
 
     schema = task_lib.load_transformed_schema(data.transform_graph, data.label_key)
     config = trainer_config or config_lib.TrainerConfig(
@@ -222,7 +223,7 @@ def make_task(
             batch_size=BATCH_SIZE, steps_per_execution=STEPS_PER_EXECUTION
         ),
     )
-    return task_lib.BinaryClassificationTask(schema, config)
+    return tasks.BinaryClassificationTask(schema, config)
 
 
 def _rate(steps: int, seconds: float) -> float:
@@ -250,11 +251,11 @@ def in_memory_dataset(task, data: TransformedExamples):
 def cached_dataset(task, data: TransformedExamples):
     """Our dataset with `input.cache: memory`."""
     from components.trainer.training import data as data_lib
-    from components.trainer.training import task as task_lib
+    from components.trainer.training import tasks
 
     config = task.config
     cached = dataclasses.replace(config, input=dataclasses.replace(config.input, cache='memory'))
-    return task_lib.BinaryClassificationTask(task.schema, cached).build_inputs(
+    return tasks.BinaryClassificationTask(task.schema, cached).build_inputs(
         data.examples_dir, data_lib.TRAIN_SPLIT, training=True
     )
 

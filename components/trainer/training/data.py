@@ -97,3 +97,39 @@ def make_dataset(
     options = tf.data.Options()
     options.deterministic = not training
     return batches.prefetch(input_config.prefetch).with_options(options)
+
+
+def label_moments(
+    file_pattern: str, label_key: str, label_spec: tf.io.FixedLenFeature, batch_size: int = 4096
+) -> tuple[int, float, float]:
+    """(count, mean, standard deviation) of the label over the files matching `file_pattern`.
+
+    One pass that parses only the label, reading the files in a fixed order and summing in
+    float64, so that every call (every recovery attempt) gets the same values.
+    """
+    files = tf.data.Dataset.list_files(file_pattern, shuffle=False)
+    records = files.flat_map(lambda path: tf.data.TFRecordDataset(path, compression_type='GZIP'))
+
+    def parse(serialized: tf.Tensor) -> tf.Tensor:
+        label = tf.io.parse_example(serialized, {label_key: label_spec})[label_key]
+        return tf.reshape(tf.cast(label, tf.float64), [-1])
+
+    labels = records.batch(batch_size).map(parse)
+
+    @tf.function(autograph=False)
+    def moments():
+        zero = tf.constant(0.0, tf.float64)
+        return labels.reduce(
+            (zero, zero, zero),
+            lambda acc, x: (
+                acc[0] + tf.cast(tf.size(x), tf.float64),
+                acc[1] + tf.reduce_sum(x),
+                acc[2] + tf.reduce_sum(tf.square(x)),
+            ),
+        )
+
+    count, total, total_squares = (float(v) for v in moments())
+    if not count:
+        return 0, 0.0, 0.0
+    mean = total / count
+    return int(count), mean, max(total_squares / count - mean * mean, 0.0) ** 0.5

@@ -2,7 +2,12 @@
 
 Signatures (what stock Evaluator and Pusher consume):
 - `serving_default`: `examples` (serialized raw tf.Example, [None]) -> parse with the raw
-  feature spec -> the transform graph -> the model -> `probabilities` (float32, [None, 1]);
+  feature spec -> the transform graph -> the model -> the task's outputs:
+  - binary: `probabilities` (float32, [None, 1]);
+  - multiclass: `probabilities` (float32, [None, num_classes]), `classes` (string,
+    [None, num_classes], the class names in class-id order, the same in every row) and
+    `predicted_class` (string, [None], the most likely class);
+  - regression: `predictions` (float32, [None, 1]) in the label's own units;
 - `transform_features`: the same input -> every transformed feature, label included (TFMA calls
   it through `preprocessing_function_names=['transform_features']`).
 
@@ -13,6 +18,7 @@ serves with no cluster and with Transform's output gone.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
@@ -20,19 +26,34 @@ SERVING_SIGNATURE = 'serving_default'
 TRANSFORM_SIGNATURE = 'transform_features'
 EXAMPLES_INPUT = 'examples'
 PROBABILITIES = 'probabilities'
+CLASSES = 'classes'
+PREDICTED_CLASS = 'predicted_class'
+PREDICTIONS = 'predictions'
 
 
 def export_serving_model(
-    keras_model: tf.keras.Model, transform_graph_dir: str, export_dir: str
+    keras_model: tf.keras.Model,
+    transform_graph_dir: str,
+    export_dir: str,
+    serving_outputs: Callable[[tf.Tensor], dict[str, tf.Tensor]],
+    model_inputs: Sequence[str],
 ) -> str:
-    """Writes the serving SavedModel of `keras_model` (unsharded) to `export_dir`."""
+    """Writes the serving SavedModel of `keras_model` (unsharded) to `export_dir`.
+
+    Args:
+      keras_model: The trained model: transformed features -> logits.
+      transform_graph_dir: Transform's output, embedded into the SavedModel.
+      export_dir: Where the SavedModel goes.
+      serving_outputs: The task's outputs for a batch of logits (`Task.serving_outputs`).
+      model_inputs: The transformed features the model is called with (what it trained on).
+    """
     import tensorflow_transform as tft
 
     tft_output = tft.TFTransformOutput(transform_graph_dir)
     raw_feature_spec = tft_output.raw_feature_spec()
     # Attached to the model so that the SavedModel tracks the transform graph and its assets.
     keras_model.tft_layer = tft_output.transform_features_layer()
-    model_inputs = sorted(keras_model.input.keys())
+    model_inputs = sorted(model_inputs)
     examples_spec = tf.TensorSpec([None], tf.string, name=EXAMPLES_INPUT)
 
     @tf.function(input_signature=[examples_spec])
@@ -44,7 +65,7 @@ def export_serving_model(
     def serve(examples):
         transformed = transform_features(examples)
         logits = keras_model({name: transformed[name] for name in model_inputs}, training=False)
-        return {PROBABILITIES: tf.sigmoid(logits)}
+        return serving_outputs(logits)
 
     tf.io.gfile.makedirs(os.path.dirname(export_dir.rstrip('/')) or '.')
     keras_model.save(

@@ -1,7 +1,8 @@
 """The training loop: ParameterServerStrategy, ClusterCoordinator, `tf.function`, checkpoints,
 summaries and the training report.
 
-`task` holds what one worker does; this module owns everything around it. The coordinator (this
+`task` holds what one worker does (a `task.Task`: binary, multiclass or regression, which this
+module never asks); this module owns everything around it. The coordinator (this
 process) schedules closures of `steps_per_execution` steps each on whichever worker is free, so
 workers never wait for each other and their updates to the parameter servers interleave
 (asynchronous training). Each closure reports its loss, the staleness of its updates, and how
@@ -20,9 +21,8 @@ from collections.abc import Callable
 import tensorflow as tf
 
 from components.trainer import config as config_lib
-from components.trainer.training import data, export, run_files
+from components.trainer.training import data, export, run_files, tasks
 from components.trainer.training import task as task_lib
-from components.trainer.training.task import BinaryClassificationTask
 
 
 def make_partitioner(distribution: config_lib.DistributionConfig, num_ps: int):
@@ -48,7 +48,7 @@ class Trainer:
 
     def __init__(
         self,
-        task: BinaryClassificationTask,
+        task: task_lib.Task,
         cluster,
         examples_dir: str,
         run_dir: str,
@@ -60,6 +60,8 @@ class Trainer:
         self.examples_dir = examples_dir
         self.run_dir = run_dir
         self.checkpoint_dir = checkpoint_dir or os.path.join(run_dir, run_files.CHECKPOINT_SUBDIR)
+        # Before connecting to the cluster: the task's pass over the data (if any) stays local.
+        task.prepare(examples_dir)
         self.strategy = tf.distribute.experimental.ParameterServerStrategy(
             cluster.resolver,
             variable_partitioner=make_partitioner(self.config.distribution, cluster.num_ps),
@@ -321,9 +323,7 @@ class _Totals:
         return self.input_wait_seconds / self.seconds if self.seconds else 0.0
 
 
-def make_eval_step(
-    task: BinaryClassificationTask, keras_model: tf.keras.Model, metrics: dict
-) -> Callable:
+def make_eval_step(task: task_lib.Task, keras_model: tf.keras.Model, metrics: dict) -> Callable:
     """The eval step as a `tf.function` traced once: its batch dimension is None, so the partial
     last batch of the eval split runs the same graph."""
     features_spec, label_spec = task.element_spec
@@ -337,10 +337,9 @@ def make_eval_step(
     return eval_step
 
 
-def evaluate(
-    task: BinaryClassificationTask, keras_model: tf.keras.Model, examples_dir: str
-) -> dict:
+def evaluate(task: task_lib.Task, keras_model: tf.keras.Model, examples_dir: str) -> dict:
     """Metrics of `keras_model` on the eval split (`eval_steps` batches, or all of it)."""
+    task.prepare(examples_dir)
     metrics = task.build_metrics()
     eval_step = make_eval_step(task, keras_model, metrics)
     dataset = task.build_inputs(examples_dir, data.EVAL_SPLIT, training=False)
@@ -387,7 +386,7 @@ def train_and_export(
         pointing at the same directory resumes from the latest checkpoint.
     """
     schema = task_lib.load_transformed_schema(transform_graph_dir, label_key)
-    task = task_lib.BinaryClassificationTask(schema, trainer_config)
+    task = tasks.make_task(schema, trainer_config, transform_graph_dir)
     tf.io.gfile.makedirs(model_run_dir)
     trainer = Trainer(
         task,
@@ -414,7 +413,14 @@ def train_and_export(
         for name, value in eval_metrics.items():
             tf.summary.scalar(f'eval/{name}', value)
     writer.flush()
-    export.export_serving_model(serving_model, transform_graph_dir, serving_model_dir)
+    features_spec, _ = task.element_spec
+    export.export_serving_model(
+        serving_model,
+        transform_graph_dir,
+        serving_model_dir,
+        task.serving_outputs,
+        model_inputs=tuple(features_spec),
+    )
     report = run_files.TrainingReport(
         steps=measured['steps'],
         steps_this_run=measured['steps_this_run'],

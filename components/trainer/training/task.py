@@ -1,19 +1,22 @@
-"""The single-replica view of training: inputs, model, optimizer, one train step, one eval step.
+"""The single-replica view of training: the `Task` base, and what it knows of Transform's output.
 
-Nothing here knows about the strategy, the coordinator or checkpoints (that is `train_lib`), as
-in TensorFlow Model Garden's `base_task.Task` versus its trainer: these functions are what one
-worker runs, and a test can call them directly.
+A task owns what depends on the label: the model's head size, the loss, the metrics, and the
+serving outputs. Everything else here (inputs, optimizer, one asynchronous train step, one eval
+step) is shared. Nothing here knows about the strategy, the coordinator or checkpoints (that is
+`loop`), as in TensorFlow Model Garden's `base_task.Task` versus its trainer: these are what one
+worker runs, and a test can call them directly. The concrete tasks are in `tasks`.
 """
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from collections.abc import Mapping
 
 import tensorflow as tf
 
 from components.trainer import config as config_lib
-from components.trainer.training import data, model
+from components.trainer.training import data, model, model_module
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,24 +77,90 @@ def load_transformed_schema(transform_graph_dir: str, label_key: str) -> Transfo
     return TransformedSchema(feature_spec=feature_spec, categorical_rows=rows, label_key=label_key)
 
 
-class BinaryClassificationTask:
-    """Predicts the 0/1 label from the transformed features."""
+class Task(abc.ABC):
+    """What is learned from the label, for one replica; the loop is given a Task and never asks
+    which one.
+
+    Subclasses set `task_type` and define `num_outputs`, `loss`, `update_metrics`,
+    `build_metrics` and `serving_outputs`; `prepare` is where a task reads what it needs from the
+    training data before training (the regression label's statistics).
+    """
+
+    task_type: str = ''
 
     def __init__(self, schema: TransformedSchema, trainer_config: config_lib.TrainerConfig):
         self.schema = schema
         self.config = trainer_config
+        self._model_builder = model_module.model_builder(trainer_config)
+
+    # What each task defines.
+
+    @property
+    @abc.abstractmethod
+    def num_outputs(self) -> int:
+        """Width of the model's output, [batch, num_outputs]."""
+
+    @abc.abstractmethod
+    def describe(self) -> str:
+        """The task in words, for errors: 'the multiclass task with 4 classes'."""
+
+    @abc.abstractmethod
+    def loss(self, labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
+        """The mean training loss of a batch (a scalar)."""
+
+    @abc.abstractmethod
+    def build_metrics(self) -> dict[str, tf.keras.metrics.Metric]:
+        """Fresh eval metrics, by name; `loss` among them."""
+
+    @abc.abstractmethod
+    def update_metrics(
+        self,
+        labels: tf.Tensor,
+        logits: tf.Tensor,
+        metrics: Mapping[str, tf.keras.metrics.Metric],
+    ) -> None:
+        """Adds one eval batch to `metrics`."""
+
+    @abc.abstractmethod
+    def serving_outputs(self, logits: tf.Tensor) -> dict[str, tf.Tensor]:
+        """The serving signature's outputs for a batch of logits (names from `export`)."""
+
+    def prepare(self, examples_dir: str) -> None:
+        """Reads what the task needs from the transformed training data; called by the loop
+        before training and evaluation. Must be deterministic: every attempt calls it again.
+        Most tasks need nothing."""
+        del examples_dir
+
+    # Shared by every task.
+
+    @property
+    def output_shape(self) -> tuple:
+        return (None, self.num_outputs)
+
+    @property
+    def model_features(self) -> model.ModelFeatures:
+        return model.ModelFeatures(
+            numeric=self.schema.numeric_features,
+            categorical=dict(self.schema.categorical_rows),
+            label_key=self.schema.label_key,
+            task_type=self.task_type,
+            num_outputs=self.num_outputs,
+        )
 
     @property
     def element_spec(self) -> tuple[dict, tf.TensorSpec]:
         return data.element_spec(self.schema.feature_spec, self.schema.label_key)
 
     def build_model(self) -> tf.keras.Model:
-        return model.build_model(
-            self.schema.numeric_features,
-            self.schema.categorical_rows,
-            self.config.model,
-            seed=self.config.training.seed,
+        """The model (built-in, or `trainer.model_module`'s), checked against the task's output
+        shape: a wrong one fails here, before any training."""
+        keras_model = self._model_builder(self.model_features, self.config)
+        features_spec, _ = self.element_spec
+        sample = {name: tf.zeros([2], spec.dtype) for name, spec in features_spec.items()}
+        model_module.check_output_shape(
+            keras_model, self.num_outputs, sample, self.config, self.describe()
         )
+        return keras_model
 
     def build_optimizer(self) -> tf.keras.optimizers.Optimizer:
         training = self.config.training
@@ -114,10 +183,6 @@ class BinaryClassificationTask:
             training=training,
             cache_path=cache_path,
         )
-
-    def loss(self, labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
-        labels = tf.reshape(tf.cast(labels, tf.float32), [-1, 1])
-        return tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits))
 
     def train_step(
         self,
@@ -157,23 +222,7 @@ class BinaryClassificationTask:
         keras_model: tf.keras.Model,
         metrics: Mapping[str, tf.keras.metrics.Metric],
     ) -> None:
-        logits = keras_model(features, training=False)
-        probabilities = tf.sigmoid(logits)
-        labels = tf.reshape(tf.cast(labels, tf.float32), [-1, 1])
-        metrics['loss'].update_state(
-            tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
-        )
-        metrics['auc'].update_state(labels, probabilities)
-        metrics['accuracy'].update_state(labels, probabilities)
-        metrics['label_mean'].update_state(labels)
-
-    def build_metrics(self) -> dict:
-        return {
-            'loss': tf.keras.metrics.Mean(name='loss'),
-            'auc': tf.keras.metrics.AUC(name='auc', num_thresholds=1000),
-            'accuracy': tf.keras.metrics.BinaryAccuracy(name='accuracy'),
-            'label_mean': tf.keras.metrics.Mean(name='label_mean'),
-        }
+        self.update_metrics(labels, keras_model(features, training=False), metrics)
 
 
 def _scale(gradient, scale: tf.Tensor):

@@ -7,18 +7,19 @@ background threads: no place for the pytest process, which hosts the in-process 
     python -m tests.components.trainer.worker_failure_scenario EXAMPLES TRANSFORM_GRAPH OUTPUT
 """
 
-import os
+from components import tf_environment
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+tf_environment.configure()
 
 import json  # noqa: E402
+import os  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
 from components.trainer import config as config_lib  # noqa: E402
 from components.trainer.cluster import servers as cluster_lib  # noqa: E402
-from components.trainer.training import export, task  # noqa: E402
+from components.trainer.training import export, task, tasks  # noqa: E402
 from components.trainer.training import loop as train_lib  # noqa: E402
 
 TRAIN_STEPS = 60
@@ -37,7 +38,7 @@ def main(examples: str, transform_graph: str, output: str) -> dict:
     schema = task.load_transformed_schema(transform_graph, 'big_tipper')
     with cluster_lib.start(config.distribution) as cluster:
         trainer = train_lib.Trainer(
-            task.BinaryClassificationTask(schema, config),
+            tasks.BinaryClassificationTask(schema, config),
             cluster,
             examples,
             os.path.join(output, 'model_run'),
@@ -55,8 +56,13 @@ def main(examples: str, transform_graph: str, output: str) -> dict:
         measured = trainer.train()
         victim_exit = victim.wait(timeout=30)
         serving_model = trainer.serving_model()
+    binary_task = tasks.BinaryClassificationTask(schema, config)
     export.export_serving_model(
-        serving_model, transform_graph, os.path.join(output, 'model', 'Format-Serving')
+        serving_model,
+        transform_graph,
+        os.path.join(output, 'model', 'Format-Serving'),
+        binary_task.serving_outputs,
+        model_inputs=tuple(binary_task.element_spec[0]),
     )
     return {'steps': measured['steps'], 'killed_at': killed_at[0], 'victim_exit': victim_exit}
 

@@ -13,7 +13,7 @@ import tensorflow as tf
 from components.trainer import config as config_lib
 from components.trainer.cluster import launch
 from components.trainer.cluster import servers as cluster_lib
-from components.trainer.training import export, loop, run_files, task
+from components.trainer.training import export, loop, run_files, task, tasks
 from tests.components.trainer.trainer_testdata import (
     LABEL_KEY,
     TRAIN_STEPS,
@@ -134,7 +134,7 @@ def test_resume_continues_at_the_saved_step_in_one_trace(transformed_data, tmp_p
     schema = task.load_transformed_schema(transformed_data.transform_graph, LABEL_KEY)
     with cluster_lib.start(config.distribution) as cluster:
         trainer = loop.Trainer(
-            task.BinaryClassificationTask(schema, config),
+            tasks.BinaryClassificationTask(schema, config),
             cluster,
             transformed_data.examples,
             str(tmp_path / 'run2'),
@@ -160,7 +160,7 @@ def test_resume_continues_at_the_saved_step_in_one_trace(transformed_data, tmp_p
 def test_eval_step_traces_once_for_full_and_partial_batches(transformed_data):
     config = config_lib.TrainerConfig(training=config_lib.TrainingConfig(batch_size=64))
     schema = task.load_transformed_schema(transformed_data.transform_graph, LABEL_KEY)
-    binary_task = task.BinaryClassificationTask(schema, config)
+    binary_task = tasks.BinaryClassificationTask(schema, config)
     model = binary_task.build_model()
     metrics = binary_task.build_metrics()
     eval_step = loop.make_eval_step(binary_task, model, metrics)
