@@ -35,7 +35,7 @@ TEST_PATHS = (
     'tests/e2e/pipeline_failure_e2e_test.py',
     'tests/pipelines/local_runner_test.py',
     'tests/pipelines/dockerfile_test.py::test_runs_as_a_numeric_non_root_user_matching_the_tfjob_pods',
-    'tests/components/trainer/tfjob_test.py::'
+    'tests/components/trainer/kubernetes/tfjob_test.py::'
     'test_tfjob_pods_are_non_root_unprivileged_limited_and_scheduled_on_the_training_pool',
 )
 # Tests of this tool itself: they try no fault, so they stay out of the table.

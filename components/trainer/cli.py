@@ -1,12 +1,14 @@
 """`asynctrain train`: the Trainer outside a TFX pipeline, and what every Kubernetes replica runs.
 
-    asynctrain train --examples DIR --transform-graph DIR --output DIR [--config FILE]
+    asynctrain train --examples DIR --transform-graph DIR --output DIR --label-key LABEL \
+        [--config FILE] [--base-model DIR]
     asynctrain train --examples DIR --transform-graph DIR \
-        --serving-model-dir DIR --model-run-dir DIR [--config FILE]
+        --serving-model-dir DIR --model-run-dir DIR --label-key LABEL [--config FILE]
 
 `--examples` is a transformed Examples artifact directory (`Split-train/`, `Split-eval/`),
-`--transform-graph` Transform's output. The serving SavedModel goes to
-`<output>/model/Format-Serving` (the Model artifact's layout) and summaries, checkpoints and
+`--transform-graph` Transform's output, `--label-key` the transformed label feature (the
+dataset's label; no default). The serving SavedModel goes to `<output>/model/Format-Serving` (the
+Model artifact's layout) and summaries, checkpoints and
 `training_report.json` to `<output>/model_run/`; rerunning with the same `--output` resumes from
 the latest checkpoint. `--serving-model-dir` and `--model-run-dir` override those two places (the
 Trainer's executor points them at its Model and ModelRun artifacts); with both, `--output` may be
@@ -33,58 +35,14 @@ import logging  # noqa: E402
 import sys  # noqa: E402
 
 from components.trainer import config as config_lib  # noqa: E402
+from components.trainer import train_arguments  # noqa: E402
 from components.trainer.cluster import servers as cluster_lib  # noqa: E402
-
-DEFAULT_LABEL_KEY = 'big_tipper'
-MODEL_SUBDIR = 'model'
-MODEL_RUN_SUBDIR = 'model_run'
-SERVING_SUBDIR = 'Format-Serving'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Adds `train`'s arguments to `parser` (the main CLI mounts it as a subcommand)."""
-    parser.add_argument(
-        '--examples',
-        required=True,
-        help='Transformed examples directory with Split-train/ and Split-eval/.',
-    )
-    parser.add_argument(
-        '--transform-graph',
-        required=True,
-        help="Transform's output directory (transform_fn/, transformed_metadata/).",
-    )
-    parser.add_argument(
-        '--output',
-        default=None,
-        help='Output directory: model/Format-Serving/ and model_run/. Required '
-        'unless --serving-model-dir and --model-run-dir are both given.',
-    )
-    parser.add_argument(
-        '--serving-model-dir',
-        default=None,
-        help='Where the serving SavedModel goes (default: '
-        f'<output>/{MODEL_SUBDIR}/{SERVING_SUBDIR}).',
-    )
-    parser.add_argument(
-        '--model-run-dir',
-        default=None,
-        help='Summaries, checkpoints and training_report.json (default: '
-        f'<output>/{MODEL_RUN_SUBDIR}).',
-    )
-    parser.add_argument(
-        '--config',
-        default=None,
-        help='YAML file: a pipeline config with a "trainer:" section, or the '
-        'section alone. Defaults apply to whatever it leaves out.',
-    )
-    parser.add_argument(
-        '--label-key',
-        default=DEFAULT_LABEL_KEY,
-        help=f'Transformed label feature (default: {DEFAULT_LABEL_KEY}).',
-    )
-    parser.add_argument(
-        '--base-model', default=None, help='A serving SavedModel directory to warm-start from.'
-    )
+    """Adds `train`'s arguments to `parser` (the main CLI mounts it as a subcommand): the flags
+    `train_arguments.TrainArguments` declares, the same the TFJob's replicas are given."""
+    train_arguments.add_arguments(parser)
     # `run` checks what argparse cannot (the output flags depend on each other) and reports it
     # through this parser, with the usage line, the way argparse reports its own errors.
     parser.set_defaults(_train_parser=parser)
@@ -110,8 +68,9 @@ def output_dirs(args: argparse.Namespace) -> tuple[str, str]:
             f'are both given (missing: {" and ".join(missing)})'
         )
     return (
-        args.serving_model_dir or os.path.join(args.output, MODEL_SUBDIR, SERVING_SUBDIR),
-        args.model_run_dir or os.path.join(args.output, MODEL_RUN_SUBDIR),
+        args.serving_model_dir
+        or os.path.join(args.output, train_arguments.MODEL_SUBDIR, train_arguments.SERVING_SUBDIR),
+        args.model_run_dir or os.path.join(args.output, train_arguments.MODEL_RUN_SUBDIR),
     )
 
 

@@ -11,7 +11,6 @@ import os
 import pathlib
 
 import pytest
-import yaml
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SCANNED = ('components', 'pipelines', 'benchmarks')
@@ -52,7 +51,8 @@ def test_feature_config_refuses_python_object_tag(tmp_path):
 
 def test_tfjob_values_refuse_python_object_tag(tmp_path):
     """YAML !!python/object tag in the TFJob values file: refused, nothing executed"""
-    from components.trainer.kubernetes.tfjob import load_tfjob_settings
+    from components.trainer.kubernetes.values import load_tfjob_settings
+    from components.yaml_config import ConfigError
 
     sentinel = tmp_path / 'pwned'
     values = (REPO / 'kubeflow' / 'tfjob-values.yaml').read_text()
@@ -65,7 +65,7 @@ def test_tfjob_values_refuse_python_object_tag(tmp_path):
         )
     )
     assert 'serviceAccountName: !!python/object/apply' in path.read_text()
-    with pytest.raises(yaml.YAMLError, match='python/object/apply'):
+    with pytest.raises(ConfigError, match='python/object/apply'):
         load_tfjob_settings(path)
     assert not sentinel.exists()
 

@@ -1,6 +1,6 @@
 """Runs a TFJob's replicas as processes on 127.0.0.1, each with the `TF_CONFIG` the operator gives it.
 
-This is the Kubernetes run without Kubernetes: the same TFJob object `components/trainer/tfjob.py` builds,
+This is the Kubernetes run without Kubernetes: the same TFJob object `tfjob.build_tfjob` builds,
 the same container command and environment, and the operator's `TF_CONFIG` (`tf_config_for`) with
 each `<job>-<type>-<i>.<ns>.svc:<port>` address replaced by `127.0.0.1:<free port>`, the same
 replacement for every replica. Like the operator with `cleanPodPolicy: Running`, the job ends
@@ -9,7 +9,7 @@ serving are stopped.
 
     result = run_local(tfjob, log_dir='/tmp/logs', timeout_s=600)
 
-`runner(log_dir)` is the same as a `tfjob.TFJobRunner`, so the Trainer's executor can run the TFJob
+`runner(log_dir)` is a `client.TFJobRunner`, so the Trainer's executor can run the TFJob
 it builds here instead of on a cluster (a rehearsal, or the end-to-end test).
 """
 
@@ -29,6 +29,7 @@ from typing import Any
 import portpicker
 from kubeflow.training import models
 
+from components.trainer.kubernetes import client
 from components.trainer.kubernetes import tfjob as tfjob_lib
 
 _CHIEF = 'Chief'
@@ -192,7 +193,7 @@ def run_local(
     return LocalRunResult(succeeded=not message, message=message, replicas=replicas)
 
 
-def runner(log_dir: str, extra_env: Mapping[str, str] | None = None) -> tfjob_lib.TFJobRunner:
+def runner(log_dir: str, extra_env: Mapping[str, str] | None = None) -> client.TFJobRunner:
     """A `TFJobRunner` that runs the job with `run_local` and fails as `run_tfjob` would.
 
     A failed run raises `TFJobFailed` naming each replica that exited with an error (a replica
@@ -216,7 +217,7 @@ def runner(log_dir: str, extra_env: Mapping[str, str] | None = None) -> tfjob_li
                 for r in result.replicas
                 if r.returncode not in (0, -signal.SIGTERM)
             ]
-            raise tfjob_lib.TFJobFailed(name, result.message, failed)
+            raise client.TFJobFailed(name, result.message, failed)
         return result
 
     return run

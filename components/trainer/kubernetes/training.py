@@ -1,7 +1,7 @@
 """The `tfjob` cluster mode: one Trainer execution as a Kubernetes TFJob.
 
 The executor, in its KFP pod, writes the replicas' trainer config next to the ModelRun artifact,
-names the job after the execution, and has `tfjob.train_on_kubernetes` submit a TFJob whose
+names the job after the execution, and has `client.train_on_kubernetes` submit a TFJob whose
 Chief, Worker and PS replicas run `asynctrain train` with `TF_CONFIG` and write straight into the
 Model and ModelRun artifact URIs; it then checks that the chief exported a SavedModel there.
 Framework-free like the rest of the Trainer: plain paths and a `TrainerConfig` in, no TFX.
@@ -17,6 +17,8 @@ import tensorflow as tf
 import yaml
 
 from components.trainer import config as config_lib
+from components.trainer import train_arguments
+from components.trainer.kubernetes import client
 from components.trainer.kubernetes import tfjob as tfjob_lib
 
 # The replicas' trainer config, written into the ModelRun artifact: every pod reads the same file
@@ -60,7 +62,7 @@ def train_with_tfjob(
     label_key: str,
     base_model_dir: str | None,
     execution_key: str,
-    runner: tfjob_lib.TFJobRunner | None = None,
+    runner: client.TFJobRunner | None = None,
 ) -> str:
     """Trains as a TFJob and returns its name once the chief's SavedModel is in place.
 
@@ -76,10 +78,10 @@ def train_with_tfjob(
       execution_key: Identifies this execution: the job name is derived from it, so a retry of
         the same execution names the same job and different executions never share one.
       runner: Runs the built TFJob instead of submitting it with a `TrainingClient`
-        (`tfjob.TFJobRunner`; e.g. `tfjob_local.runner`).
+        (`client.TFJobRunner`; e.g. `local.runner`).
 
     Raises:
-      tfjob.TFJobFailed: the job failed; the message names each failed replica and its reason.
+      client.TFJobFailed: the job failed; the message names each failed replica and its reason.
       TimeoutError: the job did not finish within `kubernetes.timeout_seconds` (it is deleted).
       NoModelExported: the job succeeded but `serving_model_dir` holds no SavedModel.
       ValueError: no namespace is configured and this process is not in a pod.
@@ -87,17 +89,17 @@ def train_with_tfjob(
     kubernetes = trainer_config.kubernetes
     name = tfjob_lib.job_name(kubernetes.job_name_prefix, execution_key)
     namespace = kubernetes.namespace or tfjob_lib.pod_namespace()
-    train = tfjob_lib.TrainArguments(
+    train = train_arguments.TrainArguments(
         examples=examples_dir,
         transform_graph=transform_graph_dir,
         serving_model_dir=serving_model_dir,
         model_run_dir=model_run_dir,
         config=write_replica_config(trainer_config, model_run_dir),
         label_key=label_key,
-        base_model=base_model_dir or '',
+        base_model=base_model_dir,
     )
     logging.info('Training as TFJob %s/%s (image %s)', namespace, name, kubernetes.image)
-    tfjob_lib.train_on_kubernetes(
+    client.train_on_kubernetes(
         values_path=values_path(trainer_config),
         name=name,
         namespace=namespace,

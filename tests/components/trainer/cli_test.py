@@ -13,17 +13,26 @@ import pytest
 from components.trainer import cli
 from components.trainer import config as config_lib
 from components.trainer.cluster import servers as cluster
-from tests.components.trainer.trainer_testdata import REPO_ROOT, assert_serves_raw_examples
+from tests.components.trainer.trainer_testdata import (
+    LABEL_KEY,
+    REPO_ROOT,
+    assert_serves_raw_examples,
+)
 
 
 def _parse(argv):
+    # `--label-key` has no default: the tests that are not about it give the taxi label.
+    if '--label-key' not in argv:
+        argv = [*argv, '--label-key', LABEL_KEY]
     parser = argparse.ArgumentParser()
     cli.add_arguments(parser)
     return parser.parse_args(argv)
 
 
 def test_arguments():
-    args = _parse(['--examples', 'e', '--transform-graph', 't', '--output', 'o'])
+    args = _parse(
+        ['--examples', 'e', '--transform-graph', 't', '--output', 'o', '--label-key', 'big_tipper']
+    )
     assert (args.examples, args.transform_graph, args.output) == ('e', 't', 'o')
     assert args.config is None and args.label_key == 'big_tipper'
 
@@ -75,6 +84,8 @@ def _train_command(transformed_data, output, config_path):
         str(output),
         '--config',
         str(config_path),
+        '--label-key',
+        LABEL_KEY,
     ]
 
 
@@ -154,6 +165,15 @@ def test_tf_config_chief_worker_and_ps_processes(transformed_data, tmp_path):
     finally:
         cluster.stop_processes(servers)
     _check_output(str(tmp_path / 'out'), 40, 1, 1)
+
+
+def test_label_key_is_required_with_no_taxi_default(capsys):
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args(['--examples', 'e', '--transform-graph', 't', '--output', 'o'])
+    assert exited.value.code == 2
+    assert 'the following arguments are required: --label-key' in capsys.readouterr().err
 
 
 def test_serving_model_and_model_run_dirs_replace_the_output_layout():

@@ -1,4 +1,4 @@
-"""Tests for components/trainer/tfjob_local.py: a TFJob's replicas as processes on 127.0.0.1.
+"""Tests for components/trainer/kubernetes/local.py: a TFJob's replicas as processes on 127.0.0.1.
 
 The first tests replace the container command with a small probe (each replica records its
 TF_CONFIG and environment; servers listen on their address; the chief connects to every server)
@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components.trainer import train_arguments
 from components.trainer.kubernetes import local as tfjob_local
 from components.trainer.kubernetes import tfjob as tfjob_lib
-
-REPO = Path(__file__).resolve().parents[3]
-VALUES = REPO / 'kubeflow' / 'tfjob-values.yaml'
+from components.trainer.kubernetes import values as values_lib
+from tests.components.trainer.kubernetes.kubernetes_testdata import VALUES
 
 PROBE = textwrap.dedent("""
     import json, os, socket, sys, time
@@ -56,9 +56,9 @@ PROBE = textwrap.dedent("""
 
 
 def _tfjob(name='taxi-train', namespace='ml', train=None):
-    settings = tfjob_lib.load_tfjob_settings(VALUES)
-    train = train or tfjob_lib.TrainArguments(
-        examples='e', transform_graph='t', output='o', config='c'
+    settings = values_lib.load_tfjob_settings(VALUES)
+    train = train or train_arguments.TrainArguments(
+        examples='e', transform_graph='t', output='o', config='c', label_key='l'
     )
     return tfjob_lib.build_tfjob(
         settings, name=name, namespace=namespace, image='registry.example/asynctrain:1', train=train
@@ -175,6 +175,7 @@ def test_a_single_pod_job_runs_without_tf_config(tmp_path, monkeypatch):
 def test_tfjob_trains_through_tf_config_and_exports_a_standalone_model(tmp_path):
     # The small transformed taxi dataset the Trainer's own tests use (tf.Transform on Beam).
     from tests.components.trainer.trainer_testdata import (
+        LABEL_KEY,
         make_transformed_data,
         raw_example,
         raw_feature_spec,
@@ -201,11 +202,12 @@ def test_tfjob_trains_through_tf_config_and_exports_a_standalone_model(tmp_path)
     )
     output = tmp_path / 'trainer_output'
     job = _tfjob(
-        train=tfjob_lib.TrainArguments(
+        train=train_arguments.TrainArguments(
             examples=data.examples,
             transform_graph=data.transform_graph,
             output=str(output),
             config=str(config),
+            label_key=LABEL_KEY,
         )
     )
     job.spec.tf_replica_specs['PS'].replicas = 1  # 1 chief, 2 workers, 1 PS on two cores

@@ -23,13 +23,14 @@ from tfx.types import standard_artifacts
 
 from components.trainer import cli, executor, spec
 from components.trainer import config as config_lib
+from components.trainer.kubernetes import client
 from components.trainer.kubernetes import local as tfjob_local
 from components.trainer.kubernetes import tfjob as tfjob_lib
 from components.trainer.kubernetes import training as tfjob_training
 from tests.components.trainer import fake_kubernetes
+from tests.components.trainer.kubernetes.kubernetes_testdata import VALUES
 from tests.components.trainer.trainer_testdata import LABEL_KEY, make_artifact
 
-REPO = Path(__file__).resolve().parents[3]
 IMAGE = 'registry.example/asynctrain:1'
 
 
@@ -79,7 +80,7 @@ def cluster(fake_api, monkeypatch):
     monkeypatch.setattr(
         executor,
         'tfjob_runner',
-        lambda job, timeout_s: tfjob_lib.run_tfjob(
+        lambda job, timeout_s: client.run_tfjob(
             training_client, job, timeout_s=timeout_s, poll_interval_s=0.01
         ),
     )
@@ -172,7 +173,7 @@ def test_a_failed_job_fails_the_step_naming_the_replica_and_the_reason(cluster, 
         )
     ]
 
-    with pytest.raises(tfjob_lib.TFJobFailed) as raised:
+    with pytest.raises(client.TFJobFailed) as raised:
         _run_do(tmp_path, config)
 
     assert f'ps 1 (pod {name}-ps-1): OOMKilled exit code 137: memory limit 16Gi' in str(
@@ -212,7 +213,7 @@ def test_executor_runs_the_tfjob_as_local_processes_and_publishes_a_serving_mode
     transformed_data, tmp_path, monkeypatch
 ):
     # One chief, one worker, one parameter server: the deployment's values, resized for two cores.
-    values = yaml.safe_load((REPO / 'kubeflow' / 'tfjob-values.yaml').read_text())
+    values = yaml.safe_load(VALUES.read_text())
     values['replicas']['Worker']['replicas'] = 1
     values['replicas']['PS']['replicas'] = 1
     values_path = tmp_path / 'tfjob-values.yaml'
