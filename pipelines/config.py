@@ -35,6 +35,7 @@ METRICS = {
 }
 DEFAULT_METRIC = {'binary': 'AUC', 'multiclass': 'Accuracy', 'regression': 'RMSE'}
 UPPER_BOUND_METRICS = ('RMSE', 'MSE')
+BASELINES = ('none', 'latest_blessed')
 
 
 def _absolute(path: str) -> str:
@@ -129,11 +130,20 @@ class EvaluationSettings:
         eval is at least this.
       max_value: For RMSE and MSE (required for them): the model is blessed only if the metric
         on eval is at most this, in the label's units (squared for MSE).
+      baseline: `none`, or `latest_blessed`: the candidate is also compared with the last blessed
+        model on the same eval split, and blessed only if it is not worse by more than
+        `max_regression` (TFMA's change threshold). With no blessed model yet (the first run),
+        the absolute bound alone decides.
+      max_regression: With `baseline: latest_blessed`: how much worse than the baseline the
+        candidate's metric may be, in the metric's units (lower for AUC and accuracy, higher for
+        RMSE and MSE).
     """
 
     metric: str = ''
     min_value: float = 0.6
     max_value: float | None = None
+    baseline: str = 'none'
+    max_regression: float = 0.01
 
     def __post_init__(self):
         if self.metric and self.metric not in METRICS:
@@ -145,6 +155,14 @@ class EvaluationSettings:
             yaml_config.fail('evaluation.min_value', 'expected a number in [0, 1]')
         if self.max_value is not None and self.max_value <= 0:
             yaml_config.fail('evaluation.max_value', f'expected a number > 0, got {self.max_value}')
+        if self.baseline not in BASELINES:
+            yaml_config.fail(
+                'evaluation.baseline', f'got {self.baseline!r}; allowed: {list(BASELINES)}'
+            )
+        if self.max_regression < 0:
+            yaml_config.fail(
+                'evaluation.max_regression', f'expected a number >= 0, got {self.max_regression}'
+            )
 
     def metric_for(self, task: str) -> str:
         """The blessing metric for `task`; a ConfigError if the configured one does not fit it or

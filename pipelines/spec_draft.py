@@ -77,6 +77,8 @@ class ThresholdPlan:
       value: The threshold.
       baseline: The trivial model's value of the metric on the sample.
       reason: How it was proposed.
+      max_regression: For daily retraining against the last blessed model: the largest drop
+        (rise for RMSE) allowed, a tenth of the gap between the threshold and the baseline.
     """
 
     metric: str
@@ -84,6 +86,10 @@ class ThresholdPlan:
     value: float
     baseline: float
     reason: str
+
+    @property
+    def max_regression(self) -> float:
+        return float(f'{abs(self.value - self.baseline) / 10:.3g}')
 
 
 def _value_counts(cells: pa.Array) -> list[tuple[str | int, int]]:

@@ -123,6 +123,10 @@ def write_config(
         f"  # The {task.task} task's metric; the model is pushed only if it clears this bar.",
         f'  metric: {threshold.metric}',
         f'  {threshold.bound}: {threshold.value}  # {threshold.reason}',
+        '  # For daily retraining: also bless only if not worse than the last blessed model by',
+        f'  # more than max_regression ({threshold.metric} units); the first run has none to beat.',
+        '  baseline: latest_blessed',
+        f'  max_regression: {threshold.max_regression}',
     ]
     with open(path, 'w', encoding='utf-8') as f:
         f.write('\n'.join(lines) + '\n')

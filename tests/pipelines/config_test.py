@@ -126,6 +126,8 @@ def test_label_settings_define_the_label_and_task(tmp_path):
         ),
         ({'label': {'column': 'y', 'task': 'regression', 'loss': 'l1'}}, "label.loss: got 'l1'"),
         ({'evaluation': {'max_value': -1}}, 'evaluation.max_value: expected a number > 0'),
+        ({'evaluation': {'baseline': 'last'}}, "evaluation.baseline: got 'last'; allowed:"),
+        ({'evaluation': {'max_regression': -0.1}}, 'evaluation.max_regression: expected a number'),
     ],
 )
 def test_invalid_label_and_evaluation_settings_name_the_field(data, message):

@@ -154,6 +154,8 @@ def test_init_writes_reviewable_files_that_the_pipeline_config_accepts(tmp_path,
     config = load_config(str(spec / 'config.yaml'))
     assert config.example_gen.null_markers == ('NA',)
     assert config.evaluation.metric == 'Accuracy'
+    assert config.evaluation.baseline == 'latest_blessed'
+    assert config.evaluation.max_regression == pytest.approx(config.evaluation.min_value / 10, abs=0.05)
     features = yaml.safe_load((spec / 'features.yaml').read_text())
     assert features['label'] == {'column': 'level', 'task': 'multiclass'}
     names = [f['name'] for f in features['features']]
