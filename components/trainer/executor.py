@@ -16,12 +16,12 @@ from components.trainer import config as config_lib
 from components.trainer import spec
 
 if TYPE_CHECKING:
-    from components.trainer.kubernetes import tfjob
+    from components.trainer.kubernetes import client
 
-# How the `tfjob` mode runs the TFJob it builds (a `tfjob.TFJobRunner`). None submits it to the
+# How the `tfjob` mode runs the TFJob it builds (a `client.TFJobRunner`). None submits it to the
 # cluster through the pod's service account. A rehearsal on one machine, and the tests, set
 # `kubernetes.local.runner(...)` or a runner with their own `TrainingClient` to run the same job.
-tfjob_runner: tfjob.TFJobRunner | None = None
+tfjob_runner: client.TFJobRunner | None = None
 
 
 class Executor(base_executor.BaseExecutor):

@@ -217,6 +217,8 @@ def _train_command(transformed_data, output, config_path):
         str(output),
         '--config',
         str(config_path),
+        '--label-key',
+        LABEL_KEY,
     ]
 
 
