@@ -176,6 +176,7 @@ class Trainer:
         self._initial_step = initial_step
         self._write_progress(initial_step)
         # Imported here, not at the top, to keep this change inside `train`.
+        from components.trainer.training import progress as progress_lib
         from components.trainer.training import scheduling
 
         # No remote function may be instantiated while another runs (see `scheduling`): the
@@ -188,6 +189,7 @@ class Trainer:
             self.coordinator, self.train_steps, (per_worker_iterator, tf.constant(0, tf.int32))
         )
         scheduler = scheduling.ClosureScheduler(self.coordinator, self.train_steps)
+        progress = progress_lib.TrainingProgress(training.train_steps, initial_step)
         totals = _Totals()
         in_flight: list = []
         scheduled = initial_step
@@ -229,6 +231,12 @@ class Trainer:
                     / max(now - last_summary_time, 1e-9)
                 )
                 last_summary_time, last_summary_step = now, step
+                progress.update(
+                    step,
+                    examples_per_sec,
+                    interval_totals.loss_mean,
+                    interval_totals.staleness_mean,
+                )
                 self._write_progress(step)
                 if summary_writer is not None and interval_totals.steps:
                     with summary_writer.as_default(step=step):
@@ -244,6 +252,7 @@ class Trainer:
         for remote_value in in_flight:
             totals.add_remote(remote_value)
         seconds = time.monotonic() - started
+        progress.close()
         final_step = int(self.optimizer.iterations.numpy())
         self._save_checkpoint()
         steps_this_run = final_step - initial_step
