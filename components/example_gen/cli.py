@@ -33,6 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help='Cell text meaning missing (repeatable), e.g. NA.',
     )
     parser.add_argument(
+        '--label-column',
+        default='',
+        help="The label's column: rows whose label is missing or unparsable are rejected.",
+    )
+    parser.add_argument(
         '--max-bad-fraction',
         type=float,
         default=0.0,
@@ -104,6 +109,7 @@ def config_from_args(args: argparse.Namespace) -> csv_source.CsvSourceConfig:
         summary_path=os.path.join(args.output, dead_letter.SUMMARY_FILE_NAME),
         dialect=dialect,
         column_types=column_types,
+        label_column=args.label_column,
         chunk_bytes=max(1, int(args.chunk_mb * 2**20)),
     )
 

@@ -40,6 +40,9 @@ class CsvExampleGen(base_beam_component.BaseBeamComponent):
     - Row counts are custom properties of the examples artifact: `rows_read`, `rows_rejected`,
       `rows_written`, `rows_written_<split>`; rows_read == rows_written + rows_rejected. The same
       counts are in `<examples uri>/examplegen_summary.json`.
+    - With `label_column`, a row whose label is missing (empty cell or null marker) or does not
+      parse as its type is rejected the same way, with the reason `label 'NAME' is missing`: no
+      example reaches training without its label.
     - Blank lines are skipped and are not rows (as stock skips them).
     - Every column must be in the schema when one is given (an unknown column is an error at
       the start of the run, naming it).
@@ -66,6 +69,7 @@ class CsvExampleGen(base_beam_component.BaseBeamComponent):
         column_names: Sequence[str] | None = None,
         null_markers: Sequence[str] | None = None,
         max_bad_fraction: float = 0.0,
+        label_column: str | None = None,
     ):
         """Constructs a CsvExampleGen.
 
@@ -84,6 +88,8 @@ class CsvExampleGen(base_beam_component.BaseBeamComponent):
           null_markers: Cell texts meaning "missing" besides the empty cell, e.g. ['NA'].
           max_bad_fraction: Largest fraction of rows that may be rejected, in [0, 1]; above it the
             component fails.
+          label_column: The label's column (any name, spaces included); rows without a valid
+            label go to the dead letter. None when there is no label to check.
 
         Raises:
           ValueError: naming the parameter that is invalid.
@@ -113,6 +119,7 @@ class CsvExampleGen(base_beam_component.BaseBeamComponent):
             column_names=json.dumps(list(dialect.column_names)),
             null_markers=json.dumps(list(dialect.null_markers)),
             max_bad_fraction=float(max_bad_fraction),
+            label_column=label_column or None,
             examples=types.Channel(type=standard_artifacts.Examples),
         )
         super().__init__(spec=component_spec)

@@ -138,11 +138,11 @@ def _bad_indices(cells: pa.Array, arrow_type: pa.DataType, base: int = 0) -> lis
     )
 
 
-def _describe_cell(value: bytes | None, column: str, column_type: ColumnType) -> str:
+def _describe_cell(value: bytes | None, column: str, column_type: ColumnType, what: str) -> str:
     if column_type == ColumnType.BYTES:
-        return f'column {column!r}: not valid UTF-8'
+        return f'{what} {column!r}: not valid UTF-8'
     text = value.decode('utf-8', 'backslashreplace') if value is not None else ''
-    return f'column {column!r}: {text[:40]!r} is not {column_type.name}'
+    return f'{what} {column!r}: {text[:40]!r} is not {column_type.name}'
 
 
 def _join_rows(data: bytes, starts: np.ndarray, ends: np.ndarray) -> bytes:
@@ -154,6 +154,7 @@ def convert_chunk(
     first_line: int,
     dialect: csv_dialect.CsvDialect,
     column_types: Mapping[str, ColumnType],
+    label_column: str = '',
 ) -> ConvertedChunk:
     """Converts the rows of one chunk (whole rows, no header) to typed columns.
 
@@ -162,6 +163,10 @@ def convert_chunk(
       first_line: Line number of the chunk's first row in its file.
       dialect: The CSV dialect.
       column_types: Column names in CSV order and their types.
+      label_column: The label's column, or ''. A row whose label is missing (empty cell or null
+        marker) or does not parse as its type is rejected with the reason
+        `label 'NAME' is missing` or `label 'NAME': 'TEXT' is not INT`: it never reaches
+        training with a made-up label.
     """
     names = list(column_types)
     records, rejected = _find_rows(data, dialect, len(names), first_line)
@@ -179,16 +184,16 @@ def convert_chunk(
     rows = _Rows(records.starts[good], records.ends[good], first_line + records.line_offsets[good])
     multiline = bool((records.num_lines[good] > 1).any())
     if not len(rows.lines):
-        return _cast_columns(_empty_table(names), data, rows, column_types, rejected)
+        return _cast_columns(_empty_table(names), data, rows, column_types, rejected, label_column)
     # The chunk's own bytes are parsed as they are unless rows had to be taken out.
     row_bytes = data if not rejected else _join_rows(data, rows.starts, rows.ends)
     try:
         table = _read_cells(row_bytes, names, dialect, multiline)
         if table.num_rows == len(rows.lines):
-            return _cast_columns(table, data, rows, column_types, rejected)
+            return _cast_columns(table, data, rows, column_types, rejected, label_column)
     except pa.ArrowInvalid:
         pass
-    return _convert_by_bisection(data, rows, dialect, column_types, rejected)
+    return _convert_by_bisection(data, rows, dialect, column_types, rejected, label_column)
 
 
 class _Rows(NamedTuple):
@@ -212,6 +217,7 @@ def _convert_by_bisection(
     dialect: csv_dialect.CsvDialect,
     column_types: Mapping[str, ColumnType],
     rejected: list[RejectedRow],
+    label_column: str = '',
 ) -> ConvertedChunk:
     """Slow path: parses halves of the rows recursively, rejecting rows Arrow cannot parse."""
     names = list(column_types)
@@ -246,10 +252,15 @@ def _convert_by_bisection(
     parse(0, len(rows.lines))
     if not tables:
         return _cast_columns(
-            _empty_table(names), data, rows.take(slice(0, 0)), column_types, rejected
+            _empty_table(names), data, rows.take(slice(0, 0)), column_types, rejected, label_column
         )
     return _cast_columns(
-        pa.concat_tables(tables), data, rows.take(np.concatenate(kept)), column_types, rejected
+        pa.concat_tables(tables),
+        data,
+        rows.take(np.concatenate(kept)),
+        column_types,
+        rejected,
+        label_column,
     )
 
 
@@ -259,15 +270,25 @@ def _cast_columns(
     rows: _Rows,
     column_types: Mapping[str, ColumnType],
     rejected: list[RejectedRow],
+    label_column: str = '',
 ) -> ConvertedChunk:
-    """Casts each `binary` column to its type, rejecting the rows whose cells do not cast."""
+    """Casts each `binary` column to its type, rejecting the rows whose cells do not cast and,
+    with `label_column`, the rows without a label."""
     bad_rows: dict[int, str] = {}
     raw_columns = {name: table.column(name).combine_chunks() for name in column_types}
-    for name, column_type in column_types.items():
+    if label_column:
+        # The label's reason comes first: it is the one that says why the row cannot train.
+        missing = raw_columns[label_column].is_null().to_numpy(zero_copy_only=False)
+        for i in np.flatnonzero(missing).tolist():
+            bad_rows[i] = f'label {label_column!r} is missing'
+    for name, column_type in sorted(column_types.items(), key=lambda item: item[0] != label_column):
         if column_type == ColumnType.UNKNOWN:
             continue
+        what = 'label' if name == label_column else 'column'
         for i in _bad_indices(raw_columns[name], ARROW_TYPES[column_type]):
-            bad_rows.setdefault(i, _describe_cell(raw_columns[name][i].as_py(), name, column_type))
+            bad_rows.setdefault(
+                i, _describe_cell(raw_columns[name][i].as_py(), name, column_type, what)
+            )
     if bad_rows:
         for i, reason in sorted(bad_rows.items()):
             rejected.append(
@@ -293,6 +314,7 @@ def convert_file(
     dialect: csv_dialect.CsvDialect,
     column_types: Mapping[str, ColumnType],
     chunk_bytes: int = 16 << 20,
+    label_column: str = '',
 ) -> list[ConvertedChunk]:
     """Converts one local file chunk by chunk, in one process (for tests and tools)."""
     _, data_start, first_line = csv_records.locate_data(path, lambda p: open(p, 'rb'), dialect)
@@ -303,5 +325,5 @@ def convert_file(
         with open(path, 'rb') as f:
             f.seek(chunk.start)
             data = f.read(chunk.end - chunk.start)
-        results.append(convert_chunk(data, chunk.first_line, dialect, column_types))
+        results.append(convert_chunk(data, chunk.first_line, dialect, column_types, label_column))
     return results

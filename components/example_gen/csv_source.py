@@ -58,6 +58,8 @@ class CsvSourceConfig:
       dialect: The CSV dialect.
       column_types: Column types from a schema by name, or None to infer them from the data.
       partition_feature_name: Hash this feature instead of the whole example ('' for none).
+      label_column: The label's column ('' for none): a row whose label is missing or does not
+        parse goes to the dead letter with its reason.
       chunk_bytes: Target size of the byte ranges parsed as one unit.
       compression_level: zlib level of the output files.
     """
@@ -70,6 +72,7 @@ class CsvSourceConfig:
     dialect: csv_dialect.CsvDialect = csv_dialect.CsvDialect()
     column_types: Mapping[str, ColumnType] | None = None
     partition_feature_name: str = ''
+    label_column: str = ''
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
     compression_level: int = tfrecord_writer.DEFAULT_COMPRESSION_LEVEL
 
@@ -183,7 +186,7 @@ class _ConvertChunk(beam.DoFn):
         input_split, file_index, chunk = element
         config = self._config
         converted = csv_convert.convert_chunk(
-            _read_chunk(chunk), chunk.first_line, config.dialect, column_types
+            _read_chunk(chunk), chunk.first_line, config.dialect, column_types, config.label_column
         )
         encoded = example_encoder.encode_examples(
             converted.columns,
@@ -271,11 +274,12 @@ class CsvToExampleFiles(beam.PTransform):
             )
         else:
             self._column_types = None
-        name = config.partition_feature_name
-        if name and name not in self._names:
-            raise ValueError(
-                f'partition_feature_name {name!r} is not a column: {list(self._names)}'
-            )
+        for parameter, name in (
+            ('partition_feature_name', config.partition_feature_name),
+            ('label_column', config.label_column),
+        ):
+            if name and name not in self._names:
+                raise ValueError(f'{parameter} {name!r} is not a column: {list(self._names)}')
         for directory in [
             os.path.join(config.examples_dir, f'Split-{split}') for split in config.split_names
         ] + [config.dead_letter_dir]:
@@ -338,7 +342,11 @@ class _ChunkToExamples(beam.DoFn):
     ) -> Iterable[bytes]:
         input_split, file_index, chunk = element
         converted = csv_convert.convert_chunk(
-            _read_chunk(chunk), chunk.first_line, self._config.dialect, column_types
+            _read_chunk(chunk),
+            chunk.first_line,
+            self._config.dialect,
+            column_types,
+            self._config.label_column,
         )
         if converted.rejected:
             lines = ''.join(

@@ -70,6 +70,7 @@ def config_from_exec_properties(
         dialect=dialect_from_exec_properties(exec_properties),
         column_types=column_types,
         partition_feature_name=output_config.split_config.partition_feature_name,
+        label_column=exec_properties.get(spec.LABEL_COLUMN_KEY) or '',
     )
 
 
@@ -125,6 +126,7 @@ def _CsvToSerializedExamples(  # pylint: disable=invalid-name
         summary_path=os.path.join(dead_letter_dir, spec.SUMMARY_FILE_NAME),
         dialect=config.dialect,
         column_types=config.column_types,
+        label_column=config.label_column,
     )
     return pipeline | 'CsvToExamples' >> csv_source.CsvToSerializedExamples(config)
 

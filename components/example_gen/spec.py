@@ -29,6 +29,8 @@ COLUMN_NAMES_KEY = 'column_names'
 # JSON list of cell texts that mean "missing" besides the empty cell.
 NULL_MARKERS_KEY = 'null_markers'
 MAX_BAD_FRACTION_KEY = 'max_bad_fraction'
+# The label's column: a row without a valid label goes to the dead letter ('' for none).
+LABEL_COLUMN_KEY = 'label_column'
 
 # Custom properties set on the examples artifact. rows_read == rows_written + rows_rejected.
 ROWS_READ_PROPERTY = 'rows_read'
@@ -58,6 +60,7 @@ class CsvExampleGenSpec(ComponentSpec):
         COLUMN_NAMES_KEY: ExecutionParameter(type=str),
         NULL_MARKERS_KEY: ExecutionParameter(type=str),
         MAX_BAD_FRACTION_KEY: ExecutionParameter(type=float),
+        LABEL_COLUMN_KEY: ExecutionParameter(type=str, optional=True),
     }
     INPUTS = {}
     OUTPUTS = {

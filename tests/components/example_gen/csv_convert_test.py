@@ -14,9 +14,11 @@ TYPES = {'id': ColumnType.INT, 'price': ColumnType.FLOAT, 'name': ColumnType.BYT
 DEFAULT_DIALECT = csv_dialect.CsvDialect()
 
 
-def convert(name, dialect=DEFAULT_DIALECT, chunk_bytes=16 << 20):
+def convert(name, dialect=DEFAULT_DIALECT, chunk_bytes=16 << 20, label_column=''):
     """Returns (rows as dicts with their line, rejected rows) of a fixture."""
-    chunks = csv_convert.convert_file(os.path.join(FIXTURES, name), dialect, TYPES, chunk_bytes)
+    chunks = csv_convert.convert_file(
+        os.path.join(FIXTURES, name), dialect, TYPES, chunk_bytes, label_column
+    )
     rows, rejected = [], []
     for chunk in chunks:
         columns = {name: array.to_pylist() for name, array in chunk.columns.items()}
@@ -161,3 +163,26 @@ def test_tab_delimiter_without_quoting_keeps_quote_characters():
 def test_dialect_validation_names_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         csv_dialect.CsvDialect(**kwargs)
+
+
+@pytest.mark.parametrize('chunk_bytes', [1, 16 << 20])
+def test_a_row_without_a_valid_label_is_rejected_with_its_reason(chunk_bytes):
+    dialect = csv_dialect.CsvDialect(null_markers=('NA',))
+    rows, rejected = convert('missing_label.csv', dialect, chunk_bytes, label_column='price')
+    assert [(r.line, r.reason, r.raw) for r in rejected] == [
+        (3, "label 'price' is missing", b'2,,beta'),
+        (4, "label 'price' is missing", b'3,NA,gamma'),
+        (5, "label 'price': 'cheap' is not FLOAT", b'4,cheap,delta'),
+    ]
+    # A missing feature (id on line 7) is not a missing label: the row is kept.
+    assert rows == [
+        {'id': 1, 'price': 2.5, 'name': 'alpha', 'line': 2},
+        {'id': 5, 'price': 6.5, 'name': 'epsilon', 'line': 6},
+        {'id': None, 'price': 7.5, 'name': 'zeta', 'line': 7},
+    ]
+
+
+def test_without_a_label_column_a_missing_cell_is_only_a_missing_feature():
+    rows, rejected = convert('missing_label.csv', csv_dialect.CsvDialect(null_markers=('NA',)))
+    assert [(r.line, r.reason) for r in rejected] == [(5, "column 'price': 'cheap' is not FLOAT")]
+    assert [r['price'] for r in rows] == [2.5, None, None, 6.5, 7.5]

@@ -113,6 +113,39 @@ def test_max_bad_fraction_failure_names_file_line_and_reason(input_dir, tmp_path
     assert "type_mismatch.csv:4: column 'price': 'cheap' is not FLOAT" in message
 
 
+def test_rows_without_a_label_go_to_the_dead_letter_and_are_counted(input_dir, tmp_path):
+    props = exec_properties(
+        input_dir('missing_label.csv'),
+        schema_path=SCHEMA,
+        null_markers=['NA'],
+        label_column='price',
+        max_bad_fraction=0.5,
+    )
+    assert props[spec.LABEL_COLUMN_KEY] == 'price'
+    examples = run_do(props, tmp_path / 'out')
+    assert examples.get_int_custom_property('rows_read') == 6
+    assert examples.get_int_custom_property('rows_rejected') == 3
+    assert examples.get_int_custom_property('rows_written') == 3
+    written = read_split(examples, 'train') + read_split(examples, 'eval')
+    assert sorted(price for _, price, _ in written) == [[2.5], [6.5], [7.5]]
+    dead = [
+        json.loads(line)
+        for path in glob.glob(os.path.join(examples.uri, spec.DEAD_LETTER_DIR_NAME, '*.jsonl'))
+        for line in open(path)
+    ]
+    assert sorted((d['line'], d['reason'], d['raw']) for d in dead) == [
+        (3, "label 'price' is missing", '2,,beta'),
+        (4, "label 'price' is missing", '3,NA,gamma'),
+        (5, "label 'price': 'cheap' is not FLOAT", '4,cheap,delta'),
+    ]
+
+
+def test_a_label_column_that_is_not_a_column_fails_naming_it(input_dir, tmp_path):
+    props = exec_properties(input_dir('crlf.csv'), schema_path=SCHEMA, label_column='Species')
+    with pytest.raises(ValueError, match="label_column 'Species' is not a column"):
+        run_do(props, tmp_path / 'out')
+
+
 def test_empty_input_is_a_clear_error(input_dir, tmp_path):
     with pytest.raises(ValueError, match='input is empty'):
         run_do(exec_properties(input_dir('header_only.csv'), schema_path=SCHEMA), tmp_path / 'out')
