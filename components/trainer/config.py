@@ -260,7 +260,9 @@ class DistributionConfig:
 # A DNS-1035 label: what Kubernetes accepts as a Service name (at most 63 characters). A job name
 # prefix must start one, short enough that `<prefix>-<12-char id>-worker-<i>`, the Service name
 # the Training Operator gives each pod, stays within 63 characters.
+# https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#rfc-1035-label-names
 DNS_1035_LABEL = re.compile(r'^[a-z]([-a-z0-9]*[a-z0-9])?$')
+MAX_DNS_LABEL_LENGTH = 63
 MAX_JOB_NAME_PREFIX = 30
 DNS_1123_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
 
@@ -297,7 +299,7 @@ class KubernetesConfig:
             if not isinstance(getattr(self, name), str):
                 _fail(f'kubernetes.{name}', f'expected a string, got {getattr(self, name)!r}')
         if self.namespace and (
-            not DNS_1123_LABEL.match(self.namespace) or len(self.namespace) > 63
+            not DNS_1123_LABEL.match(self.namespace) or len(self.namespace) > MAX_DNS_LABEL_LENGTH
         ):
             _fail(
                 'kubernetes.namespace',

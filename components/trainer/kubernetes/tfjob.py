@@ -31,8 +31,9 @@ from kubeflow.training import models
 from kubeflow.training.constants import constants
 from kubernetes import client as k8s
 
+from components.trainer import config as config_lib
 from components.trainer import train_arguments
-from components.trainer.kubernetes import names, values
+from components.trainer.kubernetes import values
 from components.trainer.kubernetes.values import DEFAULT_PORT, REPLICA_TYPES
 
 # The operator's defaults (training-operator pkg/apis/kubeflow.org/v1/tensorflow_types.go):
@@ -89,10 +90,10 @@ def _container(
 def _check_name(name: str, settings: values.TFJobSettings) -> None:
     """The operator names a Service `<job>-<type>-<i>` per pod: that must be a DNS-1035 label."""
     longest = max(f'{name}-{t.lower()}-{r.replicas - 1}' for t, r in settings.replicas.items())
-    if not names.DNS_1035_LABEL.match(name) or len(longest) > names.MAX_DNS_LABEL_LENGTH:
+    if not config_lib.DNS_1035_LABEL.match(name) or len(longest) > config_lib.MAX_DNS_LABEL_LENGTH:
         raise ValueError(
             f'name: {name!r} must be lower-case letters, digits and "-", start with a letter, and '
-            f'leave the service name {longest!r} within {names.MAX_DNS_LABEL_LENGTH} characters'
+            f'leave the service name {longest!r} within {config_lib.MAX_DNS_LABEL_LENGTH} characters'
         )
 
 

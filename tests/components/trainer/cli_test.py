@@ -13,6 +13,7 @@ import pytest
 from components.trainer import cli
 from components.trainer import config as config_lib
 from components.trainer.cluster import servers as cluster
+from components.yaml_config import ConfigError
 from tests.components.trainer.trainer_testdata import (
     LABEL_KEY,
     REPO_ROOT,
@@ -220,7 +221,10 @@ def test_config_is_read_through_tensorflows_file_systems():
         f.write('trainer:\n  training: {train_steps: 7}\n  distribution: {cluster: tf_config}\n')
     config = cli.load_config(path)
     assert (config.training.train_steps, config.distribution.cluster) == (7, 'tf_config')
-    with pytest.raises(OSError, match='ram://asynctrain-cli-test/missing.yaml: no such file'):
+    with pytest.raises(
+        ConfigError,
+        match='ram://asynctrain-cli-test/missing.yaml: cannot read the trainer config: No such file',
+    ):
         cli.load_config('ram://asynctrain-cli-test/missing.yaml')
 
 
