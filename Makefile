@@ -12,6 +12,9 @@ setup:
 run: setup
 	$(VENV)/bin/asynctrain run $(ARGS)
 
+# One pytest worker per core; an xdist_group's tests stay on one worker; the 25 slowest listed.
+PYTEST_ARGS ?= -n auto --dist loadgroup --durations=25
+
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
 

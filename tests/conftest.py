@@ -1,7 +1,88 @@
-"""Test-wide setup: the environment every asynctrain entry point sets before TensorFlow loads."""
+"""Test-wide setup: the environment every asynctrain entry point sets before TensorFlow loads, the
+order that lets pytest-xdist's workers share the slow tests, and the one tiny pipeline run that
+tests reading a run's outputs share."""
 
+import dataclasses
 import os
+import pathlib
+
+import pytest
 
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 os.environ.setdefault('GRPC_FAIL_FAST', 'use_caller')
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+# Seconds each slowest file took in a serial run of a fresh clone (2026-12-01); the new 3-run e2e
+# is estimated from the 3-day e2e. Starting the slowest first keeps a worker from picking one up
+# when the others are nearly done.
+SLOWEST_FILES = {
+    'tests/e2e/daily_retraining_e2e_test.py': 404,
+    'tests/e2e/own_data_e2e_test.py': 400,
+    'tests/benchmarks/pipeline_bench_test.py': 344,
+    'tests/benchmarks/transform_bench_test.py': 213,
+    'tests/e2e/local_pipeline_e2e_test.py': 162,
+    'tests/e2e/pipeline_failure_e2e_test.py': 151,
+}
+_ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _start_order(item: pytest.Item) -> tuple[int, int]:
+    """Slowest known files first, then the e2e tier, the benchmarks, the integration tier."""
+    path = item.path.relative_to(_ROOT).as_posix() if item.path.is_relative_to(_ROOT) else ''
+    if path in SLOWEST_FILES:
+        return 0, -SLOWEST_FILES[path]
+    if item.get_closest_marker('e2e'):
+        return 1, 0
+    if path.startswith('tests/benchmarks/'):
+        return 2, 0
+    if item.get_closest_marker('integration'):
+        return 3, 0
+    return 4, 0
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # A stable sort: tests of one module keep their order, so module fixtures are still set up once.
+    items.sort(key=_start_order)
+
+
+SAMPLE_ROWS = 3000
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineRun:
+    """One finished `asynctrain run` on a small taxi sample.
+
+    Attributes:
+      sample_dir: the input folder (`data.csv`: the first SAMPLE_ROWS rows of the bundled CSV).
+      config: the run's `PipelineConfig`.
+      summary: what `run_local` returned.
+    """
+
+    sample_dir: pathlib.Path
+    config: object
+    summary: object
+
+
+@pytest.fixture(scope='session')
+def taxi_pipeline_run(tmp_path_factory) -> PipelineRun:
+    """The default pipeline, trained briefly, run once per test process: for tests that only read
+    a run's outputs. A test that reruns the pipeline on it belongs to xdist group 'taxi_run' and
+    runs last in its module, so that one worker runs them all in order on this one run."""
+    from pipelines.config import bundled_data_dir, load_config
+    from pipelines.local_runner import run_local
+
+    sample_dir = tmp_path_factory.mktemp('taxi_sample')
+    with (
+        open(os.path.join(bundled_data_dir(), 'data.csv'), newline='') as src,
+        open(sample_dir / 'data.csv', 'w', newline='') as dst,
+    ):
+        for i, line in enumerate(src):
+            if i > SAMPLE_ROWS:
+                break
+            dst.write(line)
+    config = load_config(
+        data=str(sample_dir),
+        work_dir=str(tmp_path_factory.mktemp('taxi_run') / 'work'),
+        trainer={'training': {'train_steps': 150, 'eval_steps': 10}},
+    )
+    return PipelineRun(sample_dir, config, run_local(config))

@@ -1,22 +1,20 @@
-"""End to end: `asynctrain run`'s pipeline on a small taxi sample with LocalDagRunner.
+"""End to end: `asynctrain run`'s pipeline on a small taxi sample with LocalDagRunner (the
+shared `taxi_pipeline_run` of tests/conftest.py: 3,000 rows, 150 training steps).
 
 Asserts every component executed once, a model was pushed whose `serving_default` scores a raw
 serialized tf.Example, and that a second run with nothing changed executes nothing (cache hits).
 """
 
 import csv
-import os
-import pathlib
 
 import pytest
 import tensorflow as tf
 
-from pipelines.config import bundled_data_dir, load_config
 from pipelines.local_runner import run_local
 
-pytestmark = pytest.mark.e2e
+# One worker runs this file's tests, in order, on one shared run (`taxi_pipeline_run`).
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group('taxi_run')]
 
-SAMPLE_ROWS = 3000
 COMPONENTS = [
     'CsvExampleGen',
     'Evaluator',
@@ -27,21 +25,6 @@ COMPONENTS = [
     'Trainer',
     'Transform',
 ]
-
-
-@pytest.fixture(scope='module')
-def sample_dir(tmp_path_factory) -> pathlib.Path:
-    """The first SAMPLE_ROWS rows of the bundled taxi CSV."""
-    out = tmp_path_factory.mktemp('data')
-    with (
-        open(os.path.join(bundled_data_dir(), 'data.csv'), newline='') as src,
-        open(out / 'data.csv', 'w', newline='') as dst,
-    ):
-        for i, line in enumerate(src):
-            if i > SAMPLE_ROWS:
-                break
-            dst.write(line)
-    return out
 
 
 def _raw_example(row: dict) -> bytes:
@@ -58,10 +41,8 @@ def _raw_example(row: dict) -> bytes:
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
-def test_pipeline_runs_pushes_a_serving_model_and_reruns_from_cache(sample_dir, tmp_path):
-    config = load_config(data=str(sample_dir), work_dir=str(tmp_path / 'work'))
-
-    first = run_local(config)
+def test_first_run_executes_every_component_and_pushes_a_blessed_model(taxi_pipeline_run):
+    config, first = taxi_pipeline_run.config, taxi_pipeline_run.summary
 
     assert first.executed == COMPONENTS
     assert first.cached == []
@@ -69,16 +50,23 @@ def test_pipeline_runs_pushes_a_serving_model_and_reruns_from_cache(sample_dir, 
     assert first.eval_metric[0].lower() == 'auc' and first.eval_metric[1] > 0.6
     assert first.pushed_model and first.pushed_model.startswith(config.serving_dir)
 
-    with open(sample_dir / 'data.csv', newline='') as f:
+
+def test_pushed_model_scores_raw_serialized_examples(taxi_pipeline_run):
+    with open(taxi_pipeline_run.sample_dir / 'data.csv', newline='') as f:
         rows = list(csv.DictReader(f))[:4]
-    loaded = tf.saved_model.load(first.pushed_model)
+    loaded = tf.saved_model.load(taxi_pipeline_run.summary.pushed_model)
     scores = loaded.signatures['serving_default'](
         examples=tf.constant([_raw_example(r) for r in rows])
     )['probabilities'].numpy()
     assert scores.shape == (4, 1)
     assert ((scores >= 0) & (scores <= 1)).all()
 
-    second = run_local(config)
+
+# Last in this file: it adds a run to the shared run's metadata.
+def test_rerun_with_nothing_changed_executes_nothing(taxi_pipeline_run):
+    first = taxi_pipeline_run.summary
+
+    second = run_local(taxi_pipeline_run.config)
 
     assert second.executed == []
     assert second.cached == COMPONENTS
