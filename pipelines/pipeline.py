@@ -12,23 +12,42 @@ network and runs nothing. The runners (local, Kubeflow) add paths, metadata and 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import json
 
 import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
 from tfx.components.example_gen import utils as example_gen_utils
 from tfx.proto import example_gen_pb2, range_config_pb2
 
+from components import yaml_config
 from components.example_gen.component import CsvExampleGen
 from components.trainer.component import Trainer
+from components.trainer.training.export import (
+    PREDICTIONS,
+    PROBABILITIES,
+    SERVING_SIGNATURE,
+    TRANSFORM_SIGNATURE,
+)
 from components.transform import feature_config as fc
 from components.transform import preprocessing
-from pipelines.config import PipelineConfig
+from pipelines.config import UPPER_BOUND_METRICS, PipelineConfig
 
 # Name of the generated preprocessing_fn, imported by path inside the Transform executor.
 PREPROCESSING_FN = 'components.transform.preprocessing.preprocessing_fn'
-SERVING_SIGNATURE = 'serving_default'
-TRANSFORM_SIGNATURE = 'transform_features'
+
+# Each blessing metric of `evaluation.metric`: the TFMA (or Keras) metric class that computes it
+# and the name its value has in the evaluation, which the run summary prints.
+TFMA_METRICS = {
+    'AUC': ('AUC', 'auc'),
+    'BinaryAccuracy': ('BinaryAccuracy', 'binary_accuracy'),
+    'Accuracy': ('SparseCategoricalAccuracy', 'accuracy'),
+    'RMSE': ('RootMeanSquaredError', 'rmse'),
+    'MSE': ('MeanSquaredError', 'mse'),
+}
+# Metrics reported beside the blessing one, per task (not gated).
+_REPORTED = {fc.BINARY: ('AUC', 'BinaryAccuracy'), fc.MULTICLASS: (), fc.REGRESSION: ('MSE',)}
 
 
 def output_config(config: PipelineConfig) -> example_gen_pb2.Output:
@@ -67,14 +86,46 @@ def range_config(config: PipelineConfig) -> range_config_pb2.RangeConfig | None:
     )
 
 
-def eval_config(config: PipelineConfig, label_key: str) -> tfma.EvalConfig:
-    """Evaluates on raw examples: `transform_features` derives the label, `serving_default` scores."""
-    metric = config.evaluation.metric
+def _metric_config(metric: str, threshold: tfma.MetricThreshold | None = None) -> tfma.MetricConfig:
+    class_name, name = TFMA_METRICS[metric]
+    return tfma.MetricConfig(
+        class_name=class_name, config=json.dumps({'name': name}), threshold=threshold
+    )
+
+
+def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> tfma.EvalConfig:
+    """Evaluates on raw examples: `transform_features` derives the label, `serving_default` scores.
+
+    The blessing metric follows the label's task (AUC, accuracy, RMSE, or `evaluation.metric`)
+    with its bound: at least `min_value` for AUC and accuracies, at most `max_value` for RMSE and
+    MSE; with `baseline: latest_blessed`, also no worse than the last blessed model by more than
+    `max_regression` (TFX drops that comparison when there is no blessed model yet).
+    """
+    settings = config.evaluation
+    metric = settings.metric_for(label.task)
+    upper = metric in UPPER_BOUND_METRICS
+    threshold = tfma.MetricThreshold(
+        value_threshold=tfma.GenericValueThreshold(
+            upper_bound={'value': settings.max_value} if upper else None,
+            lower_bound=None if upper else {'value': settings.min_value},
+        )
+    )
+    if settings.baseline == 'latest_blessed':
+        threshold.change_threshold.CopyFrom(
+            tfma.GenericChangeThreshold(
+                direction=tfma.MetricDirection.LOWER_IS_BETTER
+                if upper
+                else tfma.MetricDirection.HIGHER_IS_BETTER,
+                absolute={'value': settings.max_regression if upper else -settings.max_regression},
+            )
+        )
+    reported = [m for m in _REPORTED[label.task] if m != metric]
     return tfma.EvalConfig(
         model_specs=[
             tfma.ModelSpec(
                 signature_name=SERVING_SIGNATURE,
-                label_key=label_key,
+                label_key=label.key,
+                prediction_key=PREDICTIONS if label.task == fc.REGRESSION else PROBABILITIES,
                 preprocessing_function_names=[TRANSFORM_SIGNATURE],
             )
         ],
@@ -83,21 +134,33 @@ def eval_config(config: PipelineConfig, label_key: str) -> tfma.EvalConfig:
             tfma.MetricsSpec(
                 metrics=[
                     tfma.MetricConfig(class_name='ExampleCount'),
-                    tfma.MetricConfig(
-                        class_name='BinaryAccuracy' if metric != 'BinaryAccuracy' else 'AUC'
-                    ),
-                    tfma.MetricConfig(
-                        class_name=metric,
-                        threshold=tfma.MetricThreshold(
-                            value_threshold=tfma.GenericValueThreshold(
-                                lower_bound={'value': config.evaluation.min_value}
-                            )
-                        ),
-                    ),
+                    *(_metric_config(m) for m in reported),
+                    _metric_config(metric, threshold),
                 ]
             )
         ],
     )
+
+
+def resolve_label(config: PipelineConfig, features: fc.FeatureConfig) -> fc.LabelSpec:
+    """The pipeline config's `label:` if set, else features.yaml's; a ConfigError naming both
+    files when neither gives one, or when the config's label does not fit the schema."""
+    if config.label is not None:
+        label = fc.build_label(dataclasses.asdict(config.label))
+        try:
+            fc.check_label(label, fc.load_schema(config.schema_path), features.names)
+        except yaml_config.ConfigError as e:
+            raise yaml_config.ConfigError(
+                f'pipeline config: {e} (schema: {config.schema_path})'
+            ) from None
+        return label
+    if features.label is None:
+        yaml_config.fail(
+            'label',
+            f'no label: give `label: {{column: NAME, task: binary|multiclass|regression}}` in '
+            f'{config.feature_config_path} or in the pipeline config',
+        )
+    return features.label
 
 
 def create_pipeline(
@@ -107,8 +170,11 @@ def create_pipeline(
     metadata_connection_config=None,
 ) -> tfx.dsl.Pipeline:
     """Wires ExampleGen -> ... -> Pusher for `config`. Raises ConfigError-like errors on bad input."""
-    features = fc.load_feature_config(config.feature_config_path, config.schema_path)
-    label_key = features.label.name
+    with_module = bool(config.preprocessing_module)
+    features = fc.load_feature_config(
+        config.feature_config_path, config.schema_path, with_module=with_module
+    )
+    label = resolve_label(config, features)
 
     example_gen = CsvExampleGen(
         input_base=config.data_dir,
@@ -119,6 +185,7 @@ def create_pipeline(
         delimiter=config.example_gen.delimiter,
         null_markers=config.example_gen.null_markers,
         max_bad_fraction=config.example_gen.max_bad_fraction,
+        label_column=label.column if isinstance(label, fc.ColumnLabel) else None,
     )
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs['examples'])
     schema_gen = tfx.components.ImportSchemaGen(schema_file=config.schema_path)
@@ -126,19 +193,25 @@ def create_pipeline(
         statistics=statistics_gen.outputs['statistics'], schema=schema_gen.outputs['schema']
     )
 
-    if config.preprocessing_module:
-        transform_fn = {'module_file': config.preprocessing_module}
+    if with_module:
+        # The module's preprocessing_fn may take `custom_config` to read the label from it.
+        transform_fn = {
+            'module_file': config.preprocessing_module,
+            'custom_config': preprocessing.label_to_custom_config(label),
+        }
     else:
         transform_fn = {
             'preprocessing_fn': PREPROCESSING_FN,
-            'custom_config': preprocessing.config_to_custom_config(features),
+            'custom_config': preprocessing.config_to_custom_config(
+                dataclasses.replace(features, label=label)
+            ),
         }
     # Retraining inputs: the previous run's analyzer cache and the latest blessed model. They are
     # inputs, so they take part in TFX's cache key: a rerun with them on trains again from the
     # previous model instead of being a cache hit. Hence they are opt-in (config.retraining).
     # These are the two resolver kinds that KubeflowV2DagRunner compiles.
     resolvers = []
-    analyzer_cache = base_model = None
+    analyzer_cache = base_model = baseline_model = None
     if config.retraining.analyzer_cache:
         latest_cache = tfx.dsl.Resolver(
             strategy_class=tfx.dsl.experimental.LatestArtifactStrategy,
@@ -146,14 +219,17 @@ def create_pipeline(
         ).with_id('latest_transform_cache')
         resolvers.append(latest_cache)
         analyzer_cache = latest_cache.outputs['cache']
-    if config.retraining.warm_start:
+    if config.retraining.warm_start or config.evaluation.baseline == 'latest_blessed':
         latest_blessed_model = tfx.dsl.Resolver(
             strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
             model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
             model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
         ).with_id('latest_blessed_model')
         resolvers.append(latest_blessed_model)
-        base_model = latest_blessed_model.outputs['model']
+        if config.retraining.warm_start:
+            base_model = latest_blessed_model.outputs['model']
+        if config.evaluation.baseline == 'latest_blessed':
+            baseline_model = latest_blessed_model.outputs['model']
 
     transform = tfx.components.Transform(
         examples=example_gen.outputs['examples'],
@@ -167,14 +243,18 @@ def create_pipeline(
         transform_graph=transform.outputs['transform_graph'],
         schema=schema_gen.outputs['schema'],
         base_model=base_model,
-        config=config.trainer,
-        label_key=label_key,
+        config=dataclasses.replace(
+            config.trainer,
+            task=dataclasses.replace(config.trainer.task, type=label.task, loss=label.loss),
+        ),
+        label_key=label.key,
     )
 
     evaluator = tfx.components.Evaluator(
         examples=example_gen.outputs['examples'],
         model=trainer.outputs['model'],
-        eval_config=eval_config(config, label_key),
+        baseline_model=baseline_model,
+        eval_config=eval_config(config, label),
     )
     pusher = tfx.components.Pusher(
         model=trainer.outputs['model'],

@@ -28,6 +28,7 @@ from components import yaml_config
 
 # The one schema reader lives with ExampleGen; `feature_config.load_schema` is the same function.
 from components.example_gen.feature_types import load_schema
+from components.trainer.config import REGRESSION_LOSSES, TASK_TYPES
 
 # The one error type of every configuration file; the old name stays for callers that catch it.
 FeatureConfigError = yaml_config.ConfigError
@@ -41,13 +42,11 @@ TRANSFORMS = (ZSCORE, VOCABULARY, IDENTITY, BUCKETIZE)
 GREATER_THAN_FRACTION = 'greater_than_fraction'
 LABEL_RULES = (GREATER_THAN_FRACTION,)
 
-BINARY = 'binary'
-MULTICLASS = 'multiclass'
-REGRESSION = 'regression'
-TASKS = (BINARY, MULTICLASS, REGRESSION)
-MSE = 'mse'
-HUBER = 'huber'
-LOSSES = (MSE, HUBER)
+# The tasks and losses are the Trainer's (`trainer.task`), defined once there.
+TASKS = TASK_TYPES
+BINARY, MULTICLASS, REGRESSION = TASK_TYPES
+LOSSES = REGRESSION_LOSSES
+MSE, HUBER = REGRESSION_LOSSES
 
 _NUMERIC = (schema_pb2.INT, schema_pb2.FLOAT)
 # Which raw schema types each transform accepts.
@@ -175,6 +174,11 @@ class FeatureConfig:
 
     label: LabelSpec | None
     features: tuple[FeatureSpec, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The transformed features' names, in order (the label's not included)."""
+        return tuple(spec.name for spec in self.features)
 
     def feature(self, name: str) -> FeatureSpec:
         for spec in self.features:

@@ -4,9 +4,25 @@ import json
 
 import pytest
 
+from components.example_gen import spec as example_gen_spec
+from components.transform import feature_config as fc
+from components.transform import preprocessing
 from components.transform.feature_config import FeatureConfigError
 from pipelines import pipeline as pipeline_lib
-from pipelines.config import load_config
+from pipelines.config import ConfigError, load_config
+
+PENGUIN_SCHEMA = """
+feature { name: "Species" type: BYTES }
+feature { name: "Island" type: BYTES }
+feature { name: "Culmen Length (mm)" type: FLOAT }
+feature { name: "Body Mass (g)" type: FLOAT }
+"""
+PENGUIN_FEATURES = """
+label: {column: Species, task: multiclass}
+features:
+  - {name: Island, transform: vocabulary}
+  - {name: Culmen Length (mm), transform: zscore}
+"""
 
 
 @pytest.fixture
@@ -124,3 +140,197 @@ def test_retraining_inputs_are_off_by_default_so_a_rerun_is_a_cache_hit(config):
     assert 'latest_transform_cache' not in components
     assert 'base_model' not in components['Trainer'].inputs
     assert 'analyzer_cache' not in components['Transform'].inputs
+
+
+def _penguins(tmp_path, features: str | None = PENGUIN_FEATURES) -> str:
+    dataset = tmp_path / 'penguins'
+    dataset.mkdir()
+    (dataset / 'schema.pbtxt').write_text(PENGUIN_SCHEMA)
+    if features is not None:
+        (dataset / 'features.yaml').write_text(features)
+    return str(dataset)
+
+
+def _components(config) -> dict:
+    return {c.id: c for c in pipeline_lib.create_pipeline(config).components}
+
+
+def _gated_metric(evaluator) -> tuple[dict, dict]:
+    eval_config = json.loads(evaluator.exec_properties['eval_config'])
+    gated = [m for m in eval_config['metrics_specs'][0]['metrics'] if 'threshold' in m]
+    assert len(gated) == 1
+    return eval_config['model_specs'][0], gated[0]
+
+
+def test_a_column_label_reaches_example_gen_transform_trainer_and_evaluator(tmp_path):
+    config = load_config(work_dir=str(tmp_path / 'work'), dataset=_penguins(tmp_path))
+    components = _components(config)
+    example_gen = next(c for i, c in components.items() if i.endswith('ExampleGen'))
+    assert example_gen.exec_properties[example_gen_spec.LABEL_COLUMN_KEY] == 'Species'
+    custom = json.loads(components['Transform'].exec_properties['custom_config'])
+    assert custom['feature_config']['label'] == {
+        'column': 'Species',
+        'task': 'multiclass',
+        'positive': None,
+        'loss': 'mse',
+    }
+    trainer = components['Trainer'].exec_properties
+    assert trainer['label_key'] == 'Species'
+    assert json.loads(trainer['config'])['task'] == {
+        'type': 'multiclass',
+        'loss': 'mse',
+        'huber_delta': 1.0,
+    }
+    spec, gated = _gated_metric(components['Evaluator'])
+    assert (spec['label_key'], spec['prediction_key']) == ('Species', 'probabilities')
+    assert gated['class_name'] == 'SparseCategoricalAccuracy'
+    assert json.loads(gated['config']) == {'name': 'accuracy'}
+    assert gated['threshold']['value_threshold'] == {'lower_bound': config.evaluation.min_value}
+
+
+def test_the_taxi_label_is_derived_so_example_gen_checks_no_label_column(config):
+    components = _components(config)
+    example_gen = next(c for i, c in components.items() if i.endswith('ExampleGen'))
+    assert example_gen.exec_properties.get(example_gen_spec.LABEL_COLUMN_KEY) is None
+    assert json.loads(components['Trainer'].exec_properties['config'])['task']['type'] == 'binary'
+
+
+def test_with_a_module_the_pipeline_config_gives_the_label_and_task(tmp_path):
+    module = tmp_path / 'my_preprocessing.py'
+    module.write_text('def preprocessing_fn(inputs, custom_config):\n    return inputs\n')
+    config = load_config(
+        work_dir=str(tmp_path / 'work'),
+        dataset=_penguins(tmp_path, features=None),  # no features.yaml at all
+        preprocessing_module=str(module),
+        label={'column': 'Body Mass (g)', 'task': 'regression', 'loss': 'huber'},
+        evaluation={'max_value': 400.0},
+    )
+    components = _components(config)
+    custom = json.loads(components['Transform'].exec_properties['custom_config'])
+    assert preprocessing.label_from_custom_config(custom) == fc.ColumnLabel(
+        'Body Mass (g)', 'regression', loss='huber'
+    )
+    trainer = components['Trainer'].exec_properties
+    assert trainer['label_key'] == 'Body Mass (g)'
+    assert json.loads(trainer['config'])['task']['type'] == 'regression'
+    assert json.loads(trainer['config'])['task']['loss'] == 'huber'
+    spec, gated = _gated_metric(components['Evaluator'])
+    assert (spec['label_key'], spec['prediction_key']) == ('Body Mass (g)', 'predictions')
+    assert (gated['class_name'], json.loads(gated['config'])) == (
+        'RootMeanSquaredError',
+        {'name': 'rmse'},
+    )
+    assert gated['threshold']['value_threshold'] == {'upper_bound': 400.0}
+
+
+def test_the_pipeline_config_label_overrides_features_yaml(tmp_path):
+    config = load_config(
+        work_dir=str(tmp_path / 'work'),
+        dataset=_penguins(tmp_path),
+        label={'column': 'Island', 'task': 'binary', 'positive': 'Biscoe'},
+    )
+    with pytest.raises(ConfigError, match="pipeline config: label.column: 'Island' is also a"):
+        _components(config)
+    config = load_config(
+        work_dir=str(tmp_path / 'work'),
+        dataset=config.dataset,
+        label={'column': 'Species', 'task': 'binary', 'positive': 'Adelie'},
+    )
+    components = _components(config)
+    custom = json.loads(components['Transform'].exec_properties['custom_config'])
+    assert custom['feature_config']['label']['positive'] == 'Adelie'
+    assert json.loads(components['Trainer'].exec_properties['config'])['task']['type'] == 'binary'
+    _, gated = _gated_metric(components['Evaluator'])
+    assert gated['class_name'] == 'AUC'
+
+
+def test_no_label_anywhere_fails_naming_both_places(tmp_path):
+    module = tmp_path / 'my_preprocessing.py'
+    module.write_text('def preprocessing_fn(inputs):\n    return inputs\n')
+    config = load_config(
+        work_dir=str(tmp_path / 'work'),
+        dataset=_penguins(tmp_path, features='features: []\n'),
+        preprocessing_module=str(module),
+    )
+    with pytest.raises(ConfigError) as error:
+        _components(config)
+    assert 'label: no label' in str(error.value)
+    assert f'in {config.feature_config_path} or in the pipeline config' in str(error.value)
+
+
+def test_a_penguin_user_with_the_old_label_form_is_told_the_new_one(tmp_path):
+    dataset = _penguins(
+        tmp_path, PENGUIN_FEATURES.replace('column: Species, task: multiclass', 'name: Species')
+    )
+    config = load_config(work_dir=str(tmp_path / 'work'), dataset=dataset)
+    with pytest.raises(FeatureConfigError) as error:
+        _components(config)
+    assert str(error.value).startswith(
+        f'{config.feature_config_path}: label: expected {{column: NAME'
+    )
+
+
+@pytest.mark.parametrize(
+    'task, evaluation, class_name, name, bound',
+    [
+        ('binary', {}, 'AUC', 'auc', {'lower_bound': 0.6}),
+        (
+            'binary',
+            {'metric': 'BinaryAccuracy', 'min_value': 0.7},
+            'BinaryAccuracy',
+            'binary_accuracy',
+            {'lower_bound': 0.7},
+        ),
+        (
+            'multiclass',
+            {'min_value': 0.5},
+            'SparseCategoricalAccuracy',
+            'accuracy',
+            {'lower_bound': 0.5},
+        ),
+        ('regression', {'max_value': 2.5}, 'RootMeanSquaredError', 'rmse', {'upper_bound': 2.5}),
+        (
+            'regression',
+            {'metric': 'MSE', 'max_value': 6.0},
+            'MeanSquaredError',
+            'mse',
+            {'upper_bound': 6.0},
+        ),
+    ],
+)
+def test_eval_config_per_task(tmp_path, task, evaluation, class_name, name, bound):
+    config = load_config(work_dir=str(tmp_path), evaluation=evaluation)
+    label = fc.ColumnLabel('Body Mass (g)', task)
+    eval_config = pipeline_lib.eval_config(config, label)
+    (spec,) = eval_config.model_specs
+    assert spec.label_key == 'Body Mass (g)'
+    assert spec.prediction_key == ('predictions' if task == 'regression' else 'probabilities')
+    assert spec.signature_name == 'serving_default'
+    metrics = eval_config.metrics_specs[0].metrics
+    gated = [m for m in metrics if m.HasField('threshold')]
+    assert [(m.class_name, json.loads(m.config)['name']) for m in gated] == [(class_name, name)]
+    value_threshold = gated[0].threshold.value_threshold
+    assert {f.name: v.value for f, v in value_threshold.ListFields()} == bound
+    assert metrics[0].class_name == 'ExampleCount'
+
+
+def test_a_regression_metric_without_its_upper_bound_fails_naming_the_field(tmp_path):
+    config = load_config(work_dir=str(tmp_path))
+    with pytest.raises(ConfigError, match='evaluation.max_value: required for RMSE'):
+        pipeline_lib.eval_config(config, fc.ColumnLabel('y', 'regression'))
+
+
+def test_baseline_latest_blessed_compares_with_the_last_blessed_model(tmp_path):
+    config = load_config(
+        work_dir=str(tmp_path),
+        evaluation={'baseline': 'latest_blessed', 'max_regression': 0.02},
+    )
+    components = _components(config)
+    evaluator = components['Evaluator']
+    assert evaluator.inputs['baseline_model'].producer_component_id == 'latest_blessed_model'
+    assert 'base_model' not in components['Trainer'].inputs  # warm start stays off
+    _, gated = _gated_metric(evaluator)
+    assert gated['threshold']['change_threshold'] == {
+        'direction': 'HIGHER_IS_BETTER',
+        'absolute': -0.02,
+    }
