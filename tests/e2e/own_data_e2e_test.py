@@ -1,0 +1,355 @@
+"""End to end on three datasets other than taxi: `asynctrain run --config datasets/<name>/config.yaml`.
+
+One test per dataset, each in its own work directory, so pytest-xdist runs them side by side:
+
+- penguins (multiclass, a string label with spaces and parentheses, `NA` cells, five rows
+  without a label), diabetes (regression, a float label), breast_cancer (binary, `diagnosis`
+  with `positive: malignant`).
+
+Each runs the whole pipeline through the command line and asserts that every component ran, that
+the eval metric beats the trivial baseline by the margin stated in the dataset's README, that the
+pushed model serves raw CSV rows (label removed) with the task's documented outputs and scores them
+well, and that `asynctrain compile` accepts the same config. For penguins, the unlabeled rows are
+in ExampleGen's dead letter with their reason, and counted.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import glob
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import yaml
+from google.protobuf import json_format
+from kfp.pipeline_spec import pipeline_spec_pb2
+from tensorflow_metadata.proto.v0 import schema_pb2
+
+from components.example_gen.feature_types import load_schema
+from pipelines import cli, run_summary
+from pipelines.config import REPO_ROOT, load_config
+
+pytestmark = pytest.mark.e2e
+
+COMPONENTS = [
+    'CsvExampleGen',
+    'Evaluator',
+    'ExampleValidator',
+    'ImportSchemaGen',
+    'Pusher',
+    'StatisticsGen',
+    'Trainer',
+    'Transform',
+]
+NULL_MARKERS = ('', 'NA')
+# Names TFMA may give each blessing metric in the run summary (lower case).
+METRIC_NAMES = {
+    'Accuracy': {'accuracy'},
+    'AUC': {'auc'},
+    'RMSE': {'rmse', 'root_mean_squared_error'},
+}
+RUN_TIMEOUT_SECONDS = 900
+
+
+@dataclasses.dataclass(frozen=True)
+class Dataset:
+    """One committed dataset and what its run must achieve (numbers from its README).
+
+    Attributes:
+      name: Folder under datasets/.
+      label: The label column.
+      metric: The task's blessing metric.
+      baseline: The trivial predictor's metric on the eval split.
+      margin: How much better than `baseline` the model must be (higher for Accuracy and AUC,
+        lower for RMSE).
+      rows: ExampleGen's expected rows_read, rows_written, rows_rejected.
+      unlabeled_lines: 1-based CSV lines whose label is missing (the dead letter's lines).
+    """
+
+    name: str
+    label: str
+    metric: str
+    baseline: float
+    margin: float
+    rows: tuple[int, int, int]
+    unlabeled_lines: tuple[int, ...] = ()
+
+    @property
+    def directory(self) -> pathlib.Path:
+        return REPO_ROOT / 'datasets' / self.name
+
+    @property
+    def config_path(self) -> str:
+        return str(self.directory / 'config.yaml')
+
+    def beats_baseline(self, value: float) -> bool:
+        if self.metric == 'RMSE':
+            return value <= self.baseline * (1 - self.margin)
+        return value >= self.baseline + self.margin
+
+
+PENGUIN_SPECIES = {
+    'Adelie Penguin (Pygoscelis adeliae)',
+    'Chinstrap penguin (Pygoscelis antarctica)',
+    'Gentoo penguin (Pygoscelis papua)',
+}
+DATASETS = {
+    'penguins': Dataset(
+        'penguins',
+        label='Species',
+        metric='Accuracy',
+        baseline=0.4453,  # the majority class (Adelie), 57 of 128 eval rows
+        margin=0.35,
+        rows=(344, 339, 5),
+        unlabeled_lines=(11, 60, 250, 282, 307),
+    ),
+    'diabetes': Dataset(
+        'diabetes',
+        label='disease_progression',
+        metric='RMSE',
+        baseline=83.63,  # predicting the train mean, 143.75
+        margin=0.15,  # 15% lower RMSE
+        rows=(442, 442, 0),
+    ),
+    'breast_cancer': Dataset(
+        'breast_cancer',
+        label='diagnosis',
+        metric='AUC',
+        baseline=0.5,  # any constant score
+        margin=0.40,
+        rows=(569, 569, 0),
+    ),
+}
+
+
+def _read_csv(dataset: Dataset) -> list[dict[str, str]]:
+    (path,) = glob.glob(str(dataset.directory / 'data' / '*.csv'))
+    with open(path, newline='', encoding='utf-8') as f:
+        return list(csv.DictReader(f))
+
+
+def _raw_example(row: dict[str, str], types: dict[str, int], label: str) -> bytes:
+    """A serving request: the CSV row typed by the schema, missing cells and the label left out."""
+    feature = {}
+    for name, value in row.items():
+        if name == label or value in NULL_MARKERS:
+            continue
+        if types[name] == schema_pb2.INT:
+            feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=[int(value)]))
+        elif types[name] == schema_pb2.FLOAT:
+            feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=[float(value)]))
+        else:
+            feature[name] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[value.encode()]))
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def _serve(model_dir: str, dataset: Dataset, rows: list[dict[str, str]]) -> dict[str, np.ndarray]:
+    schema = load_schema(str(dataset.directory / 'schema.pbtxt'))
+    types = {f.name: f.type for f in schema.feature}
+    loaded = tf.saved_model.load(model_dir)
+    examples = tf.constant([_raw_example(r, types, dataset.label) for r in rows])
+    outputs = loaded.signatures['serving_default'](examples=examples)
+    return {name: tensor.numpy() for name, tensor in outputs.items()}
+
+
+def _auc(scores: np.ndarray, positive: np.ndarray) -> float:
+    """Probability that a positive row outscores a negative one (ties count half)."""
+    pos, neg = scores[positive], scores[~positive]
+    greater = (pos[:, None] > neg[None, :]).mean()
+    ties = (pos[:, None] == neg[None, :]).mean()
+    return float(greater + 0.5 * ties)
+
+
+def _check_multiclass_serving(outputs: dict[str, np.ndarray], rows: list[dict[str, str]]) -> None:
+    n = len(rows)
+    probabilities, classes = outputs['probabilities'], outputs['classes']
+    predicted = [c.decode() for c in outputs['predicted_class']]
+    assert probabilities.shape == (n, 3)
+    assert classes.shape == (n, 3)
+    assert outputs['predicted_class'].shape == (n,)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
+    assert ((probabilities >= 0) & (probabilities <= 1)).all()
+    names = [c.decode() for c in classes[0]]
+    # The class names, in one fixed order for every row.
+    assert set(names) == PENGUIN_SPECIES
+    assert all([c.decode() for c in row] == names for row in classes)
+    assert predicted == [names[i] for i in probabilities.argmax(axis=1)]
+    labeled = [
+        (p, r['Species']) for p, r in zip(predicted, rows) if r['Species'] in PENGUIN_SPECIES
+    ]
+    accuracy = np.mean([p == species for p, species in labeled])
+    assert accuracy >= DATASETS['penguins'].baseline + DATASETS['penguins'].margin, accuracy
+
+
+def _check_regression_serving(outputs: dict[str, np.ndarray], rows: list[dict[str, str]]) -> None:
+    predictions = outputs['predictions']
+    assert predictions.shape == (len(rows), 1)
+    labels = np.array([float(r['disease_progression']) for r in rows])
+    # In the label's own units: a standardized output would be off by ~150 on every row.
+    rmse = float(np.sqrt(np.mean((predictions[:, 0] - labels) ** 2)))
+    dataset = DATASETS['diabetes']
+    assert rmse <= dataset.baseline * (1 - dataset.margin), rmse
+    assert 25 <= predictions.mean() <= 346
+
+
+def _check_binary_serving(outputs: dict[str, np.ndarray], rows: list[dict[str, str]]) -> None:
+    probabilities = outputs['probabilities']
+    assert probabilities.shape == (len(rows), 1)
+    assert ((probabilities >= 0) & (probabilities <= 1)).all()
+    malignant = np.array([r['diagnosis'] == 'malignant' for r in rows])
+    assert malignant.sum() == 212
+    # The probability is of `positive: malignant`, not of benign.
+    auc = _auc(probabilities[:, 0], malignant)
+    dataset = DATASETS['breast_cancer']
+    assert auc >= dataset.baseline + dataset.margin, auc
+
+
+SERVING_CHECKS = {
+    'penguins': _check_multiclass_serving,
+    'diabetes': _check_regression_serving,
+    'breast_cancer': _check_binary_serving,
+}
+
+
+def _split_labels(config, dataset: Dataset, split: str) -> list:
+    """The label of every example ExampleGen wrote to `split`."""
+    (examples,) = glob.glob(
+        os.path.join(config.pipeline_root, 'CsvExampleGen', 'examples', '*', f'Split-{split}')
+    )
+    labels = []
+    for record in tf.data.TFRecordDataset(
+        sorted(glob.glob(os.path.join(examples, '*.gz'))), compression_type='GZIP'
+    ):
+        feature = tf.train.Example.FromString(record.numpy()).features.feature[dataset.label]
+        values = getattr(feature, feature.WhichOneof('kind') or 'bytes_list').value
+        # A row without its label is in the dead letter, never in a split.
+        assert len(values) == 1, f'an example of Split-{split} has no {dataset.label}'
+        labels.append(values[0])
+    return labels
+
+
+def _trivial_baseline(config, dataset: Dataset) -> float:
+    """The metric of the trivial predictor fit on train, scored on eval, from the run's examples."""
+    train, evaluation = (_split_labels(config, dataset, s) for s in ('train', 'eval'))
+    if dataset.metric == 'Accuracy':
+        majority = max(set(train), key=train.count)
+        return evaluation.count(majority) / len(evaluation)
+    if dataset.metric == 'RMSE':
+        return float(np.sqrt(np.mean((np.array(evaluation) - np.mean(train)) ** 2)))
+    return 0.5  # AUC of any constant score
+
+
+def _check_dead_letter(config, dataset: Dataset) -> None:
+    (dead_letter,) = glob.glob(
+        os.path.join(config.pipeline_root, 'CsvExampleGen', '**', 'dead_letter'), recursive=True
+    )
+    records = []
+    for path in sorted(glob.glob(os.path.join(dead_letter, 'rejected-*.jsonl'))):
+        with open(path, encoding='utf-8') as f:
+            records.extend(json.loads(line) for line in f if line.strip())
+    assert sorted(r['line'] for r in records) == list(dataset.unlabeled_lines)
+    (csv_path,) = glob.glob(str(dataset.directory / 'data' / '*.csv'))
+    with open(csv_path, encoding='utf-8') as f:
+        lines = f.read().splitlines()
+    for record in records:
+        assert record['file'].endswith(os.path.basename(csv_path))
+        assert dataset.label in record['reason'], record
+        assert record['raw'] == lines[record['line'] - 1]
+    with open(os.path.join(dead_letter, 'examplegen_summary.json'), encoding='utf-8') as f:
+        summary = json.load(f)
+    assert (summary['rows_read'], summary['rows_written'], summary['rows_rejected']) == dataset.rows
+
+
+def _run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, '-m', 'pipelines', *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_SECONDS,
+    )
+
+
+@pytest.mark.parametrize('name', sorted(DATASETS))
+def test_asynctrain_run_on_the_dataset_blesses_pushes_and_serves_raw_rows(
+    name, tmp_path, monkeypatch
+):
+    dataset = DATASETS[name]
+    work_dir = tmp_path / 'work'
+
+    result = _run_cli('run', '--config', dataset.config_path, '--work-dir', str(work_dir))
+
+    output = f'stdout:\n{result.stdout[-4000:]}\nstderr:\n{result.stderr[-4000:]}'
+    assert result.returncode == 0, output
+    # Paths in the config are relative to the repository root, as for the command above.
+    monkeypatch.chdir(REPO_ROOT)
+    config = load_config(dataset.config_path, work_dir=str(work_dir))
+    summary = run_summary.read_summary(config, started=0.0)
+    assert summary.executed == COMPONENTS
+    assert summary.cached == []
+    assert summary.rows == dict(zip(run_summary.ROW_COUNT_PROPERTIES, dataset.rows))
+
+    metric_name, value = summary.eval_metric
+    assert metric_name.lower() in METRIC_NAMES[dataset.metric]
+    assert dataset.beats_baseline(value), (dataset.metric, value, dataset.baseline)
+    assert summary.blessed is True
+    assert _trivial_baseline(config, dataset) == pytest.approx(dataset.baseline, abs=5e-3)
+    printed = re.search(r'^eval (\S+): ([0-9.]+), blessed: yes$', result.stdout, re.MULTILINE)
+    assert printed, output
+    assert printed.group(1).lower() in METRIC_NAMES[dataset.metric]
+    assert float(printed.group(2)) == pytest.approx(value, abs=1e-4)
+
+    assert summary.pushed_model and summary.pushed_model.startswith(config.serving_dir)
+    rows = _read_csv(dataset)
+    SERVING_CHECKS[name](_serve(summary.pushed_model, dataset, rows), rows)
+
+    if dataset.unlabeled_lines:
+        _check_dead_letter(config, dataset)
+
+
+@pytest.mark.parametrize('name', sorted(DATASETS))
+def test_asynctrain_compile_accepts_the_dataset_config(name, tmp_path, monkeypatch):
+    dataset = DATASETS[name]
+    monkeypatch.chdir(REPO_ROOT)
+    output = tmp_path / 'pipeline.yaml'
+
+    code = cli.main(
+        [
+            'compile',
+            '--target',
+            'kubeflow',
+            '--output',
+            str(output),
+            '--config',
+            dataset.config_path,
+        ]
+    )
+
+    assert code == 0
+    (document,) = yaml.safe_load_all(output.read_text())
+    spec = json_format.ParseDict(document, pipeline_spec_pb2.PipelineSpec())
+    with open(dataset.config_path, encoding='utf-8') as f:
+        assert spec.pipeline_info.name == yaml.safe_load(f)['pipeline_name']
+    assert set(COMPONENTS) <= set(spec.root.dag.tasks)
+
+
+@pytest.mark.parametrize('name', sorted(DATASETS))
+def test_the_config_blesses_only_beyond_the_stated_margin_over_the_baseline(name, monkeypatch):
+    dataset = DATASETS[name]
+    monkeypatch.chdir(REPO_ROOT)
+
+    evaluation = load_config(dataset.config_path).evaluation
+
+    assert evaluation.metric in ('', dataset.metric)
+    if dataset.metric == 'RMSE':
+        assert evaluation.max_value <= dataset.baseline * (1 - dataset.margin)
+    else:
+        assert evaluation.min_value >= dataset.baseline + dataset.margin
