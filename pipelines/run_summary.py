@@ -1,7 +1,8 @@
 """What a pipeline run produced, read back from ML Metadata and the artifacts themselves.
 
-Rows read/written/rejected come from the examples artifact's properties, the eval metric and the
-blessing from the Evaluator's outputs, the training throughput from the Trainer's report, and the
+Rows read/written/rejected come from the examples artifact's properties, the eval metric (the
+one the blessing is gated on, which follows the task: AUC, accuracy, RMSE, ...) and the blessing
+from the Evaluator's outputs, the training throughput from the Trainer's report, and the
 pushed model's path from the Pusher's artifact.
 """
 
@@ -10,17 +11,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from typing import Any
 
 from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
 from tfx.orchestration import metadata
 
+from components.trainer.training.run_files import REPORT_FILE
 from pipelines.config import PipelineConfig
 
 # Properties our ExampleGen records on the examples artifact.
 ROW_COUNT_PROPERTIES = ('rows_read', 'rows_written', 'rows_rejected')
-TRAINING_REPORT = 'training_report.json'
 RESOLVER_TYPE = 'tfx.dsl.components.common.resolver.Resolver'
 
 
@@ -32,7 +34,8 @@ class RunSummary:
       executed: Component ids that ran in this run (resolver nodes are not components).
       cached: Component ids whose outputs were reused from an earlier run.
       rows: Row counts from ExampleGen (read, written, rejected), where recorded.
-      eval_metric: (name, value) of the blessing metric on the eval split.
+      eval_metric: (name, value) of the metric the blessing is gated on, on the eval split: the
+        name the eval config gave it (`auc`, `accuracy`, `rmse`, ...).
       blessed: Whether the Evaluator blessed the model.
       training: The Trainer's report (examples/s, steps, ...), where recorded.
       pushed_model: Directory of the pushed model, or None if nothing was pushed.
@@ -100,16 +103,42 @@ def _latest(store, type_name: str, producer: str, pipeline_name: str):
     return max(artifacts, key=lambda a: a.id) if artifacts else None
 
 
-def _eval_metric(uri: str, metric: str) -> tuple[str, float] | None:
+def _metric_name(metric_config) -> str:
+    """The name a metric's value has in the evaluation: its config's `name`, else TFMA's default
+    (the class name in snake case)."""
+    name = json.loads(metric_config.config or '{}').get('name') if metric_config.config else None
+    if name:
+        return name
+    words = re.sub('(.)([A-Z][a-z0-9]+)', r'\1_\2', metric_config.class_name)
+    return re.sub('([a-z])([A-Z])', r'\1_\2', words).lower()
+
+
+def gated_metric_names(eval_config) -> list[str]:
+    """Names of the metrics that carry a threshold in `eval_config` (a `tfma.EvalConfig`)."""
+    return [
+        _metric_name(metric)
+        for spec in eval_config.metrics_specs
+        for metric in spec.metrics
+        if metric.HasField('threshold')
+    ]
+
+
+def _eval_metric(uri: str) -> tuple[str, float] | None:
+    """The gated metric of the evaluation at `uri`, for the candidate model, on the whole split."""
     import tensorflow_model_analysis as tfma
+    from tensorflow_model_analysis.writers import eval_config_writer
 
     try:
-        result = tfma.load_eval_result(uri)
+        eval_config = eval_config_writer.load_eval_run(uri)[0]
+        # With a baseline the evaluation holds two models; the candidate is the one not marked.
+        candidates = [s.name for s in eval_config.model_specs if not s.is_baseline]
+        result = tfma.load_eval_result(uri, model_name=candidates[0] or None)
     except Exception:  # No evaluation written (the Evaluator did not run).
         return None
+    names = gated_metric_names(eval_config)
     for _, metrics in result.slicing_metrics:
         for name, value in metrics.get('', {}).get('', {}).items():
-            if name.lower() == metric.lower():
+            if name in names:
                 return name, float(value.get('doubleValue', 'nan'))
     return None
 
@@ -147,8 +176,8 @@ def read_summary(config: PipelineConfig, started: float) -> RunSummary:
             store, config.pipeline_name, 'Trainer', 'base_model'
         )
     training: dict[str, Any] = {}
-    if model_run is not None and os.path.exists(os.path.join(model_run.uri, TRAINING_REPORT)):
-        with open(os.path.join(model_run.uri, TRAINING_REPORT)) as f:
+    if model_run is not None and os.path.exists(os.path.join(model_run.uri, REPORT_FILE)):
+        with open(os.path.join(model_run.uri, REPORT_FILE)) as f:
             training = json.load(f)
     pushed_path = None
     if pushed is not None and _custom(pushed, 'pushed'):
@@ -157,7 +186,7 @@ def read_summary(config: PipelineConfig, started: float) -> RunSummary:
         executed=sorted(executed),
         cached=sorted(cached),
         rows=rows,
-        eval_metric=_eval_metric(evaluation.uri, config.evaluation.metric) if evaluation else None,
+        eval_metric=_eval_metric(evaluation.uri) if evaluation else None,
         blessed=bool(_custom(blessing, 'blessed')) if blessing is not None else None,
         training=training,
         pushed_model=pushed_path,
