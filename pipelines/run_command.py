@@ -1,8 +1,13 @@
-"""`asynctrain run`: the whole pipeline on this machine, with progress and a closing summary."""
+"""`asynctrain run`: the whole pipeline on this machine, with progress and a closing summary.
+
+The console shows asynctrain's own lines only; TensorFlow's, gRPC's, absl's and libprotobuf's go
+to the run's log file (`console`), from the first import of TensorFlow on. `--verbose` shows them.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from pipelines.config import BUNDLED_DATA, ConfigError, load_config
@@ -35,6 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help='pipeline configuration as YAML (fields of PipelineConfig)',
     )
+    parser.add_argument(
+        '--verbose',
+        action='store_true',
+        help="show TensorFlow's, gRPC's and Beam's output on the console too (it always goes to "
+        'the log file)',
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,26 +54,44 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f'asynctrain run: invalid configuration: {e}', file=sys.stderr)
         return 2
-    from pipelines.local_runner import PipelineRunError, run_local
-    from pipelines.work_dir_lock import WorkDirBusyError
+    from pipelines import console
 
     print(
         f'asynctrain: running pipeline {config.pipeline_name!r} on {config.data_dir}\n'
         f'            work dir {config.work_dir}',
         flush=True,
     )
+    verbose = getattr(args, 'verbose', False)
+    log_path = console.new_log_path(config.work_dir)
+    # From before TensorFlow's first import: its import-time lines go to the log too.
+    with contextlib.nullcontext() if verbose else console.stderr_to_log(log_path):
+        code, message, summary = _run(config, log_path, verbose)
+    if message:
+        print(message, file=sys.stderr)
+    if summary is not None:
+        print('\n' + summary.format())
+    return code
+
+
+def _run(config, log_path: str, verbose: bool) -> tuple[int, str, object]:
+    """(exit code, message for the console, summary or None)."""
     from components.transform.feature_config import FeatureConfigError
+    from pipelines import console
+    from pipelines.local_runner import PipelineRunError, run_local
+    from pipelines.work_dir_lock import WorkDirBusyError
 
     try:
-        summary = run_local(config)
+        return 0, '', run_local(config, log_path=log_path, verbose=verbose)
     except (ConfigError, FeatureConfigError) as e:
-        print(f'asynctrain run: invalid configuration: {e}', file=sys.stderr)
-        return 2
+        return 2, f'asynctrain run: invalid configuration: {e}', None
     except WorkDirBusyError as e:
-        print(f'asynctrain run: {e}', file=sys.stderr)
-        return 3
+        return 3, f'asynctrain run: {e}', None
     except PipelineRunError as e:
-        print(f'asynctrain run: {e}', file=sys.stderr)
-        return 1
-    print('\n' + summary.format())
-    return 0
+        lines = console.lines_that_matter(e.log_path or log_path, e.log_offset)
+        shown = ''.join(f'\n    {line}' for line in lines)
+        return (
+            1,
+            f'asynctrain run: {e}\n  log: {e.log_path or log_path}'
+            + (f'\n  last lines that matter:{shown}' if lines else ''),
+            None,
+        )
