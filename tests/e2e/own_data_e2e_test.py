@@ -33,6 +33,7 @@ from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 from tensorflow_metadata.proto.v0 import schema_pb2
 
+from components.example_gen import spec as example_gen_spec
 from components.example_gen.feature_types import load_schema
 from pipelines import cli, run_summary
 from pipelines.config import REPO_ROOT, load_config
@@ -248,9 +249,8 @@ def _trivial_baseline(config, dataset: Dataset) -> float:
 
 
 def _check_dead_letter(config, dataset: Dataset) -> None:
-    (dead_letter,) = glob.glob(
-        os.path.join(config.pipeline_root, 'CsvExampleGen', '**', 'dead_letter'), recursive=True
-    )
+    (examples,) = glob.glob(os.path.join(config.pipeline_root, 'CsvExampleGen', 'examples', '*'))
+    dead_letter = os.path.join(examples, example_gen_spec.DEAD_LETTER_DIR_NAME)
     records = []
     for path in sorted(glob.glob(os.path.join(dead_letter, 'rejected-*.jsonl'))):
         with open(path, encoding='utf-8') as f:
@@ -263,7 +263,7 @@ def _check_dead_letter(config, dataset: Dataset) -> None:
         assert record['file'].endswith(os.path.basename(csv_path))
         assert dataset.label in record['reason'], record
         assert record['raw'] == lines[record['line'] - 1]
-    with open(os.path.join(dead_letter, 'examplegen_summary.json'), encoding='utf-8') as f:
+    with open(os.path.join(examples, example_gen_spec.SUMMARY_FILE_NAME), encoding='utf-8') as f:
         summary = json.load(f)
     assert (summary['rows_read'], summary['rows_written'], summary['rows_rejected']) == dataset.rows
 
