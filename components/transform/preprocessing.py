@@ -5,6 +5,12 @@ the transformed examples the Trainer reads, and exports the same graph for servi
 never redoes preprocessing. Every transformed feature is a dense rank-1 tensor: float32 for
 `zscore`, int64 ids for the categorical transforms, with the id range recorded in the transformed
 schema's int_domain so the Trainer can size embeddings from it.
+
+The label keeps its key (the derived rule's `name`, or the column's own name, spaces and all) and
+takes its task's form: int64 0/1 for binary, int64 class ids for multiclass (the class names, in
+id order, are the `label_classes` vocabulary the Trainer exports), float32 in the label's units
+for regression. A user's `preprocessing_module` gets the label in its `custom_config` and may
+call `transform_label` to produce the same thing.
 """
 
 from __future__ import annotations
