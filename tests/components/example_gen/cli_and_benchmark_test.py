@@ -81,6 +81,18 @@ def test_cli_fails_above_max_bad_fraction_and_removes_splits(tmp_path, capsys):
     assert sorted(os.listdir(out)) == ['dead_letter', 'examplegen_summary.json']
 
 
+def test_cli_label_column_rejects_rows_without_a_label(tmp_path, capsys):
+    input_dir = copy_fixtures(tmp_path / 'in', 'missing_label.csv')
+    argv = ['--input', input_dir, '--output', str(tmp_path / 'out'), '--null-marker', 'NA']
+    argv += ['--schema', os.path.join(FIXTURES, 'schema.pbtxt'), '--label-column', 'price']
+    assert cli.run(parse(cli, argv)) == 2  # 3 of 6 rejected, above the default 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out.strip().splitlines()[-1])
+    assert (summary['rows_read'], summary['rows_rejected']) == (6, 3)
+    assert "missing_label.csv:3: label 'price' is missing" in captured.err
+    assert "missing_label.csv:5: label 'price': 'cheap' is not FLOAT" in captured.err
+
+
 def test_cli_missing_input_is_an_error(tmp_path, capsys):
     args = parse(cli, ['--input', str(tmp_path / 'nowhere'), '--output', str(tmp_path / 'o')])
     assert cli.run(args) == 1
