@@ -37,7 +37,8 @@ ZSCORE = 'zscore'
 VOCABULARY = 'vocabulary'
 IDENTITY = 'identity'
 BUCKETIZE = 'bucketize'
-TRANSFORMS = (ZSCORE, VOCABULARY, IDENTITY, BUCKETIZE)
+HASH = 'hash'
+TRANSFORMS = (ZSCORE, VOCABULARY, IDENTITY, BUCKETIZE, HASH)
 
 GREATER_THAN_FRACTION = 'greater_than_fraction'
 LABEL_RULES = (GREATER_THAN_FRACTION,)
@@ -55,6 +56,7 @@ _ACCEPTED_TYPES = {
     VOCABULARY: (schema_pb2.BYTES, schema_pb2.INT),
     IDENTITY: (schema_pb2.INT,),
     BUCKETIZE: _NUMERIC,
+    HASH: (schema_pb2.BYTES, schema_pb2.INT),
 }
 # Which raw schema types a label column of each task accepts.
 _LABEL_TYPES = {
@@ -74,8 +76,9 @@ class FeatureSpec:
       fill: For `zscore`: value for a missing feature, `'mean'` or a number.
       top_k: For `vocabulary`: keep the top_k most frequent values of the train split.
       oov_buckets: For `vocabulary`: hashed ids for values outside the vocabulary and missing ones.
-      num_buckets: For `identity` (ids in [0, num_buckets), anything else -> num_buckets) and
-        `bucketize` (quantile buckets).
+      num_buckets: For `identity` (ids in [0, num_buckets), anything else -> num_buckets),
+        `bucketize` (quantile buckets) and `hash` (a string's fingerprint modulo num_buckets; a
+        missing value gets id num_buckets).
     """
 
     name: str
@@ -98,6 +101,8 @@ class FeatureSpec:
             return self.num_buckets + 1
         if self.transform == BUCKETIZE:
             return self.num_buckets
+        if self.transform == HASH:
+            return self.num_buckets + 1
         return None
 
 

@@ -114,6 +114,16 @@ def _bucketize(x: Tensor, spec: fc.FeatureSpec) -> tf.Tensor:
     return _with_domain(tf.minimum(ids, spec.num_buckets - 1), spec.cardinality)
 
 
+def _hash(x: Tensor, spec: fc.FeatureSpec) -> tf.Tensor:
+    # No analyzer: a column with very many distinct values (more than a vocabulary could hold
+    # usefully) is hashed; a value never seen in training still gets a stable id.
+    strings = _densify(_as_strings(x), '')
+    ids = tf.strings.to_hash_bucket_fast(strings, spec.num_buckets)
+    missing = tf.equal(strings, '')
+    ids = tf.where(missing, tf.constant(spec.num_buckets, tf.int64), ids)
+    return _with_domain(ids, spec.cardinality)
+
+
 def _with_domain(ids: tf.Tensor, cardinality: int) -> tf.Tensor:
     schema_inference.set_tensor_schema_override(
         ids, tf.constant(0, tf.int64), tf.constant(cardinality - 1, tf.int64)
@@ -126,6 +136,7 @@ _TRANSFORMS: Mapping[str, Callable[[Tensor, fc.FeatureSpec], tf.Tensor]] = {
     fc.VOCABULARY: _vocabulary,
     fc.IDENTITY: _identity,
     fc.BUCKETIZE: _bucketize,
+    fc.HASH: _hash,
 }
 
 

@@ -28,6 +28,7 @@ for _name, _type in [
     ('tract', 'INT'),
     ('hour', 'INT'),
     ('lat', 'FLOAT'),
+    ('user', 'BYTES'),
 ]:
     _f = SCHEMA.feature.add(name=_name, type=schema_pb2.FeatureType.Value(_type))
     _f.value_count.min = 1
@@ -49,6 +50,7 @@ CONFIG = fc.parse_feature_config(
             {'name': 'tract', 'transform': 'vocabulary', 'top_k': 10, 'oov_buckets': 1},
             {'name': 'hour', 'transform': 'identity', 'num_buckets': 24},
             {'name': 'lat', 'transform': 'bucketize', 'num_buckets': 2},
+            {'name': 'user', 'transform': 'hash', 'num_buckets': 1000},
         ],
     },
     SCHEMA,
@@ -56,12 +58,59 @@ CONFIG = fc.parse_feature_config(
 
 # Six rows; [] is a missing feature (an empty CSV cell).
 ROWS = [
-    dict(miles=[1.0], fare=[10.0], tips=[3.0], payment=[b'Cash'], tract=[7], hour=[0], lat=[1.0]),
-    dict(miles=[2.0], fare=[10.0], tips=[1.0], payment=[b'Cash'], tract=[7], hour=[23], lat=[2.0]),
-    dict(miles=[3.0], fare=[], tips=[], payment=[b'Card'], tract=[8], hour=[24], lat=[3.0]),
-    dict(miles=[], fare=[20.0], tips=[5.0], payment=[b'Cash'], tract=[], hour=[], lat=[4.0]),
-    dict(miles=[4.0], fare=[20.0], tips=[4.0], payment=[b'Card'], tract=[8], hour=[5], lat=[]),
-    dict(miles=[5.0], fare=[30.0], tips=[0.0], payment=[b'Other'], tract=[9], hour=[-1], lat=[6.0]),
+    dict(
+        miles=[1.0],
+        fare=[10.0],
+        tips=[3.0],
+        payment=[b'Cash'],
+        tract=[7],
+        hour=[0],
+        lat=[1.0],
+        user=[b'ann'],
+    ),
+    dict(
+        miles=[2.0],
+        fare=[10.0],
+        tips=[1.0],
+        payment=[b'Cash'],
+        tract=[7],
+        hour=[23],
+        lat=[2.0],
+        user=[b'bob'],
+    ),
+    dict(
+        miles=[3.0],
+        fare=[],
+        tips=[],
+        payment=[b'Card'],
+        tract=[8],
+        hour=[24],
+        lat=[3.0],
+        user=[b'ann'],
+    ),
+    dict(
+        miles=[], fare=[20.0], tips=[5.0], payment=[b'Cash'], tract=[], hour=[], lat=[4.0], user=[]
+    ),
+    dict(
+        miles=[4.0],
+        fare=[20.0],
+        tips=[4.0],
+        payment=[b'Card'],
+        tract=[8],
+        hour=[5],
+        lat=[],
+        user=[b'cy'],
+    ),
+    dict(
+        miles=[5.0],
+        fare=[30.0],
+        tips=[0.0],
+        payment=[b'Other'],
+        tract=[9],
+        hour=[-1],
+        lat=[6.0],
+        user=[b'dee'],
+    ),
 ]
 
 
@@ -112,6 +161,14 @@ def test_bucketize_splits_at_the_median_and_fills_missing_with_the_mean(transfor
     mean = np.mean([1.0, 2.0, 3.0, 4.0, 6.0])
     assert buckets[4] == (0 if mean < 3.0 else 1)
     assert set(buckets) == {0, 1}
+
+
+def test_hash_gives_a_string_its_fingerprint_bucket_and_missing_its_own_id(transformed):
+    import tensorflow as tf
+
+    expected = tf.strings.to_hash_bucket_fast(['ann', 'bob', 'cy', 'dee'], 1000).numpy().tolist()
+    ann, bob, cy, dee = expected
+    assert transformed['user'].tolist() == [ann, bob, ann, 1000, cy, dee]
 
 
 def test_label_is_tip_above_a_fifth_of_the_fare_with_missing_as_zero(transformed):
