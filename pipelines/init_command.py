@@ -62,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         task = spec_draft.plan_task(sample, args.label, args.task, args.positive)
         columns = spec_draft.plan_columns(sample, args.label)
         threshold = spec_draft.plan_threshold(sample, task)
+        training = spec_draft.plan_training(sample)
     except ConfigError as e:
         print(f'asynctrain init: {e}', file=sys.stderr)
         return 2
@@ -83,12 +84,13 @@ def run(args: argparse.Namespace) -> int:
         tuple(args.null_marker),
         task,
         threshold,
+        training,
     )
-    print(describe(sample, task, columns, threshold, paths))
+    print(describe(sample, task, columns, threshold, training, paths))
     return 0
 
 
-def describe(sample, task, columns, threshold, paths: dict) -> str:
+def describe(sample, task, columns, threshold, training, paths: dict) -> str:
     """What init decided, as printed."""
     how = 'all' if sample.complete else f'a sample of the first {sample.rows:,}'
     lines = [
@@ -103,6 +105,7 @@ def describe(sample, task, columns, threshold, paths: dict) -> str:
     width = max(len(plan.name) for plan in columns)
     for plan in columns:
         lines.append(f'  {plan.name:<{width}}  {plan.transform or "-":<10}  {plan.reason}')
+    lines.append(f'  training: {training.reason}')
     lines.append(f'  evaluation: {threshold.reason}')
     lines.append('wrote ' + ', '.join(paths.values()))
     lines.append('review them, then run:')

@@ -68,6 +68,21 @@ class TaskPlan:
 
 
 @dataclasses.dataclass(frozen=True)
+class TrainingPlan:
+    """How long to train on data of this size.
+
+    Attributes:
+      batch_size: Examples per step per worker.
+      train_steps: Optimizer steps over all workers.
+      reason: How they were chosen.
+    """
+
+    batch_size: int
+    train_steps: int
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
 class ThresholdPlan:
     """The evaluation gate.
 
@@ -225,6 +240,29 @@ def plan_columns(sample: CsvSample, label: str) -> list[ColumnPlan]:
                 )
             )
     return plans
+
+
+# Smaller batches for small data (more updates per epoch); about this many passes over the train
+# split (2 of 3 rows with the default split), within these bounds on the step count.
+EPOCHS = 20
+MIN_STEPS, MAX_STEPS = 100, 1000
+
+
+def plan_training(sample: CsvSample) -> TrainingPlan:
+    """Batch size and steps from the number of rows: about EPOCHS passes over the train split,
+    between MIN_STEPS and MAX_STEPS steps."""
+    rows = sample.rows
+    batch_size = 256 if rows >= 50_000 else 64 if rows >= 2_000 else 32
+    train_rows = rows * 2 // 3
+    steps = min(MAX_STEPS, max(MIN_STEPS, math.ceil(EPOCHS * train_rows / batch_size)))
+    how = 'all' if sample.complete else 'sampled'
+    return TrainingPlan(
+        batch_size,
+        steps,
+        f'{steps} steps of {batch_size}: about {steps * batch_size / max(train_rows, 1):.0f} '
+        f'passes over the ~{train_rows:,} training rows of the {rows:,} {how} '
+        f'(bounded to {MIN_STEPS}-{MAX_STEPS} steps)',
+    )
 
 
 def plan_threshold(sample: CsvSample, task: TaskPlan) -> ThresholdPlan:

@@ -15,7 +15,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 
 from components.example_gen.csv_sample import CsvSample
 from components.example_gen.feature_types import ARROW_TYPES, ColumnType
-from pipelines.spec_draft import ColumnPlan, TaskPlan, ThresholdPlan
+from pipelines.spec_draft import ColumnPlan, TaskPlan, ThresholdPlan, TrainingPlan
 
 SCHEMA_FILE = 'schema.pbtxt'
 FEATURES_FILE = 'features.yaml'
@@ -106,6 +106,7 @@ def write_config(
     null_markers: tuple[str, ...],
     task: TaskPlan,
     threshold: ThresholdPlan,
+    training: TrainingPlan,
 ) -> None:
     name = os.path.basename(os.path.abspath(spec_dir)).lower().replace('_', '-') or 'dataset'
     lines = [
@@ -119,6 +120,9 @@ def write_config(
         'example_gen:',
         f'  delimiter: {_yaml_scalar(delimiter)}  # as the sample was read',
         f'  null_markers: {json.dumps(list(null_markers))}  # cells read as missing besides ""',
+        'trainer:',
+        f'  # {training.reason}',
+        f'  training: {{batch_size: {training.batch_size}, train_steps: {training.train_steps}}}',
         'evaluation:',
         f"  # The {task.task} task's metric; the model is pushed only if it clears this bar.",
         f'  metric: {threshold.metric}',

@@ -155,6 +155,8 @@ def test_init_writes_reviewable_files_that_the_pipeline_config_accepts(tmp_path,
     assert config.example_gen.null_markers == ('NA',)
     assert config.evaluation.metric == 'Accuracy'
     assert config.evaluation.baseline == 'latest_blessed'
+    # 80 rows: batches of 32, 20 passes over ~53 training rows is 34 steps, raised to 100.
+    assert (config.trainer.training.batch_size, config.trainer.training.train_steps) == (32, 100)
     assert config.evaluation.max_regression == pytest.approx(config.evaluation.min_value / 10, abs=0.05)
     features = yaml.safe_load((spec / 'features.yaml').read_text())
     assert features['label'] == {'column': 'level', 'task': 'multiclass'}
