@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         columns = spec_draft.plan_columns(sample, args.label)
         threshold = spec_draft.plan_threshold(sample, task)
         training = spec_draft.plan_training(sample)
+        bad_rows = spec_draft.plan_bad_rows(sample, args.label)
     except ConfigError as e:
         print(f'asynctrain init: {e}', file=sys.stderr)
         return 2
@@ -85,12 +86,13 @@ def run(args: argparse.Namespace) -> int:
         task,
         threshold,
         training,
+        bad_rows,
     )
-    print(describe(sample, task, columns, threshold, training, paths))
+    print(describe(sample, task, columns, threshold, training, bad_rows, paths))
     return 0
 
 
-def describe(sample, task, columns, threshold, training, paths: dict) -> str:
+def describe(sample, task, columns, threshold, training, bad_rows, paths: dict) -> str:
     """What init decided, as printed."""
     how = 'all' if sample.complete else f'a sample of the first {sample.rows:,}'
     lines = [
@@ -107,6 +109,7 @@ def describe(sample, task, columns, threshold, training, paths: dict) -> str:
         lines.append(f'  {plan.name:<{width}}  {plan.transform or "-":<10}  {plan.reason}')
     lines.append(f'  training: {training.reason}')
     lines.append(f'  evaluation: {threshold.reason}')
+    lines.append(f'  bad rows: max_bad_fraction {bad_rows.max_bad_fraction}: {bad_rows.reason}')
     lines.append('wrote ' + ', '.join(paths.values()))
     lines.append('review them, then run:')
     lines.append(f'  asynctrain run --config {paths["config.yaml"]}')

@@ -265,6 +265,37 @@ def plan_training(sample: CsvSample) -> TrainingPlan:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class BadRowsPlan:
+    """How many rejected rows a run tolerates.
+
+    Attributes:
+      max_bad_fraction: `example_gen.max_bad_fraction`.
+      reason: What the sample showed.
+    """
+
+    max_bad_fraction: float
+    reason: str
+
+
+def plan_bad_rows(sample: CsvSample, label: str) -> BadRowsPlan:
+    """ExampleGen rejects a row without its label, and one it cannot read, into the dead letter
+    and fails the run when their share is above `max_bad_fraction`. None in the sample: 0, any bad
+    row fails. Some: twice the sample's share (rounded up), so the run accepts data like it."""
+    missing = sample.rows - len(sample.columns[label].drop_null())
+    total = sample.rows + sample.rejected
+    bad = missing + sample.rejected
+    if not bad:
+        return BadRowsPlan(0.0, 'every row of the sample is readable and has its label')
+    seen = bad / total
+    fraction = min(1.0, math.ceil(2 * seen * 1000) / 1000)
+    return BadRowsPlan(
+        fraction,
+        f'{missing} rows without {label!r} and {sample.rejected} unreadable of {total:,} '
+        f'({seen:.2%}) go to the dead letter; twice that share is allowed',
+    )
+
+
 def plan_threshold(sample: CsvSample, task: TaskPlan) -> ThresholdPlan:
     """The blessing threshold: THRESHOLD_MARGIN of the way from the trivial model's value on the
     sample to a perfect model's."""

@@ -15,7 +15,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 
 from components.example_gen.csv_sample import CsvSample
 from components.example_gen.feature_types import ARROW_TYPES, ColumnType
-from pipelines.spec_draft import ColumnPlan, TaskPlan, ThresholdPlan, TrainingPlan
+from pipelines.spec_draft import BadRowsPlan, ColumnPlan, TaskPlan, ThresholdPlan, TrainingPlan
 
 SCHEMA_FILE = 'schema.pbtxt'
 FEATURES_FILE = 'features.yaml'
@@ -107,6 +107,7 @@ def write_config(
     task: TaskPlan,
     threshold: ThresholdPlan,
     training: TrainingPlan,
+    bad_rows: BadRowsPlan,
 ) -> None:
     name = os.path.basename(os.path.abspath(spec_dir)).lower().replace('_', '-') or 'dataset'
     lines = [
@@ -120,6 +121,7 @@ def write_config(
         'example_gen:',
         f'  delimiter: {_yaml_scalar(delimiter)}  # as the sample was read',
         f'  null_markers: {json.dumps(list(null_markers))}  # cells read as missing besides ""',
+        f'  max_bad_fraction: {bad_rows.max_bad_fraction}  # {bad_rows.reason}',
         'trainer:',
         f'  # {training.reason}',
         f'  training: {{batch_size: {training.batch_size}, train_steps: {training.train_steps}}}',
