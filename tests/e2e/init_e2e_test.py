@@ -1,0 +1,179 @@
+"""End to end from a CSV and a target column: `asynctrain init`, then `asynctrain run`, no file
+written by hand.
+
+One test per committed dataset (penguins, diabetes, breast_cancer), each in its own temporary
+directory, so pytest-xdist runs them side by side. Each runs both commands through the command
+line and asserts:
+
+- the task init chose, as printed and as written into `features.yaml`;
+- the threshold init proposed in `config.yaml` is beyond the trivial baseline of the run's own
+  eval split (majority class accuracy, mean predictor RMSE, AUC 0.5), and the run's eval metric
+  clears it, so the model beats that baseline by the proposed margin;
+- the pushed model serves raw CSV rows (label left out) with the task's outputs, scoring them
+  beyond the same threshold.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import yaml
+
+from components.example_gen.feature_types import load_schema
+from pipelines import run_summary
+from pipelines.config import load_config
+from tests.e2e.own_data_e2e_test import (
+    COMPONENTS,
+    DATASETS,
+    METRIC_NAMES,
+    PENGUIN_SPECIES,
+    _auc,
+    _raw_example,
+    _read_csv,
+    _run_cli,
+    _trivial_baseline,
+)
+
+pytestmark = pytest.mark.e2e
+
+# What init must decide for each dataset, from the dataset's README: the task, the blessing
+# metric and its bound, the null markers to pass, and the classes (positive class for binary).
+EXPECTED = {
+    'penguins': {
+        'task': 'multiclass',
+        'metric': 'Accuracy',
+        'bound': 'min_value',
+        'null_markers': ['NA'],
+        'classes': PENGUIN_SPECIES,
+    },
+    'diabetes': {
+        'task': 'regression',
+        'metric': 'RMSE',
+        'bound': 'max_value',
+        'null_markers': [],
+    },
+    'breast_cancer': {
+        'task': 'binary',
+        'metric': 'AUC',
+        'bound': 'min_value',
+        'null_markers': [],
+        'positive': 'malignant',
+    },
+}
+
+
+def _serve(model_dir: str, schema_path: str, label: str, rows: list[dict[str, str]]) -> dict:
+    types = {f.name: f.type for f in load_schema(schema_path).feature}
+    loaded = tf.saved_model.load(model_dir)
+    examples = tf.constant([_raw_example(r, types, label) for r in rows])
+    outputs = loaded.signatures['serving_default'](examples=examples)
+    return {name: tensor.numpy() for name, tensor in outputs.items()}
+
+
+def _served_metric(name: str, outputs: dict, rows: list[dict[str, str]]) -> float:
+    """Checks the task's serving outputs; returns the task's metric over the CSV's labeled rows."""
+    label = DATASETS[name].label
+    n = len(rows)
+    if name == 'penguins':
+        probabilities, classes = outputs['probabilities'], outputs['classes']
+        assert probabilities.shape == (n, 3) and classes.shape == (n, 3)
+        np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
+        names = [c.decode() for c in classes[0]]
+        assert set(names) == PENGUIN_SPECIES
+        assert all([c.decode() for c in row] == names for row in classes)
+        predicted = [c.decode() for c in outputs['predicted_class']]
+        assert set(predicted) <= PENGUIN_SPECIES
+        assert predicted == [names[i] for i in probabilities.argmax(axis=1)]
+        labeled = [(p, r[label]) for p, r in zip(predicted, rows) if r[label] in PENGUIN_SPECIES]
+        assert len(labeled) == 339
+        return float(np.mean([p == species for p, species in labeled]))
+    if name == 'diabetes':
+        predictions = outputs['predictions']
+        assert predictions.shape == (n, 1)
+        assert predictions.dtype == np.float32
+        labels = np.array([float(r[label]) for r in rows])
+        # In the label's units (25 to 346), not standardized.
+        assert 25 <= predictions.mean() <= 346
+        return float(np.sqrt(np.mean((predictions[:, 0] - labels) ** 2)))
+    probabilities = outputs['probabilities']
+    assert probabilities.shape == (n, 1)
+    assert ((probabilities >= 0) & (probabilities <= 1)).all()
+    malignant = np.array([r[label] == 'malignant' for r in rows])
+    assert malignant.sum() == 212
+    # The probability is of the positive class init chose, malignant.
+    return _auc(probabilities[:, 0], malignant)
+
+
+def _beyond(bound: str, value: float, threshold: float) -> bool:
+    return value >= threshold if bound == 'min_value' else value <= threshold
+
+
+@pytest.mark.parametrize('name', sorted(EXPECTED))
+def test_init_then_run_trains_the_chosen_task_beyond_the_proposed_threshold_and_serves(
+    name, tmp_path
+):
+    dataset, expected = DATASETS[name], EXPECTED[name]
+    spec_dir, work_dir = tmp_path / 'spec', tmp_path / 'work'
+    null_markers = [arg for marker in expected['null_markers'] for arg in ('--null-marker', marker)]
+
+    init = _run_cli(
+        'init',
+        '--data',
+        str(dataset.directory / 'data'),
+        '--label',
+        dataset.label,
+        '--output',
+        str(spec_dir),
+        *null_markers,
+    )
+
+    init_output = f'stdout:\n{init.stdout[-4000:]}\nstderr:\n{init.stderr[-4000:]}'
+    assert init.returncode == 0, init_output
+    assert f'label {dataset.label!r}: {expected["task"]} (' in init.stdout, init_output
+    assert f'asynctrain run --config {spec_dir / "config.yaml"}' in init.stdout
+    features = yaml.safe_load((spec_dir / 'features.yaml').read_text())
+    assert features['label']['column'] == dataset.label
+    assert features['label']['task'] == expected['task']
+    assert features['label'].get('positive') == expected.get('positive')
+    assert dataset.label not in {f['name'] for f in features['features']}
+    if 'classes' in expected:
+        printed = re.search(r'^  classes: (.*)$', init.stdout, re.MULTILINE)
+        assert printed, init_output
+        assert all(repr(species) in printed.group(1) for species in expected['classes'])
+    written = yaml.safe_load((spec_dir / 'config.yaml').read_text())
+    evaluation = written['evaluation']
+    assert evaluation['metric'] == expected['metric']
+    assert evaluation['baseline'] == 'latest_blessed'
+    assert written['example_gen']['null_markers'] == expected['null_markers']
+    threshold = evaluation[expected['bound']]
+    # Small data, small training: batches of 32, at least 100 steps.
+    assert written['trainer']['training']['batch_size'] == 32
+    assert written['trainer']['training']['train_steps'] >= 100
+
+    run = _run_cli('run', '--config', str(spec_dir / 'config.yaml'), '--work-dir', str(work_dir))
+
+    output = f'stdout:\n{run.stdout[-4000:]}\nstderr:\n{run.stderr[-4000:]}'
+    assert run.returncode == 0, output
+    config = load_config(str(spec_dir / 'config.yaml'), work_dir=str(work_dir))
+    summary = run_summary.read_summary(config, started=0.0)
+    assert summary.executed == COMPONENTS
+    assert summary.rows == dict(zip(run_summary.ROW_COUNT_PROPERTIES, dataset.rows))
+    # The proposed threshold is beyond the trivial predictor on the run's eval split, so clearing
+    # it beats that baseline; the run's metric clears it.
+    baseline = _trivial_baseline(config, dataset)
+    assert baseline == pytest.approx(dataset.baseline, abs=5e-3)
+    assert not _beyond(expected['bound'], baseline, threshold), (baseline, threshold)
+    metric_name, value = summary.eval_metric
+    assert metric_name.lower() in METRIC_NAMES[expected['metric']]
+    assert _beyond(expected['bound'], value, threshold), (metric_name, value, threshold, baseline)
+    assert summary.blessed is True
+    assert re.search(rf'^eval {metric_name}: [0-9.]+, blessed: yes$', run.stdout, re.MULTILINE)
+
+    assert summary.pushed_model and summary.pushed_model.startswith(config.serving_dir)
+    rows = _read_csv(dataset)
+    outputs = _serve(summary.pushed_model, str(spec_dir / 'schema.pbtxt'), dataset.label, rows)
+    served = _served_metric(name, outputs, rows)
+    assert _beyond(expected['bound'], served, threshold), (served, threshold)
