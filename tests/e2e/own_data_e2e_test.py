@@ -261,7 +261,9 @@ def _check_dead_letter(config, dataset: Dataset) -> None:
         lines = f.read().splitlines()
     for record in records:
         assert record['file'].endswith(os.path.basename(csv_path))
-        assert dataset.label in record['reason'], record
+        # The reason names the label column and says it is missing.
+        assert repr(dataset.label) in record['reason'], record
+        assert 'missing' in record['reason'], record
         assert record['raw'] == lines[record['line'] - 1]
     with open(os.path.join(examples, example_gen_spec.SUMMARY_FILE_NAME), encoding='utf-8') as f:
         summary = json.load(f)
