@@ -101,7 +101,15 @@ def warm_up(coordinator, function, args: tuple) -> list:
       Each worker's fetched result, in worker order.
     """
     check_coordinator_internals(coordinator)
-    per_worker = create_on_each_worker_in_turn(coordinator, function, args=args)
+    # As `ClusterCoordinator.schedule` calls it: in the strategy's scope, which is part of the
+    # function's trace key, so that the bulk schedule reuses this trace and its instantiations.
+    strategy = coordinator.strategy
+    with strategy.scope():
+        strategy.extended._being_scheduled = True  # noqa: SLF001
+        try:
+            per_worker = create_on_each_worker_in_turn(coordinator, function, args=args)
+        finally:
+            strategy.extended._being_scheduled = False  # noqa: SLF001
     results = []
     for index, value in enumerate(per_worker._values):  # noqa: SLF001
         result = value.fetch()
@@ -128,16 +136,26 @@ class ScheduledClosure:
       args: What it was scheduled with.
       remote_value: The coordinator's handle on its current run.
       done: Whether its result was fetched.
+      scheduler: The `ClosureScheduler` that scheduled it (None for a bare closure).
     """
 
     number: int
     args: tuple
     remote_value: object = None
     done: bool = False
+    scheduler: ClosureScheduler | None = None
 
     def fetch(self):
-        """The closure's result; `ClosureResultMissing` if the coordinator gave None."""
-        result = self.remote_value.fetch()
+        """The closure's result; `ClosureResultMissing` if the coordinator gave None. A closure
+        that failed with `Unable to parse request` is rescheduled (through its scheduler's
+        `join`, which raises the error, reschedules and waits) and fetched again."""
+        try:
+            result = self.remote_value.fetch()
+        except tf.errors.InternalError as e:
+            if self.scheduler is None or not is_parse_error(e):
+                raise
+            self.scheduler.join()
+            result = self.remote_value.fetch()
         if result is None:
             raise ClosureResultMissing(
                 f'closure {self.number} finished without error but returned no result '
@@ -168,7 +186,7 @@ class ClosureScheduler:
 
     def schedule(self, args: tuple) -> ScheduledClosure:
         self._scheduled += 1
-        closure = ScheduledClosure(self._scheduled, args)
+        closure = ScheduledClosure(self._scheduled, args, scheduler=self)
         self._pending = [c for c in self._pending if not c.done]
         self._pending.append(closure)
         self._run(lambda: self._submit(closure), then_join=False)

@@ -2,6 +2,8 @@
 with fake coordinators: the order of per-worker creation, the rescheduling after `Unable to parse
 request` and its bound, and the error for a closure whose result is None."""
 
+import contextlib
+
 import pytest
 import tensorflow as tf
 
@@ -48,10 +50,31 @@ class FakeCluster:
         self.workers = workers
 
 
+class FakeExtended:
+    _being_scheduled = False
+
+
+class FakeStrategy:
+    """Records whether functions run in its scope, as `ClusterCoordinator.schedule` runs them."""
+
+    def __init__(self):
+        self.extended = FakeExtended()
+        self.in_scope = False
+
+    @contextlib.contextmanager
+    def scope(self):
+        self.in_scope = True
+        try:
+            yield
+        finally:
+            self.in_scope = False
+
+
 class FakeCoordinator:
     """Schedules by handing out the next prepared outcome; `join` raises the queued errors."""
 
     def __init__(self, outcomes=(), join_errors=(), workers=()):
+        self.strategy = FakeStrategy()
         self.outcomes = list(outcomes)
         self.join_errors = list(join_errors)
         self.scheduled = []
@@ -94,8 +117,24 @@ def test_per_worker_resources_are_created_one_worker_at_a_time():
 def test_warm_up_runs_once_on_each_worker_and_returns_their_results():
     events = []
     coordinator = FakeCoordinator(workers=[FakeWorker(i, events) for i in range(2)])
+    strategy = coordinator.strategy
+    contexts = []
+
+    def create_resource(worker):
+        def create(fn, args=None, kwargs=None):
+            # Traced and run as `schedule` would: in the strategy's scope, being scheduled.
+            contexts.append((strategy.in_scope, strategy.extended._being_scheduled))
+            return FakeWorker.create_resource(worker, fn, args, kwargs)
+
+        return create
+
+    for worker in coordinator._cluster.workers:
+        worker.create_resource = create_resource(worker)
 
     results = scheduling.warm_up(coordinator, lambda it, n: None, ('iterator', 0))
+
+    assert contexts == [(True, True), (True, True)]
+    assert (strategy.in_scope, strategy.extended._being_scheduled) == (False, False)
 
     assert results == [{'worker': 0, 'steps': 0}, {'worker': 1, 'steps': 0}]
     assert events == ["create 0 ('iterator', 0)", 'wait 0', "create 1 ('iterator', 0)", 'wait 1']
@@ -161,6 +200,18 @@ def test_a_parse_error_raised_by_schedule_reschedules_that_closure_too():
     assert coordinator.scheduled == [(1,), (2,), (1,), (2,)]
     assert scheduler.rescheduled == 2
     assert (first.fetch(), second.fetch()) == ({'steps': 1}, {'steps': 2})
+
+
+def test_fetching_a_closure_that_failed_to_parse_reschedules_it_and_gives_its_result():
+    coordinator = FakeCoordinator(outcomes=[{'steps': 1}, PARSE_ERROR], join_errors=[PARSE_ERROR])
+    scheduler = scheduling.ClosureScheduler(coordinator, object())
+    first, second = scheduler.schedule((1,)), scheduler.schedule((2,))
+
+    # The failed closure is fetched before any schedule or join saw its error.
+    assert second.fetch() == {'steps': 2}
+    assert first.fetch() == {'steps': 1}
+    assert coordinator.scheduled == [(1,), (2,), (2,)]
+    assert (scheduler.rescheduled, coordinator.joins) == (1, 2)
 
 
 def test_rescheduling_stops_after_max_recoveries():
