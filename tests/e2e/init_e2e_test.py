@@ -163,8 +163,10 @@ def test_init_then_run_trains_the_chosen_task_beyond_the_proposed_threshold_and_
     assert summary.rows == dict(zip(run_summary.ROW_COUNT_PROPERTIES, dataset.rows))
     # The proposed threshold is beyond the trivial predictor on the run's eval split, so clearing
     # it beats that baseline; the run's metric clears it.
+    # (Computed from the run's splits: init's schema may type a column differently from the
+    # dataset's hand-written one, e.g. diabetes' whole-number floats as INT, and the hash split
+    # of an example depends on its bytes, so the eval rows may differ from the README's.)
     baseline = _trivial_baseline(config, dataset)
-    assert baseline == pytest.approx(dataset.baseline, abs=5e-3)
     assert not _beyond(expected['bound'], baseline, threshold), (baseline, threshold)
     metric_name, value = summary.eval_metric
     assert metric_name.lower() in METRIC_NAMES[expected['metric']]
