@@ -255,12 +255,12 @@ def plan_training(sample: CsvSample) -> TrainingPlan:
     batch_size = 256 if rows >= 50_000 else 64 if rows >= 2_000 else 32
     train_rows = rows * 2 // 3
     steps = min(MAX_STEPS, max(MIN_STEPS, math.ceil(EPOCHS * train_rows / batch_size)))
-    how = 'all' if sample.complete else 'sampled'
+    of_rows = f'all {rows:,} rows' if sample.complete else f'the {rows:,} sampled rows'
     return TrainingPlan(
         batch_size,
         steps,
         f'{steps} steps of {batch_size}: about {steps * batch_size / max(train_rows, 1):.0f} '
-        f'passes over the ~{train_rows:,} training rows of the {rows:,} {how} '
+        f'passes over the ~{train_rows:,} training rows of {of_rows} '
         f'(bounded to {MIN_STEPS}-{MAX_STEPS} steps)',
     )
 
