@@ -57,7 +57,8 @@ def test_three_days_train_on_the_new_span_warm_start_and_push_only_when_blessed(
             work_dir=str(tmp_path / 'work'),
             date=day,
             example_gen={'input_pattern': '{YYYY}-{MM}-{DD}/*.csv'},
-            trainer={'training': {'train_steps': 150, 'eval_steps': 10}},
+            # 150 steps reached an eval AUC of 0.92 on day 1; 75 keep a margin over the 0.7 bar.
+            trainer={'training': {'train_steps': 75, 'eval_steps': 10}},
             evaluation={'min_value': 0.7},
             retraining={'warm_start': True, 'analyzer_cache': True},
         )
