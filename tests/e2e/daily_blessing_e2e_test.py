@@ -218,7 +218,7 @@ def test_a_day_worse_than_the_last_blessed_model_is_not_blessed_nor_pushed(dated
     ]
     # It fails on the change against the baseline only, not on the absolute bound.
     assert [(f.metric_key.name, f.metric_key.is_diff) for f in failures] == [('accuracy', True)]
-    assert failures[0].metric_value.double_value == pytest.approx(
+    assert failures[0].metric_value.double_value.value == pytest.approx(
         day2_accuracy - day1_accuracy, abs=1e-6
     )
 
