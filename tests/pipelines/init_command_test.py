@@ -157,7 +157,9 @@ def test_init_writes_reviewable_files_that_the_pipeline_config_accepts(tmp_path,
     assert config.evaluation.baseline == 'latest_blessed'
     # 80 rows: batches of 32, 20 passes over ~53 training rows is 34 steps, raised to 100.
     assert (config.trainer.training.batch_size, config.trainer.training.train_steps) == (32, 100)
-    assert config.evaluation.max_regression == pytest.approx(config.evaluation.min_value / 10, abs=0.05)
+    assert config.evaluation.max_regression == pytest.approx(
+        config.evaluation.min_value / 10, abs=0.05
+    )
     features = yaml.safe_load((spec / 'features.yaml').read_text())
     assert features['label'] == {'column': 'level', 'task': 'multiclass'}
     names = [f['name'] for f in features['features']]
