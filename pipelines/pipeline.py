@@ -21,7 +21,6 @@ from tfx import v1 as tfx
 from tfx.components.example_gen import utils as example_gen_utils
 from tfx.proto import example_gen_pb2, range_config_pb2
 
-from components import yaml_config
 from components.example_gen.component import CsvExampleGen
 from components.trainer.component import Trainer
 from components.trainer.training.export import (
@@ -33,6 +32,7 @@ from components.trainer.training.export import (
 from components.transform import feature_config as fc
 from components.transform import preprocessing
 from pipelines.config import UPPER_BOUND_METRICS, PipelineConfig
+from pipelines.dataset_spec import resolve_label
 
 # Name of the generated preprocessing_fn, imported by path inside the Transform executor.
 PREPROCESSING_FN = 'components.transform.preprocessing.preprocessing_fn'
@@ -140,27 +140,6 @@ def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> tfma.EvalConfig:
             )
         ],
     )
-
-
-def resolve_label(config: PipelineConfig, features: fc.FeatureConfig) -> fc.LabelSpec:
-    """The pipeline config's `label:` if set, else features.yaml's; a ConfigError naming both
-    files when neither gives one, or when the config's label does not fit the schema."""
-    if config.label is not None:
-        label = fc.build_label(dataclasses.asdict(config.label))
-        try:
-            fc.check_label(label, fc.load_schema(config.schema_path), features.names)
-        except yaml_config.ConfigError as e:
-            raise yaml_config.ConfigError(
-                f'pipeline config: {e} (schema: {config.schema_path})'
-            ) from None
-        return label
-    if features.label is None:
-        yaml_config.fail(
-            'label',
-            f'no label: give `label: {{column: NAME, task: binary|multiclass|regression}}` in '
-            f'{config.feature_config_path} or in the pipeline config',
-        )
-    return features.label
 
 
 def create_pipeline(

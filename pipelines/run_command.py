@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import sys
 
+from pipelines import dataset_spec
 from pipelines.config import BUNDLED_DATA, ConfigError, load_config
 
 
@@ -51,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config, data=args.data, work_dir=args.work_dir, date=args.date)
+        # The dataset's spec too (no TensorFlow yet): a bad one fails before the work directory
+        # or its log exists.
+        dataset_spec.load(config)
     except ConfigError as e:
         print(f'asynctrain run: invalid configuration: {e}', file=sys.stderr)
         return 2
