@@ -13,7 +13,7 @@ import tensorflow as tf
 from components.trainer import config as config_lib
 from components.trainer.cluster import launch
 from components.trainer.cluster import servers as cluster_lib
-from components.trainer.training import export, loop, run_files, task, tasks
+from components.trainer.training import evaluation, export, loop, run_files, task, tasks
 from tests.components.trainer.trainer_testdata import (
     LABEL_KEY,
     TRAIN_STEPS,
@@ -163,7 +163,7 @@ def test_eval_step_traces_once_for_full_and_partial_batches(transformed_data):
     binary_task = tasks.BinaryClassificationTask(schema, config)
     model = binary_task.build_model()
     metrics = binary_task.build_metrics()
-    eval_step = loop.make_eval_step(binary_task, model, metrics)
+    eval_step = evaluation.make_eval_step(binary_task, model, metrics)
     sizes = []
     for features, labels in binary_task.build_inputs(
         transformed_data.examples, 'eval', training=False
