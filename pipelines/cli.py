@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import os
 
-# Keras 3 cannot train under ParameterServerStrategy: tf.keras must be tf-keras, and this must be
-# set before TensorFlow is imported anywhere in the process.
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-os.environ.setdefault('GRPC_FAIL_FAST', 'use_caller')
+from components import tf_environment  # noqa: E402
+
+tf_environment.configure()  # Before TensorFlow is imported anywhere in the process.
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 import warnings  # noqa: E402

@@ -8,8 +8,9 @@ import pathlib
 
 import pytest
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-os.environ.setdefault('GRPC_FAIL_FAST', 'use_caller')
+from components import tf_environment
+
+tf_environment.configure()
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 # Seconds each slowest file took in a serial run of a fresh clone (2026-12-01); the new 3-run e2e

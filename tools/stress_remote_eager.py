@@ -23,6 +23,8 @@ import subprocess
 import sys
 import time
 
+from components import tf_environment
+
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Lines that mark the flake (or its consequences) in a run's output.
 _SIGNS = (
@@ -67,9 +69,7 @@ def run_scenario(work_dir: str, train_steps: int, steps_per_execution: int) -> N
 def _child_env(code_root: str) -> dict:
     env = dict(os.environ)
     env['PYTHONPATH'] = os.pathsep.join(p for p in (code_root, env.get('PYTHONPATH', '')) if p)
-    env.setdefault('TF_USE_LEGACY_KERAS', '1')
-    env.setdefault('GRPC_FAIL_FAST', 'use_caller')
-    return env
+    return tf_environment.configure(env)
 
 
 def stress(
@@ -155,6 +155,5 @@ def main(argv: list | None = None) -> int:
 
 
 if __name__ == '__main__':
-    os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-    os.environ.setdefault('GRPC_FAIL_FAST', 'use_caller')
+    tf_environment.configure()
     sys.exit(main())

@@ -22,16 +22,15 @@ Also runnable as `python -m components.trainer.cli ...`.
 
 from __future__ import annotations
 
-import os
+from components import tf_environment
 
-# Keras 3 cannot train under ParameterServerStrategy: select Keras 2 (tf_keras) before
-# TensorFlow is imported.
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+tf_environment.configure()  # Before TensorFlow is imported anywhere in the process.
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
+import os  # noqa: E402
 import sys  # noqa: E402
 
 from components.trainer import config as config_lib  # noqa: E402

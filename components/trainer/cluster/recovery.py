@@ -39,6 +39,7 @@ import subprocess
 import sys
 import time
 
+from components import tf_environment
 from components.trainer import config as config_lib
 from components.trainer.cluster import servers as cluster_lib
 
@@ -383,7 +384,7 @@ def coordinator_main(request_path: str) -> int:
 
 
 if __name__ == '__main__':
-    os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+    tf_environment.configure()
     logging.basicConfig(level=logging.INFO)
     code = coordinator_main(sys.argv[1])
     sys.stdout.flush()

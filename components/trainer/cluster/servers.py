@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Iterator
 
+from components import tf_environment
 from components.trainer import config as config_lib
 
 CHIEF, WORKER, PS = 'chief', 'worker', 'ps'
@@ -172,8 +173,7 @@ def child_env(tf_config: dict | None = None) -> dict:
     if tf_config is not None:
         env['TF_CONFIG'] = json.dumps(tf_config)
     env['PYTHONPATH'] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get('PYTHONPATH', '')) if p)
-    env.setdefault('TF_USE_LEGACY_KERAS', '1')
-    env.setdefault('GRPC_FAIL_FAST', 'use_caller')
+    tf_environment.configure(env)
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
     return env
 
@@ -296,9 +296,6 @@ def start(
       attach_to: A cluster spec of servers already running (what `recovery` starts for each
         attempt): connect to it, start nothing, stop nothing.
     """
-    # The coordinator's remote calls must fail fast rather than retry forever when a task is
-    # gone, so that ClusterCoordinator sees the failure and reschedules the closure.
-    os.environ.setdefault('GRPC_FAIL_FAST', 'use_caller')
     if attach_to is not None:
         cluster = attach(attach_to)
     elif distribution.cluster == 'in_process':
@@ -327,5 +324,5 @@ def main(argv: list | None = None) -> int:
 
 
 if __name__ == '__main__':
-    os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+    tf_environment.configure()
     sys.exit(main())

@@ -31,6 +31,7 @@ from kubeflow.training import models
 from kubeflow.training.constants import constants
 from kubernetes import client as k8s
 
+from components import tf_environment
 from components.trainer import config as config_lib
 from components.trainer import train_arguments
 from components.trainer.kubernetes import values
@@ -45,12 +46,8 @@ PORT_NAME = 'tfjob-port'
 # cluster DNS answers `<svc>.<namespace>.svc` without it.
 CUSTOM_CLUSTER_DOMAIN_ENV = 'CUSTOM_CLUSTER_DOMAIN'
 
-_TRAINER_ENV = (
-    # Keras 2 (tf-keras) is what TFX 1.16 and this project's trainer use with TensorFlow 2.16.
-    ('TF_USE_LEGACY_KERAS', '1'),
-    # A replica that cannot reach a peer yet retries instead of failing at once.
-    ('GRPC_FAIL_FAST', 'use_caller'),
-)
+# What every replica's process needs before TensorFlow loads (see components/tf_environment.py).
+_TRAINER_ENV = tuple(tf_environment.VARIABLES.items())
 # The uid of the user kubeflow/Dockerfile creates; running as it makes `runAsNonRoot` checkable.
 _NON_ROOT_UID = 10001
 
