@@ -13,12 +13,14 @@ from components import tf_environment
 tf_environment.configure()
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
-# Seconds each slowest file took in a serial run of a fresh clone (2026-12-01); the new 3-run e2e
-# is estimated from the 3-day e2e. Starting the slowest first keeps a worker from picking one up
+# Seconds each slowest file took in a serial run of a fresh clone (2026-12-01); the init and
+# daily-blessing e2e files as measured alone on a loaded machine the same day. Starting the slowest first keeps a worker from picking one up
 # when the others are nearly done.
 SLOWEST_FILES = {
     'tests/e2e/daily_retraining_e2e_test.py': 404,
     'tests/e2e/own_data_e2e_test.py': 400,
+    'tests/e2e/init_e2e_test.py': 510,
+    'tests/e2e/daily_blessing_e2e_test.py': 230,
     'tests/benchmarks/pipeline_bench_test.py': 344,
     'tests/benchmarks/transform_bench_test.py': 213,
     'tests/e2e/local_pipeline_e2e_test.py': 162,
