@@ -105,18 +105,9 @@ def _request(*, trainer_config: config_lib.TrainerConfig, **paths) -> dict:
     return {**paths, 'trainer_config': config_lib.to_dict(trainer_config)}
 
 
-def train_in_child(
-    *,
-    examples_dir: str,
-    transform_graph_dir: str,
-    serving_model_dir: str,
-    model_run_dir: str,
-    trainer_config: config_lib.TrainerConfig,
-    label_key: str,
-    base_model_dir: str | None = None,
-    checkpoint_dir: str | None = None,
-):
-    """`training.loop.train_and_export` on an `in_process` cluster hosted by a fresh child
+def train_in_child(*, model_run_dir: str, trainer_config: config_lib.TrainerConfig, **arguments):
+    """`training.loop.train_and_export` (its arguments, less the cluster: `model_run_dir`,
+    `trainer_config` and the rest as `arguments`) on an `in_process` cluster hosted by a fresh child
     process (`python -m components.trainer.cluster.recovery REQUEST`, the coordinator child of
     `train_with_restarts`, which here starts the servers itself), once, without restarts.
 
@@ -136,16 +127,7 @@ def train_in_child(
     request_path = os.path.join(model_run_dir, _REQUEST_FILE)
     failure_path = os.path.join(model_run_dir, _FAILURE_FILE)
     _remove(failure_path)
-    request = _request(
-        examples_dir=examples_dir,
-        transform_graph_dir=transform_graph_dir,
-        serving_model_dir=serving_model_dir,
-        model_run_dir=model_run_dir,
-        trainer_config=trainer_config,
-        label_key=label_key,
-        base_model_dir=base_model_dir,
-        checkpoint_dir=checkpoint_dir,
-    )
+    request = _request(model_run_dir=model_run_dir, trainer_config=trainer_config, **arguments)
     run_files.write_json(request_path, {**request, 'cluster_spec': None})
     child = _start_coordinator(request_path)
     try:
@@ -205,18 +187,10 @@ def _watch(coordinator: subprocess.Popen, servers: dict, grace_seconds: float) -
 
 
 def train_with_restarts(
-    *,
-    examples_dir: str,
-    transform_graph_dir: str,
-    serving_model_dir: str,
-    model_run_dir: str,
-    trainer_config: config_lib.TrainerConfig,
-    label_key: str,
-    base_model_dir: str | None = None,
-    checkpoint_dir: str | None = None,
+    *, model_run_dir: str, trainer_config: config_lib.TrainerConfig, **arguments
 ):
-    """`training.loop.train_and_export` on a `local_processes` cluster, restarted after cluster
-    failures (see the module docstring). Returns the `TrainingReport` with its attempts.
+    """`training.loop.train_and_export` (its arguments, less the cluster) on a `local_processes`
+    cluster, restarted after cluster failures (see the module docstring). Returns the `TrainingReport` with its attempts.
 
     Raises:
       TrainingFailed: the coordinator failed with a non-retryable error, or the cluster kept
@@ -230,16 +204,7 @@ def train_with_restarts(
     tf.io.gfile.makedirs(model_run_dir)
     request_path = os.path.join(model_run_dir, _REQUEST_FILE)
     failure_path = os.path.join(model_run_dir, _FAILURE_FILE)
-    request = _request(
-        examples_dir=examples_dir,
-        transform_graph_dir=transform_graph_dir,
-        serving_model_dir=serving_model_dir,
-        model_run_dir=model_run_dir,
-        trainer_config=trainer_config,
-        label_key=label_key,
-        base_model_dir=base_model_dir,
-        checkpoint_dir=checkpoint_dir,
-    )
+    request = _request(model_run_dir=model_run_dir, trainer_config=trainer_config, **arguments)
     attempts: list[Attempt] = []
     max_attempts = distribution.max_restarts + 1
     for number in range(1, max_attempts + 1):
@@ -362,17 +327,10 @@ def coordinator_main(request_path: str) -> int:
         with cluster_lib.start(
             trainer_config.distribution, attach_to=request['cluster_spec']
         ) as cluster:
-            loop.train_and_export(
-                cluster,
-                examples_dir=request['examples_dir'],
-                transform_graph_dir=request['transform_graph_dir'],
-                serving_model_dir=request['serving_model_dir'],
-                model_run_dir=model_run_dir,
-                trainer_config=trainer_config,
-                label_key=request['label_key'],
-                base_model_dir=request['base_model_dir'],
-                checkpoint_dir=request['checkpoint_dir'],
-            )
+            arguments = {
+                k: v for k, v in request.items() if k not in ('cluster_spec', 'trainer_config')
+            }
+            loop.train_and_export(cluster, trainer_config=trainer_config, **arguments)
     except Exception as e:  # noqa: BLE001 - reported to the supervisor, which decides.
         logging.exception('Coordinator failed')
         run_files.write_json(

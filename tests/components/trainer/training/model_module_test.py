@@ -23,7 +23,9 @@ pytestmark = pytest.mark.integration
 WIDE_MODEL = str(REPO_ROOT / 'examples' / 'model_module' / 'wide_model.py')
 
 
-def _config(task_type, model_module_path='', train_steps=60) -> config_lib.TrainerConfig:
+def _config(
+    task_type, model_module_path='', train_steps=60, cluster='in_process'
+) -> config_lib.TrainerConfig:
     return config_lib.TrainerConfig(
         task=config_lib.TaskConfig(type=task_type),
         model_module=model_module_path,
@@ -35,7 +37,7 @@ def _config(task_type, model_module_path='', train_steps=60) -> config_lib.Train
             checkpoint_interval_steps=0,
             summary_interval_steps=20,
         ),
-        distribution=config_lib.DistributionConfig(num_workers=1, num_ps=2),
+        distribution=config_lib.DistributionConfig(cluster=cluster, num_workers=1, num_ps=2),
     )
 
 
@@ -80,6 +82,39 @@ def test_user_model_trains_on_parameter_servers_and_serves_class_names(multiclas
         task_testdata.CLASSES
     )
     assert outputs[export.PROBABILITIES].shape == (len(rows), 3)
+
+
+def test_user_model_trains_on_local_process_servers_and_warm_starts(multiclass_data, tmp_path):
+    """The same module with each server a separate process (and the coordinator supervised by
+    recovery), then warm-started into a second run from the first export."""
+    config = _config('multiclass', WIDE_MODEL, train_steps=40, cluster='local_processes')
+    report, loaded = _train(multiclass_data, config, tmp_path / 'first')
+    assert (report.steps, report.num_workers, report.num_ps, report.restarts) == (40, 1, 2, 0)
+    assert report.eval['accuracy'] > 0.7
+    rows = [
+        r
+        for r in multiclass_data.eval_rows
+        if r[task_testdata.MULTICLASS_LABEL] in task_testdata.CLASSES
+    ]
+    outputs = loaded.signatures[export.SERVING_SIGNATURE](
+        examples=_serving_examples(rows, multiclass_data.label_key)
+    )
+    assert set(c.decode() for c in outputs[export.PREDICTED_CLASS].numpy()) <= set(
+        task_testdata.CLASSES
+    )
+    # Warm start (in-process this time): ten more steps from the first export's weights keep its
+    # accuracy; the weights come from the exported model, not from a checkpoint.
+    base_model = str(tmp_path / 'first' / 'model' / 'Format-Serving')
+    warm_report = launch.train_and_export(
+        multiclass_data.examples,
+        multiclass_data.transform_graph,
+        str(tmp_path / 'warm' / 'model' / 'Format-Serving'),
+        str(tmp_path / 'warm' / 'run'),
+        _config('multiclass', WIDE_MODEL, train_steps=10),
+        multiclass_data.label_key,
+        base_model_dir=base_model,
+    )
+    assert warm_report.eval['accuracy'] >= report.eval['accuracy'] - 0.05
 
 
 def test_regression_serves_predictions_in_label_units(regression_data, tmp_path):
