@@ -13,7 +13,8 @@ run: setup
 	$(VENV)/bin/asynctrain run $(ARGS)
 
 # One pytest worker per core; an xdist_group's tests stay on one worker; the 25 slowest listed.
-PYTEST_ARGS ?= -n auto --dist loadgroup --durations=25
+# The JUnit XML feeds tools/reliability_report.py --from-xml (the README's reliability table).
+PYTEST_ARGS ?= -n auto --dist loadgroup --durations=25 --junitxml=runs/test-results.xml
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)

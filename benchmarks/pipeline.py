@@ -98,7 +98,7 @@ def stock_pipeline(config, metadata_connection_config):
     from pipelines import pipeline as pipeline_lib
 
     features = fc.load_feature_config(config.feature_config_path, config.schema_path)
-    label_key = features.label.name
+    label_key = features.label.key
     example_gen = tfx.components.CsvExampleGen(
         input_base=config.data_dir,
         input_config=pipeline_lib.input_config(config),
@@ -132,7 +132,7 @@ def stock_pipeline(config, metadata_connection_config):
     evaluator = tfx.components.Evaluator(
         examples=example_gen.outputs['examples'],
         model=trainer.outputs['model'],
-        eval_config=pipeline_lib.eval_config(config, label_key),
+        eval_config=pipeline_lib.eval_config(config, features.label),
     )
     pusher = tfx.components.Pusher(
         model=trainer.outputs['model'],

@@ -150,7 +150,9 @@ def read_summary(config: PipelineConfig, started: float) -> RunSummary:
         store = m.store
         executed, cached = [], []
         for execution in store.get_executions():
-            if execution.create_time_since_epoch / 1000.0 < started - 1:
+            # Milliseconds, truncated: an execution of this run is never earlier than `started`
+            # truncated to the millisecond; one of a run that ended just before it can be.
+            if execution.create_time_since_epoch < int(started * 1000):
                 continue
             # Resolver nodes (latest blessed model, latest cache) only look up artifacts.
             if store.get_execution_types_by_id([execution.type_id])[0].name == RESOLVER_TYPE:

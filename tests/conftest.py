@@ -69,8 +69,7 @@ class PipelineRun:
 @pytest.fixture(scope='session')
 def taxi_pipeline_run(tmp_path_factory) -> PipelineRun:
     """The default pipeline, trained briefly, run once per test process: for tests that only read
-    a run's outputs. A test that reruns the pipeline on it belongs to xdist group 'taxi_run' and
-    runs last in its module, so that one worker runs them all in order on this one run."""
+    a run's outputs (a test that reruns the pipeline on it must come after them)."""
     from pipelines.config import bundled_data_dir, load_config
     from pipelines.local_runner import run_local
 

@@ -64,9 +64,13 @@ def training_fault_tests(root: str = REPO) -> list[str]:
     """Node ids of the trainer tests whose names say they inject a fault."""
     ids = []
     directory = os.path.join(root, TRAINER_TESTS)
-    for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
-        if not name.endswith('_test.py'):
-            continue
+    paths = sorted(
+        os.path.relpath(os.path.join(folder, name), directory)
+        for folder, _, names in os.walk(directory)
+        for name in names
+        if name.endswith('_test.py')
+    )
+    for name in paths:
         path = os.path.join(directory, name)
         with open(path, encoding='utf-8') as f:
             tree = ast.parse(f.read())

@@ -12,8 +12,7 @@ import tensorflow as tf
 
 from pipelines.local_runner import run_local
 
-# One worker runs this file's tests, in order, on one shared run (`taxi_pipeline_run`).
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group('taxi_run')]
+pytestmark = pytest.mark.e2e
 
 COMPONENTS = [
     'CsvExampleGen',
@@ -41,7 +40,14 @@ def _raw_example(row: dict) -> bytes:
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
-def test_first_run_executes_every_component_and_pushes_a_blessed_model(taxi_pipeline_run):
+def test_first_run_pushes_a_model_that_serves_and_a_rerun_is_all_cache_hits(taxi_pipeline_run):
+    """One test, in this order: the rerun adds a run to the shared run's metadata."""
+    _check_first_run(taxi_pipeline_run)
+    _check_pushed_model_scores_raw_serialized_examples(taxi_pipeline_run)
+    _check_rerun_with_nothing_changed_executes_nothing(taxi_pipeline_run)
+
+
+def _check_first_run(taxi_pipeline_run):
     config, first = taxi_pipeline_run.config, taxi_pipeline_run.summary
 
     assert first.executed == COMPONENTS
@@ -51,7 +57,7 @@ def test_first_run_executes_every_component_and_pushes_a_blessed_model(taxi_pipe
     assert first.pushed_model and first.pushed_model.startswith(config.serving_dir)
 
 
-def test_pushed_model_scores_raw_serialized_examples(taxi_pipeline_run):
+def _check_pushed_model_scores_raw_serialized_examples(taxi_pipeline_run):
     with open(taxi_pipeline_run.sample_dir / 'data.csv', newline='') as f:
         rows = list(csv.DictReader(f))[:4]
     loaded = tf.saved_model.load(taxi_pipeline_run.summary.pushed_model)
@@ -62,8 +68,7 @@ def test_pushed_model_scores_raw_serialized_examples(taxi_pipeline_run):
     assert ((scores >= 0) & (scores <= 1)).all()
 
 
-# Last in this file: it adds a run to the shared run's metadata.
-def test_rerun_with_nothing_changed_executes_nothing(taxi_pipeline_run):
+def _check_rerun_with_nothing_changed_executes_nothing(taxi_pipeline_run):
     first = taxi_pipeline_run.summary
 
     second = run_local(taxi_pipeline_run.config)

@@ -27,8 +27,9 @@ pytestmark = pytest.mark.integration
 
 ROWS_PER_SPAN = 150
 # One taxi feature per kind of transform (z-score, string and integer vocabularies, identity,
-# quantile buckets), with the taxi config's settings; the categorical ones are those the CSV most
-# often leaves empty, so fills and OOV ids are exercised. Every analyzer adds Beam stages, and at
+# quantile buckets), with the taxi config's settings, and `payment_type` hashed (the taxi config
+# hashes nothing); the categorical ones are those the CSV most often leaves empty, so fills and
+# OOV ids are exercised. Every analyzer adds Beam stages, and at
 # this size the stages, not the rows, are what a run costs.
 FEATURES = (
     'trip_miles',
@@ -43,8 +44,9 @@ FEATURES = (
 def taxi():
     schema = fc.load_schema(str(runs.TAXI_SCHEMA))
     config = fc.load_feature_config(str(runs.TAXI_FEATURES), str(runs.TAXI_SCHEMA))
+    hashed = fc.FeatureSpec(name='payment_type', transform=fc.HASH, num_buckets=64)
     config = dataclasses.replace(
-        config, features=tuple(f for f in config.features if f.name in FEATURES)
+        config, features=(*(f for f in config.features if f.name in FEATURES), hashed)
     )
     assert {f.transform for f in config.features} == set(fc.TRANSFORMS)
     return schema, config, runs.read_taxi_table(schema)
