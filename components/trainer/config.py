@@ -17,6 +17,9 @@ OPTIMIZERS = ('adagrad', 'adam', 'sgd')
 CACHE_MODES = ('none', 'memory', 'file')
 CLUSTER_MODES = ('in_process', 'local_processes', 'tf_config', 'tfjob')
 TASK_TYPES = ('binary', 'multiclass', 'regression')
+# The vocabulary a multiclass label's ids index (Transform's `vocab_filename`): its order is the
+# class order the Trainer trains and serves.
+LABEL_VOCABULARY = 'label_classes'
 REGRESSION_LOSSES = ('mse', 'huber')
 PARTITIONERS = ('fixed_shards', 'min_shard_size')
 # tf.data.AUTOTUNE, spelled as the plain integer tf.data uses, so the config needs no TensorFlow.

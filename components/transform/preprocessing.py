@@ -23,6 +23,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 from tensorflow_transform import schema_inference
 
+from components.trainer import config as trainer_config
 from components.transform import feature_config as fc
 
 # Keys of the Transform component's custom_config: the whole feature configuration (generated
@@ -30,7 +31,7 @@ from components.transform import feature_config as fc
 FEATURE_CONFIG_KEY = 'feature_config'
 LABEL_KEY = 'label'
 # The vocabulary of a multiclass label: its class names, one a line, line i being class id i.
-LABEL_VOCABULARY = 'label_classes'
+LABEL_VOCABULARY = trainer_config.LABEL_VOCABULARY
 
 Tensor = Any  # tf.Tensor or tf.SparseTensor
 

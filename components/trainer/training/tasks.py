@@ -17,11 +17,9 @@ from collections.abc import Mapping, Sequence
 import tensorflow as tf
 
 from components.trainer import config as config_lib
+from components.trainer.config import LABEL_VOCABULARY  # the contract with Transform
 from components.trainer.training import data, export
 from components.trainer.training.task import Task, TransformedSchema
-
-# The vocabulary Transform writes for a multiclass label (`vocab_filename`).
-LABEL_VOCABULARY = 'label_classes'
 
 
 class BinaryClassificationTask(Task):
