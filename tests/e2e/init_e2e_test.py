@@ -3,7 +3,7 @@ written by hand.
 
 One test per committed dataset (penguins, diabetes, breast_cancer), each in its own temporary
 directory, so pytest-xdist runs them side by side. Each runs both commands through the command
-line and asserts:
+line (`init` in the test's process, `run` in a process of its own) and asserts:
 
 - the task init chose, as printed and as written into `features.yaml`;
 - the threshold init proposed in `config.yaml` is beyond the trivial baseline of the run's own
@@ -23,18 +23,18 @@ import tensorflow as tf
 import yaml
 
 from components.example_gen.feature_types import load_schema
-from pipelines import run_summary
+from pipelines import cli, run_summary
 from pipelines.config import load_config
-from tests.e2e.own_data_e2e_test import (
+from tests.e2e.e2e_helpers import (
     COMPONENTS,
     DATASETS,
     METRIC_NAMES,
     PENGUIN_SPECIES,
-    _auc,
-    _raw_example,
-    _read_csv,
-    _run_cli,
-    _trivial_baseline,
+    auc,
+    raw_example,
+    read_csv,
+    run_cli,
+    trivial_baseline,
 )
 
 pytestmark = pytest.mark.e2e
@@ -68,7 +68,7 @@ EXPECTED = {
 def _serve(model_dir: str, schema_path: str, label: str, rows: list[dict[str, str]]) -> dict:
     types = {f.name: f.type for f in load_schema(schema_path).feature}
     loaded = tf.saved_model.load(model_dir)
-    examples = tf.constant([_raw_example(r, types, label) for r in rows])
+    examples = tf.constant([raw_example(r, types, label) for r in rows])
     outputs = loaded.signatures['serving_default'](examples=examples)
     return {name: tensor.numpy() for name, tensor in outputs.items()}
 
@@ -104,7 +104,7 @@ def _served_metric(name: str, outputs: dict, rows: list[dict[str, str]]) -> floa
     malignant = np.array([r[label] == 'malignant' for r in rows])
     assert malignant.sum() == 212
     # The probability is of the positive class init chose, malignant.
-    return _auc(probabilities[:, 0], malignant)
+    return auc(probabilities[:, 0], malignant)
 
 
 def _beyond(bound: str, value: float, threshold: float) -> bool:
@@ -113,34 +113,39 @@ def _beyond(bound: str, value: float, threshold: float) -> bool:
 
 @pytest.mark.parametrize('name', sorted(EXPECTED))
 def test_init_then_run_trains_the_chosen_task_beyond_the_proposed_threshold_and_serves(
-    name, tmp_path
+    name, tmp_path, capsys
 ):
     dataset, expected = DATASETS[name], EXPECTED[name]
     spec_dir, work_dir = tmp_path / 'spec', tmp_path / 'work'
     null_markers = [arg for marker in expected['null_markers'] for arg in ('--null-marker', marker)]
 
-    init = _run_cli(
-        'init',
-        '--data',
-        str(dataset.directory / 'data'),
-        '--label',
-        dataset.label,
-        '--output',
-        str(spec_dir),
-        *null_markers,
+    # init in this process (it only reads the CSV and writes three files: no process of its own
+    # needed to keep TensorFlow's state apart); run in one of its own, as a user runs it.
+    code = cli.main(
+        [
+            'init',
+            '--data',
+            str(dataset.directory / 'data'),
+            '--label',
+            dataset.label,
+            '--output',
+            str(spec_dir),
+            *null_markers,
+        ]
     )
+    init = capsys.readouterr()
 
-    init_output = f'stdout:\n{init.stdout[-4000:]}\nstderr:\n{init.stderr[-4000:]}'
-    assert init.returncode == 0, init_output
-    assert f'label {dataset.label!r}: {expected["task"]} (' in init.stdout, init_output
-    assert f'asynctrain run --config {spec_dir / "config.yaml"}' in init.stdout
+    init_output = f'stdout:\n{init.out[-4000:]}\nstderr:\n{init.err[-4000:]}'
+    assert code == 0, init_output
+    assert f'label {dataset.label!r}: {expected["task"]} (' in init.out, init_output
+    assert f'asynctrain run --config {spec_dir / "config.yaml"}' in init.out
     features = yaml.safe_load((spec_dir / 'features.yaml').read_text())
     assert features['label']['column'] == dataset.label
     assert features['label']['task'] == expected['task']
     assert features['label'].get('positive') == expected.get('positive')
     assert dataset.label not in {f['name'] for f in features['features']}
     if 'classes' in expected:
-        printed = re.search(r'^  classes: (.*)$', init.stdout, re.MULTILINE)
+        printed = re.search(r'^  classes: (.*)$', init.out, re.MULTILINE)
         assert printed, init_output
         assert all(repr(species) in printed.group(1) for species in expected['classes'])
     written = yaml.safe_load((spec_dir / 'config.yaml').read_text())
@@ -153,7 +158,7 @@ def test_init_then_run_trains_the_chosen_task_beyond_the_proposed_threshold_and_
     assert written['trainer']['training']['batch_size'] == 32
     assert written['trainer']['training']['train_steps'] >= 100
 
-    run = _run_cli('run', '--config', str(spec_dir / 'config.yaml'), '--work-dir', str(work_dir))
+    run = run_cli('run', '--config', str(spec_dir / 'config.yaml'), '--work-dir', str(work_dir))
 
     output = f'stdout:\n{run.stdout[-4000:]}\nstderr:\n{run.stderr[-4000:]}'
     assert run.returncode == 0, output
@@ -166,7 +171,7 @@ def test_init_then_run_trains_the_chosen_task_beyond_the_proposed_threshold_and_
     # (Computed from the run's splits: init's schema may type a column differently from the
     # dataset's hand-written one, e.g. diabetes' whole-number floats as INT, and the hash split
     # of an example depends on its bytes, so the eval rows may differ from the README's.)
-    baseline = _trivial_baseline(config, dataset)
+    baseline = trivial_baseline(config, dataset)
     assert not _beyond(expected['bound'], baseline, threshold), (baseline, threshold)
     metric_name, value = summary.eval_metric
     assert metric_name.lower() in METRIC_NAMES[expected['metric']]
@@ -175,7 +180,7 @@ def test_init_then_run_trains_the_chosen_task_beyond_the_proposed_threshold_and_
     assert re.search(rf'^eval {metric_name}: [0-9.]+, blessed: yes$', run.stdout, re.MULTILINE)
 
     assert summary.pushed_model and summary.pushed_model.startswith(config.serving_dir)
-    rows = _read_csv(dataset)
+    rows = read_csv(dataset)
     outputs = _serve(summary.pushed_model, str(spec_dir / 'schema.pbtxt'), dataset.label, rows)
     served = _served_metric(name, outputs, rows)
     assert _beyond(expected['bound'], served, threshold), (served, threshold)

@@ -11,19 +11,9 @@ import pytest
 import tensorflow as tf
 
 from pipelines.local_runner import run_local
+from tests.e2e.e2e_helpers import COMPONENTS
 
 pytestmark = pytest.mark.e2e
-
-COMPONENTS = [
-    'CsvExampleGen',
-    'Evaluator',
-    'ExampleValidator',
-    'ImportSchemaGen',
-    'Pusher',
-    'StatisticsGen',
-    'Trainer',
-    'Transform',
-]
 
 
 def _raw_example(row: dict) -> bytes:

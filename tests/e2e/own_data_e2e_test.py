@@ -15,15 +15,10 @@ in ExampleGen's dead letter with their reason, and counted.
 
 from __future__ import annotations
 
-import csv
-import dataclasses
 import glob
 import json
 import os
-import pathlib
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -31,142 +26,34 @@ import tensorflow as tf
 import yaml
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
-from tensorflow_metadata.proto.v0 import schema_pb2
 
 from components.example_gen import spec as example_gen_spec
 from components.example_gen.feature_types import load_schema
 from pipelines import cli, run_summary
 from pipelines.config import REPO_ROOT, load_config
+from tests.e2e.e2e_helpers import (
+    COMPONENTS,
+    DATASETS,
+    METRIC_NAMES,
+    PENGUIN_SPECIES,
+    Dataset,
+    auc,
+    raw_example,
+    read_csv,
+    run_cli,
+    trivial_baseline,
+)
 
 pytestmark = pytest.mark.e2e
-
-COMPONENTS = [
-    'CsvExampleGen',
-    'Evaluator',
-    'ExampleValidator',
-    'ImportSchemaGen',
-    'Pusher',
-    'StatisticsGen',
-    'Trainer',
-    'Transform',
-]
-NULL_MARKERS = ('', 'NA')
-# Names TFMA may give each blessing metric in the run summary (lower case).
-METRIC_NAMES = {
-    'Accuracy': {'accuracy'},
-    'AUC': {'auc'},
-    'RMSE': {'rmse', 'root_mean_squared_error'},
-}
-RUN_TIMEOUT_SECONDS = 900
-
-
-@dataclasses.dataclass(frozen=True)
-class Dataset:
-    """One committed dataset and what its run must achieve (numbers from its README).
-
-    Attributes:
-      name: Folder under datasets/.
-      label: The label column.
-      metric: The task's blessing metric.
-      baseline: The trivial predictor's metric on the eval split.
-      margin: How much better than `baseline` the model must be (higher for Accuracy and AUC,
-        lower for RMSE).
-      rows: ExampleGen's expected rows_read, rows_written, rows_rejected.
-      unlabeled_lines: 1-based CSV lines whose label is missing (the dead letter's lines).
-    """
-
-    name: str
-    label: str
-    metric: str
-    baseline: float
-    margin: float
-    rows: tuple[int, int, int]
-    unlabeled_lines: tuple[int, ...] = ()
-
-    @property
-    def directory(self) -> pathlib.Path:
-        return REPO_ROOT / 'datasets' / self.name
-
-    @property
-    def config_path(self) -> str:
-        return str(self.directory / 'config.yaml')
-
-    def beats_baseline(self, value: float) -> bool:
-        if self.metric == 'RMSE':
-            return value <= self.baseline * (1 - self.margin)
-        return value >= self.baseline + self.margin
-
-
-PENGUIN_SPECIES = {
-    'Adelie Penguin (Pygoscelis adeliae)',
-    'Chinstrap penguin (Pygoscelis antarctica)',
-    'Gentoo penguin (Pygoscelis papua)',
-}
-DATASETS = {
-    'penguins': Dataset(
-        'penguins',
-        label='Species',
-        metric='Accuracy',
-        baseline=0.4453,  # the majority class (Adelie), 57 of 128 eval rows
-        margin=0.35,
-        rows=(344, 339, 5),
-        unlabeled_lines=(11, 60, 250, 282, 307),
-    ),
-    'diabetes': Dataset(
-        'diabetes',
-        label='disease_progression',
-        metric='RMSE',
-        baseline=83.63,  # predicting the train mean, 143.75
-        margin=0.15,  # 15% lower RMSE
-        rows=(442, 442, 0),
-    ),
-    'breast_cancer': Dataset(
-        'breast_cancer',
-        label='diagnosis',
-        metric='AUC',
-        baseline=0.5,  # any constant score
-        margin=0.40,
-        rows=(569, 569, 0),
-    ),
-}
-
-
-def _read_csv(dataset: Dataset) -> list[dict[str, str]]:
-    (path,) = glob.glob(str(dataset.directory / 'data' / '*.csv'))
-    with open(path, newline='', encoding='utf-8') as f:
-        return list(csv.DictReader(f))
-
-
-def _raw_example(row: dict[str, str], types: dict[str, int], label: str) -> bytes:
-    """A serving request: the CSV row typed by the schema, missing cells and the label left out."""
-    feature = {}
-    for name, value in row.items():
-        if name == label or value in NULL_MARKERS:
-            continue
-        if types[name] == schema_pb2.INT:
-            feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=[int(value)]))
-        elif types[name] == schema_pb2.FLOAT:
-            feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=[float(value)]))
-        else:
-            feature[name] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[value.encode()]))
-    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
 def _serve(model_dir: str, dataset: Dataset, rows: list[dict[str, str]]) -> dict[str, np.ndarray]:
     schema = load_schema(str(dataset.directory / 'schema.pbtxt'))
     types = {f.name: f.type for f in schema.feature}
     loaded = tf.saved_model.load(model_dir)
-    examples = tf.constant([_raw_example(r, types, dataset.label) for r in rows])
+    examples = tf.constant([raw_example(r, types, dataset.label) for r in rows])
     outputs = loaded.signatures['serving_default'](examples=examples)
     return {name: tensor.numpy() for name, tensor in outputs.items()}
-
-
-def _auc(scores: np.ndarray, positive: np.ndarray) -> float:
-    """Probability that a positive row outscores a negative one (ties count half)."""
-    pos, neg = scores[positive], scores[~positive]
-    greater = (pos[:, None] > neg[None, :]).mean()
-    ties = (pos[:, None] == neg[None, :]).mean()
-    return float(greater + 0.5 * ties)
 
 
 def _check_multiclass_serving(outputs: dict[str, np.ndarray], rows: list[dict[str, str]]) -> None:
@@ -208,9 +95,9 @@ def _check_binary_serving(outputs: dict[str, np.ndarray], rows: list[dict[str, s
     malignant = np.array([r['diagnosis'] == 'malignant' for r in rows])
     assert malignant.sum() == 212
     # The probability is of `positive: malignant`, not of benign.
-    auc = _auc(probabilities[:, 0], malignant)
+    score = auc(probabilities[:, 0], malignant)
     dataset = DATASETS['breast_cancer']
-    assert auc >= dataset.baseline + dataset.margin, auc
+    assert score >= dataset.baseline + dataset.margin, score
 
 
 SERVING_CHECKS = {
@@ -218,34 +105,6 @@ SERVING_CHECKS = {
     'diabetes': _check_regression_serving,
     'breast_cancer': _check_binary_serving,
 }
-
-
-def _split_labels(config, dataset: Dataset, split: str) -> list:
-    """The label of every example ExampleGen wrote to `split`."""
-    (examples,) = glob.glob(
-        os.path.join(config.pipeline_root, 'CsvExampleGen', 'examples', '*', f'Split-{split}')
-    )
-    labels = []
-    for record in tf.data.TFRecordDataset(
-        sorted(glob.glob(os.path.join(examples, '*.gz'))), compression_type='GZIP'
-    ):
-        feature = tf.train.Example.FromString(record.numpy()).features.feature[dataset.label]
-        values = getattr(feature, feature.WhichOneof('kind') or 'bytes_list').value
-        # A row without its label is in the dead letter, never in a split.
-        assert len(values) == 1, f'an example of Split-{split} has no {dataset.label}'
-        labels.append(values[0])
-    return labels
-
-
-def _trivial_baseline(config, dataset: Dataset) -> float:
-    """The metric of the trivial predictor fit on train, scored on eval, from the run's examples."""
-    train, evaluation = (_split_labels(config, dataset, s) for s in ('train', 'eval'))
-    if dataset.metric == 'Accuracy':
-        majority = max(set(train), key=train.count)
-        return evaluation.count(majority) / len(evaluation)
-    if dataset.metric == 'RMSE':
-        return float(np.sqrt(np.mean((np.array(evaluation) - np.mean(train)) ** 2)))
-    return 0.5  # AUC of any constant score
 
 
 def _check_dead_letter(config, dataset: Dataset) -> None:
@@ -270,16 +129,6 @@ def _check_dead_letter(config, dataset: Dataset) -> None:
     assert (summary['rows_read'], summary['rows_written'], summary['rows_rejected']) == dataset.rows
 
 
-def _run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, '-m', 'pipelines', *args],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_SECONDS,
-    )
-
-
 @pytest.mark.parametrize('name', sorted(DATASETS))
 def test_asynctrain_run_on_the_dataset_blesses_pushes_and_serves_raw_rows(
     name, tmp_path, monkeypatch
@@ -287,7 +136,7 @@ def test_asynctrain_run_on_the_dataset_blesses_pushes_and_serves_raw_rows(
     dataset = DATASETS[name]
     work_dir = tmp_path / 'work'
 
-    result = _run_cli('run', '--config', dataset.config_path, '--work-dir', str(work_dir))
+    result = run_cli('run', '--config', dataset.config_path, '--work-dir', str(work_dir))
 
     output = f'stdout:\n{result.stdout[-4000:]}\nstderr:\n{result.stderr[-4000:]}'
     assert result.returncode == 0, output
@@ -303,14 +152,14 @@ def test_asynctrain_run_on_the_dataset_blesses_pushes_and_serves_raw_rows(
     assert metric_name.lower() in METRIC_NAMES[dataset.metric]
     assert dataset.beats_baseline(value), (dataset.metric, value, dataset.baseline)
     assert summary.blessed is True
-    assert _trivial_baseline(config, dataset) == pytest.approx(dataset.baseline, abs=5e-3)
+    assert trivial_baseline(config, dataset) == pytest.approx(dataset.baseline, abs=5e-3)
     printed = re.search(r'^eval (\S+): ([0-9.]+), blessed: yes$', result.stdout, re.MULTILINE)
     assert printed, output
     assert printed.group(1).lower() in METRIC_NAMES[dataset.metric]
     assert float(printed.group(2)) == pytest.approx(value, abs=1e-4)
 
     assert summary.pushed_model and summary.pushed_model.startswith(config.serving_dir)
-    rows = _read_csv(dataset)
+    rows = read_csv(dataset)
     SERVING_CHECKS[name](_serve(summary.pushed_model, dataset, rows), rows)
 
     if dataset.unlabeled_lines:

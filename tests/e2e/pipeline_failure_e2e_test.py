@@ -10,19 +10,9 @@ from tfx.orchestration import metadata
 
 from pipelines.config import bundled_data_dir, load_config
 from pipelines.local_runner import PipelineRunError, run_local
+from tests.e2e.e2e_helpers import COMPONENTS
 
 pytestmark = pytest.mark.e2e
-
-COMPONENTS = [
-    'CsvExampleGen',
-    'Evaluator',
-    'ExampleValidator',
-    'ImportSchemaGen',
-    'Pusher',
-    'StatisticsGen',
-    'Trainer',
-    'Transform',
-]
 
 BROKEN = """
 def preprocessing_fn(inputs):
