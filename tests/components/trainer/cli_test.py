@@ -18,6 +18,7 @@ from tests.components.trainer.trainer_testdata import (
     LABEL_KEY,
     REPO_ROOT,
     assert_serves_raw_examples,
+    train_command,
 )
 
 
@@ -72,24 +73,6 @@ def _env(tf_config=None):
     return env
 
 
-def _train_command(transformed_data, output, config_path):
-    return [
-        sys.executable,
-        '-m',
-        'components.trainer.cli',
-        '--examples',
-        transformed_data.examples,
-        '--transform-graph',
-        transformed_data.transform_graph,
-        '--output',
-        str(output),
-        '--config',
-        str(config_path),
-        '--label-key',
-        LABEL_KEY,
-    ]
-
-
 def _check_output(output, steps, num_workers, num_ps):
     with open(os.path.join(output, 'model_run', 'training_report.json')) as f:
         report = json.load(f)
@@ -141,7 +124,7 @@ def test_tf_config_chief_worker_and_ps_processes(transformed_data, tmp_path):
     config_path = tmp_path / 'trainer.yaml'
     # The config asks for in_process; TF_CONFIG overrides the cluster mode, as on Kubernetes.
     config_path.write_text('training: {train_steps: 40, steps_per_execution: 5, eval_steps: 2}\n')
-    command = _train_command(transformed_data, tmp_path / 'out', config_path)
+    command = train_command(transformed_data, tmp_path / 'out', config_path)
     servers = {}
     try:
         for task_type in ('ps', 'worker'):

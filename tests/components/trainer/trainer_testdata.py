@@ -12,6 +12,9 @@ import csv
 import dataclasses
 import os
 import pathlib
+import sys
+
+from components.trainer import train_arguments
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[3]
 FEATURES_YAML = REPO_ROOT / 'schemas' / 'taxi' / 'features.yaml'
@@ -105,26 +108,30 @@ def raw_example(row: dict, feature_spec: dict) -> bytes:
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
-def make_transformed_data(
-    root: str, num_train: int = NUM_TRAIN_ROWS, num_eval: int = NUM_EVAL_ROWS
-) -> TransformedData:
+def write_transformed_data(
+    root: str, preprocessing_fn, metadata, train: list[dict], evaluation: list[dict]
+) -> tuple[str, str]:
+    """Runs `preprocessing_fn` with tf.Transform on Beam's DirectRunner (analyzed on `train`,
+    applied to both splits) and writes the output as TFX Transform lays it out under `root`.
+
+    Args:
+      root: A fresh directory.
+      preprocessing_fn: The tf.Transform preprocessing function.
+      metadata: The raw data's `DatasetMetadata`.
+      train, evaluation: tf.Transform instance dicts of the two splits.
+
+    Returns:
+      The examples directory (`Split-train/`, `Split-eval/`: GZIP TFRecords of transformed
+      tf.Examples) and the transform graph directory (`transform_fn/`, `transformed_metadata/`,
+      and the raw `metadata/`).
+    """
     import apache_beam as beam
     import tensorflow_transform as tft
     import tensorflow_transform.beam as tft_beam
-    from tensorflow_transform.tf_metadata import dataset_metadata, metadata_io, schema_utils
+    from tensorflow_transform.tf_metadata import metadata_io
 
-    from components.transform import feature_config, preprocessing
-
-    config = feature_config.load_feature_config(str(FEATURES_YAML), str(SCHEMA_PBTXT))
-    schema = feature_config.load_schema(str(SCHEMA_PBTXT))
-    raw_spec = schema_utils.schema_as_feature_spec(schema).feature_spec
-    rows = read_taxi_rows(num_train + num_eval)
-    train = [raw_instance(r, raw_spec) for r in rows[:num_train]]
-    evaluation = [raw_instance(r, raw_spec) for r in rows[num_train:]]
-    metadata = dataset_metadata.DatasetMetadata(schema)
     examples = os.path.join(root, 'transformed_examples')
     transform_graph = os.path.join(root, 'transform_graph')
-
     with (
         beam.Pipeline() as p,
         tft_beam.Context(temp_dir=os.path.join(root, 'tmp'), force_tf_compat_v1=False),
@@ -132,9 +139,7 @@ def make_transformed_data(
         (transformed_train, transformed_metadata), transform_fn = (
             p | 'CreateTrain' >> beam.Create(train),
             metadata,
-        ) | 'AnalyzeAndTransform' >> tft_beam.AnalyzeAndTransformDataset(
-            preprocessing.build_preprocessing_fn(config)
-        )
+        ) | 'AnalyzeAndTransform' >> tft_beam.AnalyzeAndTransformDataset(preprocessing_fn)
         transformed_eval, _ = (
             (p | 'CreateEval' >> beam.Create(evaluation), metadata),
             transform_fn,
@@ -155,11 +160,45 @@ def make_transformed_data(
     # TFX Transform also records the raw schema beside the transform graph (`metadata/`), which
     # `TFTransformOutput.raw_feature_spec()` reads.
     metadata_io.write_metadata(metadata, os.path.join(transform_graph, 'metadata'))
+    return examples, transform_graph
+
+
+def make_transformed_data(
+    root: str, num_train: int = NUM_TRAIN_ROWS, num_eval: int = NUM_EVAL_ROWS
+) -> TransformedData:
+    from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
+
+    from components.transform import feature_config, preprocessing
+
+    config = feature_config.load_feature_config(str(FEATURES_YAML), str(SCHEMA_PBTXT))
+    schema = feature_config.load_schema(str(SCHEMA_PBTXT))
+    raw_spec = schema_utils.schema_as_feature_spec(schema).feature_spec
+    rows = read_taxi_rows(num_train + num_eval)
+    examples, transform_graph = write_transformed_data(
+        root,
+        preprocessing.build_preprocessing_fn(config),
+        dataset_metadata.DatasetMetadata(schema),
+        [raw_instance(r, raw_spec) for r in rows[:num_train]],
+        [raw_instance(r, raw_spec) for r in rows[num_train:]],
+    )
     return TransformedData(
         examples=examples,
         transform_graph=transform_graph,
         raw_eval_rows=tuple(rows[num_train : num_train + 16]),
     )
+
+
+def train_command(transformed_data: TransformedData, output, config_path) -> list[str]:
+    """`asynctrain train` on `transformed_data` into `output` with the config file at
+    `config_path`, run as `python -m pipelines`, the way every TFJob replica runs it."""
+    train = train_arguments.TrainArguments(
+        examples=transformed_data.examples,
+        transform_graph=transformed_data.transform_graph,
+        output=str(output),
+        config=str(config_path),
+        label_key=LABEL_KEY,
+    )
+    return [sys.executable, '-m', 'pipelines', *train.to_argv()]
 
 
 @dataclasses.dataclass(frozen=True)

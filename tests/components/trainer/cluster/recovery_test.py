@@ -13,7 +13,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 
@@ -26,6 +25,7 @@ from tests.components.trainer.trainer_testdata import (
     LABEL_KEY,
     REPO_ROOT,
     assert_serves_raw_examples,
+    train_command,
 )
 
 pytestmark = pytest.mark.integration
@@ -204,24 +204,6 @@ def test_fault_that_keeps_recurring_fails_clearly_after_bounded_retries(transfor
     assert not os.path.exists(tmp_path / 'model' / 'Format-Serving' / 'saved_model.pb')
 
 
-def _train_command(transformed_data, output, config_path):
-    return [
-        sys.executable,
-        '-m',
-        'components.trainer.cli',
-        '--examples',
-        transformed_data.examples,
-        '--transform-graph',
-        transformed_data.transform_graph,
-        '--output',
-        str(output),
-        '--config',
-        str(config_path),
-        '--label-key',
-        LABEL_KEY,
-    ]
-
-
 def test_killed_trainer_resumes_from_the_last_checkpoint_when_rerun(transformed_data, tmp_path):
     """kill -9 the whole trainer mid-training: the rerun resumes from the last checkpoint.
 
@@ -231,7 +213,7 @@ def test_killed_trainer_resumes_from_the_last_checkpoint_when_rerun(transformed_
     config_path = tmp_path / 'trainer.yaml'
     config_path.write_text(json.dumps(config_lib.to_dict(_config(max_restarts=0))))
     env = {**os.environ, 'PYTHONPATH': str(REPO_ROOT)}
-    command = _train_command(transformed_data, output, config_path)
+    command = train_command(transformed_data, output, config_path)
 
     trainer = subprocess.Popen(command, env=env, cwd=REPO_ROOT, stdin=subprocess.DEVNULL)
     try:

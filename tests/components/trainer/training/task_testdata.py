@@ -3,17 +3,19 @@
 Generated rows (seeded), penguin-like, with the quirks of real column names: spaces, parentheses
 and units (`Culmen Length (mm)`), and class names with spaces and parentheses. A small
 `preprocessing_fn` of its own (z-scored numeric feature, a vocabulary for the categorical one,
-the `label_classes` vocabulary for a multiclass label, a float label as is for regression) runs
-on Beam's DirectRunner, and the output is laid out as TFX Transform lays it out (see
-`trainer_testdata.make_transformed_data`).
+the trainer's `LABEL_VOCABULARY` for a multiclass label, a float label as is for regression) runs
+on Beam's DirectRunner through `trainer_testdata.write_transformed_data`, which lays the output out
+as TFX Transform does.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import numpy as np
+
+from components.trainer.config import LABEL_VOCABULARY
+from tests.components.trainer.trainer_testdata import write_transformed_data
 
 NUMERIC = 'Culmen Length (mm)'
 CATEGORICAL = 'Island'
@@ -103,7 +105,7 @@ def _preprocessing_fn(task_type: str):
         if task_type == 'multiclass':
             label = densify(inputs[MULTICLASS_LABEL], '')
             outputs[MULTICLASS_LABEL] = tft.compute_and_apply_vocabulary(
-                label, default_value=-1, vocab_filename='label_classes'
+                label, default_value=-1, vocab_filename=LABEL_VOCABULARY
             )
         else:
             outputs[REGRESSION_LABEL] = densify(inputs[REGRESSION_LABEL], 0.0)
@@ -114,11 +116,8 @@ def _preprocessing_fn(task_type: str):
 
 def make(root: str, task_type: str) -> TinyData:
     """Runs the tiny tf.Transform pipeline for `task_type` ('multiclass' or 'regression')."""
-    import apache_beam as beam
     import tensorflow as tf
-    import tensorflow_transform as tft
-    import tensorflow_transform.beam as tft_beam
-    from tensorflow_transform.tf_metadata import dataset_metadata, metadata_io, schema_utils
+    from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
     train = rows(task_type, NUM_TRAIN, seed=1)
     evaluation = rows(task_type, NUM_EVAL, seed=2)
@@ -138,37 +137,13 @@ def make(root: str, task_type: str) -> TinyData:
                 out[name] = np.array([value], dtype=feature_spec.dtype.as_numpy_dtype)
         return out
 
-    metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(spec))
-    examples = os.path.join(root, 'transformed_examples')
-    transform_graph = os.path.join(root, 'transform_graph')
-    with (
-        beam.Pipeline() as p,
-        tft_beam.Context(temp_dir=os.path.join(root, 'tmp'), force_tf_compat_v1=False),
-    ):
-        (transformed_train, transformed_metadata), transform_fn = (
-            p | 'CreateTrain' >> beam.Create([instance(r) for r in train]),
-            metadata,
-        ) | 'AnalyzeAndTransform' >> tft_beam.AnalyzeAndTransformDataset(
-            _preprocessing_fn(task_type)
-        )
-        transformed_eval, _ = (
-            (p | 'CreateEval' >> beam.Create([instance(r) for r in evaluation]), metadata),
-            transform_fn,
-        ) | 'TransformEval' >> tft_beam.TransformDataset()
-        coder = tft.coders.ExampleProtoCoder(transformed_metadata.schema)
-        for split, data in (('train', transformed_train), ('eval', transformed_eval)):
-            _ = (
-                data
-                | f'Encode{split}' >> beam.Map(coder.encode)
-                | f'Write{split}'
-                >> beam.io.WriteToTFRecord(
-                    os.path.join(examples, f'Split-{split}', 'transformed_examples'),
-                    file_name_suffix='.gz',
-                    compression_type=beam.io.filesystem.CompressionTypes.GZIP,
-                )
-            )
-        _ = transform_fn | 'WriteTransformFn' >> tft_beam.WriteTransformFn(transform_graph)
-    metadata_io.write_metadata(metadata, os.path.join(transform_graph, 'metadata'))
+    examples, transform_graph = write_transformed_data(
+        root,
+        _preprocessing_fn(task_type),
+        dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(spec)),
+        [instance(r) for r in train],
+        [instance(r) for r in evaluation],
+    )
     label_key = MULTICLASS_LABEL if task_type == 'multiclass' else REGRESSION_LABEL
     return TinyData(
         examples=examples,
