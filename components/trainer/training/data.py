@@ -1,4 +1,5 @@
-"""One worker's input pipeline over transformed examples (GZIP TFRecords of tf.Examples).
+"""One worker's input pipeline over transformed examples (GZIP TFRecords of tf.Examples), or
+over the ExampleBatcher's pre-batched records of them.
 
 Files are interleaved in parallel, records shuffled, batched, then parsed in one vectorized
 `parse_example` call per batch, and prefetched: no Python runs per example, and reading overlaps
@@ -11,6 +12,12 @@ small machine (`asynctrain bench input`: about 90k examples/s parsed on two core
 that replayed from the cache), so the cache goes after it, not before. The price: after the first
 epoch a batch always holds the same examples (only the order of batches is reshuffled), and the
 last, partial batch of each epoch stays partial.
+
+A split that the ExampleBatcher wrote (a `batched_examples.json` beside its files) is read with
+`columnar_records.make_batched_dataset` instead: each record holds a few hundred examples column
+by column, so a step parses about one record rather than 256 protos, and batches are drawn across
+records by a vectorized permutation (see that module). Reading it runs at the in-memory rate
+without a cache, from the first epoch.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from collections.abc import Mapping
 
 import tensorflow as tf
 
+from components.example_batcher import columnar_records
 from components.trainer import config as config_lib
 
 TRAIN_SPLIT = 'train'
@@ -60,6 +68,10 @@ def make_dataset(
     the coordinator expects); evaluation reads each example once, in order, and keeps the partial
     last batch.
     """
+    if columnar_records.is_batched(file_pattern):
+        return _make_batched_dataset(
+            file_pattern, feature_spec, label_key, batch_size, input_config, training, cache_path
+        )
     files = tf.data.Dataset.list_files(file_pattern, shuffle=training)
     records = files.interleave(
         lambda path: tf.data.TFRecordDataset(path, compression_type='GZIP'),
@@ -99,6 +111,32 @@ def make_dataset(
     return batches.prefetch(input_config.prefetch).with_options(options)
 
 
+def _make_batched_dataset(
+    file_pattern: str,
+    feature_spec: Mapping[str, tf.io.FixedLenFeature],
+    label_key: str,
+    batch_size: int,
+    input_config: config_lib.InputConfig,
+    training: bool,
+    cache_path: str | None,
+) -> tf.data.Dataset:
+    cache = None
+    if input_config.cache != 'none':
+        cache = (cache_path or '') if input_config.cache == 'file' else ''
+    return columnar_records.make_batched_dataset(
+        file_pattern,
+        feature_spec,
+        label_key,
+        batch_size,
+        training,
+        interleave_cycle_length=input_config.interleave_cycle_length,
+        num_parallel_calls=input_config.num_parallel_calls,
+        shuffle_buffer=input_config.shuffle_buffer,
+        cache=cache,
+        prefetch=input_config.prefetch,
+    )
+
+
 def label_moments(
     file_pattern: str, label_key: str, label_spec: tf.io.FixedLenFeature, batch_size: int = 4096
 ) -> tuple[int, float, float]:
@@ -109,12 +147,15 @@ def label_moments(
     """
     files = tf.data.Dataset.list_files(file_pattern, shuffle=False)
     records = files.flat_map(lambda path: tf.data.TFRecordDataset(path, compression_type='GZIP'))
-
-    def parse(serialized: tf.Tensor) -> tf.Tensor:
-        label = tf.io.parse_example(serialized, {label_key: label_spec})[label_key]
-        return tf.reshape(tf.cast(label, tf.float64), [-1])
-
-    labels = records.batch(batch_size).map(parse)
+    if columnar_records.is_batched(file_pattern):
+        parse_record = columnar_records.record_parser({label_key: label_spec})
+        # Already a few hundred labels per record.
+        batches = records.map(lambda serialized: parse_record(serialized)[label_key])
+    else:
+        batches = records.batch(batch_size).map(
+            lambda serialized: tf.io.parse_example(serialized, {label_key: label_spec})[label_key]
+        )
+    labels = batches.map(lambda label: tf.reshape(tf.cast(label, tf.float64), [-1]))
 
     @tf.function(autograph=False)
     def moments():

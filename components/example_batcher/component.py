@@ -1,0 +1,78 @@
+"""The ExampleBatcher component: Transform's output, rewritten once as training-ready records.
+
+The work happens in `columnar_records.write_split`; this module holds the constructor, its
+validation and defaults.
+"""
+
+from __future__ import annotations
+
+from tfx.dsl.components.base import base_component, executor_spec
+from tfx.types import channel, standard_artifacts
+
+from components.example_batcher import columnar_records, executor
+from components.example_batcher.spec import ExampleBatcherSpec
+
+
+class ExampleBatcher(base_component.BaseComponent):
+    """Shuffles each split of the transformed examples and writes it pre-batched.
+
+    Each output record is one `tf.Example` whose every feature holds the values of
+    `examples_per_record` examples (column by column), so the Trainer parses about one record
+    per step instead of one per example; it still draws every batch across several records
+    (`columnar_records.make_batched_dataset`). Written once per Transform output, the artifact
+    serves every worker, every epoch and every rerun; TFX caches it like any component's output.
+
+    Usage:
+
+    ```python
+    batcher = ExampleBatcher(
+        examples=transform.outputs['transformed_examples'],
+        transform_graph=transform.outputs['transform_graph'])
+    trainer = Trainer(examples=batcher.outputs['batched_examples'], ...)
+    ```
+
+    Component `outputs` contains:
+     - `batched_examples`: Channel of type `standard_artifacts.Examples`, with the input's splits
+       (`Split-<name>/batches-*.gz` and `Split-<name>/batched_examples.json`) and the custom
+       properties `examples_format` (`columnar_tf_example`), `examples_per_record` and
+       `examples_<split>` (examples written). Only readers that know the format (the Trainer's
+       data module) read it; the Evaluator keeps reading Transform's or ExampleGen's examples.
+    """
+
+    SPEC_CLASS = ExampleBatcherSpec
+    EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(executor.Executor)
+
+    def __init__(
+        self,
+        examples: channel.BaseChannel,
+        transform_graph: channel.BaseChannel,
+        examples_per_record: int = columnar_records.DEFAULT_EXAMPLES_PER_RECORD,
+        num_files: int = columnar_records.DEFAULT_NUM_FILES,
+        seed: int = 0,
+    ):
+        """Constructs an ExampleBatcher.
+
+        Args:
+          examples: Transform's `transformed_examples`.
+          transform_graph: Transform's `transform_graph`: the transformed feature spec.
+          examples_per_record: Examples per output record (the last record of a split may hold
+            fewer). About one training batch: fewer parses more records per step, more makes
+            windows of the reader's shuffle coarser.
+          num_files: Files per split, dealt records round-robin (at most one per record).
+          seed: Seed of the shuffle; the same inputs and seed write the same bytes.
+        """
+        for name, value in (('examples_per_record', examples_per_record), ('num_files', num_files)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f'{name}: expected an integer >= 1, got {value!r}')
+        if not isinstance(seed, int) or seed < 0:
+            raise ValueError(f'seed: expected an integer >= 0, got {seed!r}')
+        super().__init__(
+            spec=ExampleBatcherSpec(
+                examples=examples,
+                transform_graph=transform_graph,
+                examples_per_record=examples_per_record,
+                num_files=num_files,
+                seed=seed,
+                batched_examples=channel.Channel(type=standard_artifacts.Examples),
+            )
+        )
