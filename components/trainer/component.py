@@ -26,7 +26,7 @@ class Trainer(base_component.BaseComponent):
 
     ```python
     trainer = Trainer(
-        examples=transform.outputs['transformed_examples'],
+        examples=example_batcher.outputs['batched_examples'],
         transform_graph=transform.outputs['transform_graph'],
         schema=schema_gen.outputs['schema'],
         config=TrainerConfig(training=TrainingConfig(train_steps=2000)),
@@ -56,8 +56,9 @@ class Trainer(base_component.BaseComponent):
         """Constructs a Trainer.
 
         Args:
-          examples: Transformed examples (Transform's `transformed_examples`), with `train` and
-            `eval` splits.
+          examples: Transformed examples with `train` and `eval` splits: the ExampleBatcher's
+            `batched_examples` (pre-batched, what the pipeline passes), or Transform's
+            `transformed_examples` as they are; the data module reads either.
           transform_graph: Transform's `transform_graph`: the feature spec and id ranges the
             model is built from, and the graph the export embeds.
           schema: The raw schema (recorded as an input so that a schema change reruns training).
