@@ -7,6 +7,8 @@ network and runs nothing. The runners (local, Kubeflow) add paths, metadata and 
          |          ImportSchemaGen --^    |
          +-----> Transform <---------------+
                      |
+               ExampleBatcher
+                     |
                   Trainer -> Evaluator -> Pusher
 """
 
@@ -21,6 +23,7 @@ from tfx import v1 as tfx
 from tfx.components.example_gen import utils as example_gen_utils
 from tfx.proto import example_gen_pb2, range_config_pb2
 
+from components.example_batcher.component import ExampleBatcher
 from components.example_gen.component import CsvExampleGen
 from components.trainer.component import Trainer
 from components.trainer.training.export import (
@@ -217,8 +220,14 @@ def create_pipeline(
         **transform_fn,
     )
 
-    trainer = Trainer(
+    # Transform's output rewritten once, shuffled and pre-batched: the Trainer parses a record per
+    # step instead of one per example (`asynctrain bench input`).
+    example_batcher = ExampleBatcher(
         examples=transform.outputs['transformed_examples'],
+        transform_graph=transform.outputs['transform_graph'],
+    )
+    trainer = Trainer(
+        examples=example_batcher.outputs['batched_examples'],
         transform_graph=transform.outputs['transform_graph'],
         schema=schema_gen.outputs['schema'],
         base_model=base_model,
@@ -253,6 +262,7 @@ def create_pipeline(
             example_validator,
             *resolvers,
             transform,
+            example_batcher,
             trainer,
             evaluator,
             pusher,

@@ -41,7 +41,8 @@ def test_components_are_wired_in_pipeline_order(config):
         'ImportSchemaGen': [],
         'ExampleValidator': ['ImportSchemaGen', 'StatisticsGen'],
         'Transform': sorted([example_gen, 'ImportSchemaGen']),
-        'Trainer': ['ImportSchemaGen', 'Transform'],
+        'ExampleBatcher': ['Transform'],
+        'Trainer': ['ExampleBatcher', 'ImportSchemaGen', 'Transform'],
         'Evaluator': sorted([example_gen, 'Trainer']),
         'Pusher': ['Evaluator', 'Trainer'],
     }
