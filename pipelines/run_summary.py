@@ -71,6 +71,15 @@ class RunSummary:
                 f'training: {self.training["examples_per_sec"]:.0f} examples/s '
                 f'over {self.training.get("steps", "?")} steps'
             )
+        if self.training.get('profile'):
+            # The verdict of the profiler trace (`training.profiling`), with TF's thresholds.
+            profile = self.training['profile']
+            lines.append(
+                f'input: {profile["verdict"]} per the profiler trace '
+                f'({profile["input_percent"]:.1f}% of step time waiting for input over '
+                f'{profile["steps"]} steps); input_wait_fraction '
+                f'{self.training["input_wait_fraction"]:.3f}'
+            )
         lines.append(f'pushed model: {self.pushed_model or "none (not blessed)"}')
         return '\n'.join(lines)
 

@@ -86,6 +86,10 @@ def run(args: argparse.Namespace) -> int:
         args._train_parser.error(str(e))
     try:
         trainer_config = load_config(args.config)
+        if args.profile_steps:
+            start_step, num_steps = train_arguments.parse_profile_steps(args.profile_steps)
+            profile = config_lib.ProfileConfig(start_step=start_step, num_steps=num_steps)
+            trainer_config = dataclasses.replace(trainer_config, profile=profile)
     except (OSError, ValueError) as e:
         print(f'asynctrain train: {e}', file=sys.stderr)
         return 2

@@ -325,6 +325,30 @@ class KubernetesConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class ProfileConfig:
+    """A `tf.profiler` trace of the workers over a few training steps (see
+    `training.profiling`), written under the run directory for TensorBoard's Profile tab.
+
+    Attributes:
+      start_step: The global step at which the capture starts.
+      num_steps: Global steps captured; 0 (the default) captures nothing.
+    """
+
+    start_step: int = 0
+    num_steps: int = 0
+
+    def __post_init__(self):
+        for name in ('start_step', 'num_steps'):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                _fail(f'profile.{name}', f'got {value!r}; allowed: an integer >= 0')
+
+    @property
+    def enabled(self) -> bool:
+        return self.num_steps > 0
+
+
+@dataclasses.dataclass(frozen=True)
 class TrainerConfig:
     """The Trainer's configuration (`trainer:` in the pipeline config).
 
@@ -340,6 +364,7 @@ class TrainerConfig:
         features to the task's logits. Empty: the built-in model (`model`).
       warm_start: Initialize from the base model when the component is given one (and no
         checkpoint is restored).
+      profile: A profiler trace of the workers over a few steps; off by default.
     """
 
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
@@ -350,6 +375,7 @@ class TrainerConfig:
     task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
     model_module: str = ''
     warm_start: bool = True
+    profile: ProfileConfig = dataclasses.field(default_factory=ProfileConfig)
 
     def __post_init__(self):
         for name, cls in (
@@ -359,6 +385,7 @@ class TrainerConfig:
             ('distribution', DistributionConfig),
             ('kubernetes', KubernetesConfig),
             ('task', TaskConfig),
+            ('profile', ProfileConfig),
         ):
             if not isinstance(getattr(self, name), cls):
                 _fail(name, f'expected a {cls.__name__}, got {type(getattr(self, name)).__name__}')

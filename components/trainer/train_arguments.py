@@ -54,6 +54,8 @@ class TrainArguments:
       label_key: The transformed label feature; required (the CLI has no default label). None
         only so that leaving it out is a ValueError naming the field, like the output check.
       base_model: A serving SavedModel directory to warm-start from; None for none.
+      profile_steps: `N:K`: capture a profiler trace of the workers over K global steps from
+        step N (overrides the config's `trainer.profile`); None for the config's.
       extra_args: Further `asynctrain train` flags the caller adds, passed through unchanged
         (not a flag itself).
     """
@@ -94,6 +96,12 @@ class TrainArguments:
     base_model: str | None = _flag(
         '--base-model', 'A serving SavedModel directory to warm-start from.'
     )
+    profile_steps: str | None = _flag(
+        '--profile-steps',
+        'N:K: capture a tf.profiler trace of the workers over K steps from global step N, '
+        "under the model run's plugins/profile/ (TensorBoard's Profile tab); overrides "
+        'trainer.profile.',
+    )
     extra_args: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -105,6 +113,8 @@ class TrainArguments:
             )
         if not self.label_key:
             raise ValueError(f'label_key: expected a feature name, got {self.label_key!r}')
+        if self.profile_steps:
+            parse_profile_steps(self.profile_steps)
 
     @classmethod
     def from_namespace(cls, args: argparse.Namespace) -> TrainArguments:
@@ -119,6 +129,21 @@ class TrainArguments:
             if value:
                 argv += [f.metadata[_FLAG], value]
         return [*argv, *self.extra_args]
+
+
+def parse_profile_steps(text: str) -> tuple[int, int]:
+    """`--profile-steps N:K` as (start step N, number of steps K).
+
+    Raises:
+      ValueError: `text` is not two integers N >= 0 and K >= 1 separated by a colon.
+    """
+    start, sep, count = text.partition(':')
+    if sep and start.strip().isdigit() and count.strip().isdigit() and int(count) >= 1:
+        return int(start), int(count)
+    raise ValueError(
+        f'--profile-steps: expected N:K (start at global step N >= 0, capture K >= 1 steps), '
+        f'got {text!r}'
+    )
 
 
 def _flag_fields() -> tuple[dataclasses.Field, ...]:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import tensorflow as tf
 
 from components.trainer import config as config_lib
-from components.trainer.training import data, evaluation, export, run_files, tasks
+from components.trainer.training import data, evaluation, export, profiling, run_files, tasks
 from components.trainer.training import task as task_lib
 
 
@@ -198,6 +198,7 @@ class Trainer:
         next_checkpoint = (scheduled // interval + 1) * interval if interval else None
         started = time.monotonic()
         last_summary_time, last_summary_step = started, initial_step
+        trace = profiling.start(self.config, self.run_dir, self.cluster, self.optimizer.iterations)
         while scheduled < training.train_steps:
             num_steps = min(training.steps_per_execution, training.train_steps - scheduled)
             if next_checkpoint is not None:
@@ -267,6 +268,7 @@ class Trainer:
             'seconds': seconds,
             'loss': totals.loss_mean,
             'rescheduled_closures': scheduler.rescheduled,
+            'profile': profiling.finish(trace),
         }
 
     def serving_model(self) -> tf.keras.Model:
@@ -405,6 +407,7 @@ def train_and_export(
         input_wait_fraction=measured['input_wait_fraction'],
         seconds=measured['seconds'],
         rescheduled_closures=measured['rescheduled_closures'],
+        profile=measured['profile'],
         eval=eval_metrics,
         num_workers=cluster.num_workers,
         num_ps=cluster.num_ps,

@@ -46,6 +46,8 @@ class TrainingReport:
         reached), outcome.
       rescheduled_closures: Closures scheduled again after a worker could not parse the
         coordinator's request (`training.scheduling`); 0 in a healthy run.
+      profile: The input-pipeline analysis of the profiler trace `trainer.profile` asked for
+        (`profiling.InputPipelineAnalysis.to_dict`); None when no trace was captured.
     """
 
     steps: int
@@ -62,6 +64,7 @@ class TrainingReport:
     restarts: int = 0
     attempts: tuple = ()
     rescheduled_closures: int = 0
+    profile: dict | None = None
 
     @classmethod
     def read(cls, directory: str) -> TrainingReport:

@@ -115,3 +115,15 @@ def test_tfjob_mode_reads_the_kubernetes_section():
     assert config_lib.from_dict(config_lib.to_dict(config)) == config
     # Other modes ignore the section, so its image stays optional there.
     assert config_lib.TrainerConfig().kubernetes.image == ''
+
+
+def test_profile_is_off_by_default_and_read_from_yaml():
+    assert not config_lib.TrainerConfig().profile.enabled
+    config = config_lib.from_dict({'profile': {'start_step': 100, 'num_steps': 20}})
+    assert config.profile == config_lib.ProfileConfig(start_step=100, num_steps=20)
+    assert config.profile.enabled
+    assert config_lib.from_dict(config_lib.to_dict(config)) == config
+    with pytest.raises(ValueError, match=r'trainer\.profile\.num_steps: got -1; allowed: an int'):
+        config_lib.from_dict({'profile': {'num_steps': -1}})
+    with pytest.raises(ValueError, match=r'trainer\.profile\.start_step: expected int, got 1\.5'):
+        config_lib.from_dict({'profile': {'start_step': 1.5}})

@@ -84,3 +84,23 @@ def test_label_key_has_no_default(capsys):
     assert 'the following arguments are required: --label-key' in capsys.readouterr().err
     with pytest.raises(ValueError, match='label_key: expected a feature name, got None'):
         train_arguments.TrainArguments(examples='e', transform_graph='t', output='o')
+
+
+def test_profile_steps_reach_the_replicas_and_are_checked():
+    parser = argparse.ArgumentParser()
+    train_arguments.add_arguments(parser)
+    argv = ['train', '--examples', 'e', '--transform-graph', 't', '--output', 'o']
+    argv += ['--label-key', 'label', '--profile-steps', '100:20']
+
+    train = train_arguments.TrainArguments.from_namespace(parser.parse_args(argv[1:]))
+
+    assert train.profile_steps == '100:20'
+    assert train.to_argv() == argv
+    assert train_arguments.parse_profile_steps(train.profile_steps) == (100, 20)
+    for bad in ('100', '100:0', '-1:5', 'a:b', '10:20:30'):
+        with pytest.raises(ValueError, match=f"--profile-steps: expected N:K .*, got '{bad}'"):
+            train_arguments.parse_profile_steps(bad)
+    with pytest.raises(ValueError, match='--profile-steps: expected N:K'):
+        train_arguments.TrainArguments(
+            examples='e', transform_graph='t', output='o', label_key='y', profile_steps='5'
+        )

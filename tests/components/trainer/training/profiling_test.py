@@ -1,0 +1,134 @@
+"""Profiler on demand: an in-process run captures a trace of the steps it was asked for, the trace
+holds the workers' train step and their tf.data input pipeline, TensorBoard's profile plugin
+opens it, and the verdict follows TF's thresholds."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+
+import pytest
+import tensorflow as tf
+
+from components.trainer import config as config_lib
+from components.trainer.cluster import servers as cluster_lib
+from components.trainer.training import loop, profiling, task, tasks
+
+STEPS_PER_EXECUTION = 4
+
+
+@pytest.mark.parametrize(
+    'input_percent, verdict',
+    [
+        (0.0, 'not input-bound'),
+        (4.99, 'not input-bound'),
+        (5.0, 'moderately input-bound'),
+        (19.99, 'moderately input-bound'),
+        (20.0, 'highly input-bound'),
+        (100.0, 'highly input-bound'),
+    ],
+)
+def test_verdict_uses_tensorflows_thresholds(input_percent, verdict):
+    assert profiling.input_bound_verdict(input_percent) == verdict
+
+
+def test_analysis_needs_a_trace(tmp_path):
+    with pytest.raises(ValueError, match=f'{tmp_path}: expected .xplane.pb files, found none'):
+        profiling.analyze_trace(str(tmp_path))
+
+
+def _event_names(path: str) -> collections.Counter:
+    names = collections.Counter()
+    for plane in profiling.read_xspace(path).planes:
+        for line in plane.lines:
+            names.update(plane.event_metadata[e.metadata_id].name for e in line.events)
+    return names
+
+
+@pytest.mark.integration
+def test_in_process_trace_holds_the_train_step_and_the_input_pipeline(multiclass_data, tmp_path):
+    config = config_lib.TrainerConfig(
+        task=config_lib.TaskConfig(type='multiclass'),
+        training=config_lib.TrainingConfig(
+            train_steps=160,
+            batch_size=16,
+            steps_per_execution=STEPS_PER_EXECUTION,
+            checkpoint_interval_steps=0,
+            summary_interval_steps=40,
+        ),
+        profile=config_lib.ProfileConfig(start_step=40, num_steps=60),
+    )
+    run_dir = str(tmp_path / 'run')
+    schema = task.load_transformed_schema(
+        multiclass_data.transform_graph, multiclass_data.label_key
+    )
+    with cluster_lib.start(config.distribution) as cluster:
+        trainer = loop.Trainer(
+            tasks.make_task(schema, config, multiclass_data.transform_graph),
+            cluster,
+            multiclass_data.examples,
+            run_dir,
+        )
+        measured = trainer.train()
+    assert measured['steps'] == 160
+
+    # One trace, where TensorBoard's profile plugin looks: <logdir>/plugins/profile/<run>/.
+    runs = tf.io.gfile.glob(os.path.join(run_dir, 'plugins', 'profile', '*'))
+    assert len(runs) == 1
+    profile = measured['profile']
+    assert profile['trace_dir'] == runs[0]
+    paths = tf.io.gfile.glob(os.path.join(runs[0], '*.xplane.pb'))
+    assert len(paths) == 1  # One host: the in-process cluster.
+
+    # Read with the profiler's protos: the workers ran the train function, and their tf.data
+    # iterators produced batches through the pipeline `data.make_dataset` builds.
+    names = _event_names(paths[0])
+    executions = [n for n in names if profiling.worker_execution_event('train_steps').match(n)]
+    assert executions and sum(names[n] for n in executions) >= profile['executions']
+    assert names['IteratorGetNextOp::DoCompute'] >= profile['steps']
+    pipeline = [n for n in names if n.startswith('Iterator::Root::Prefetch::')]
+    assert any('TFRecord' in n for n in pipeline), sorted(names)[:50]
+
+    # The analysis counts whole executions inside the window: each took STEPS_PER_EXECUTION
+    # batches (the zero-step warm-up runs before step 40 and is not in the trace).
+    assert profile['executions'] >= 1
+    assert profile['steps'] == STEPS_PER_EXECUTION * profile['executions']
+    assert profile['steps'] <= 60 + 2 * STEPS_PER_EXECUTION * cluster.num_workers
+    assert 0 < profile['input_wait_seconds'] < profile['step_seconds']
+    assert profile['input_percent'] == pytest.approx(
+        100 * profile['input_wait_seconds'] / profile['step_seconds']
+    )
+    assert profile['verdict'] == profiling.input_bound_verdict(profile['input_percent'])
+
+    # TensorBoard's profile plugin converts the trace for its trace viewer.
+    from tensorboard_plugin_profile.convert import raw_to_tool_data
+
+    data, content_type = raw_to_tool_data.xspace_to_tool_data(paths, 'trace_viewer^', {})
+    assert content_type == 'application/json'
+    viewer_names = {event.get('name') for event in json.loads(data)['traceEvents']}
+    assert 'IteratorGetNextOp::DoCompute' in viewer_names
+    assert set(executions) & viewer_names
+
+
+def test_run_summary_prints_the_verdict_next_to_input_wait_fraction():
+    from pipelines import run_summary
+
+    summary = run_summary.RunSummary(
+        executed=['Trainer'],
+        cached=[],
+        rows={},
+        eval_metric=None,
+        blessed=None,
+        training={
+            'examples_per_sec': 1000.0,
+            'steps': 200,
+            'input_wait_fraction': 0.1516,
+            'profile': {'verdict': 'not input-bound', 'input_percent': 4.2, 'steps': 40},
+        },
+        pushed_model=None,
+    )
+    assert summary.format().splitlines()[2] == (
+        'input: not input-bound per the profiler trace (4.2% of step time waiting for input over '
+        '40 steps); input_wait_fraction 0.152'
+    )
