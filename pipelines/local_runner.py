@@ -1,8 +1,9 @@
 """Runs the pipeline on this machine with TFX's LocalDagRunner (ML Metadata in SQLite, cache on).
 
-Adds only what is local: the metadata path under the work directory, a progress line per
-component (with a line when the log shows trouble, see `console`), and a summary read back from ML
-Metadata when the run ends.
+Adds only what is local: the metadata path under the work directory, a progress line when each
+component starts and ends (its time, whether it came from the cache, ExampleGen's row counts, and
+a line when the log shows trouble, see `console`), the elapsed time while a Beam component runs,
+and a summary read back from ML Metadata when the run ends.
 """
 
 from __future__ import annotations
@@ -14,8 +15,13 @@ import time
 from typing import TextIO
 
 from absl import logging as absl_logging
-from tfx import v1 as tfx
 
+# Not `tfx.v1`, which also imports the Vertex AI client and every extension (seconds of start-up).
+from tfx.dsl.components.base.base_beam_component import BaseBeamComponent
+from tfx.orchestration import metadata
+from tfx.orchestration.local.local_dag_runner import LocalDagRunner
+
+from components.example_gen.executor import ROWS_RECORD_ATTRIBUTE
 from pipelines import console, run_summary
 from pipelines.config import PipelineConfig
 from pipelines.pipeline import create_pipeline
@@ -41,33 +47,85 @@ class PipelineRunError(RuntimeError):
         super().__init__(f'{where} failed: {type(cause).__name__}: {cause}')
 
 
-class ComponentProgress(logging.Handler):
-    """Turns LocalDagRunner's 'Component X is running/finished' log lines into progress lines."""
+def rows_text(rows: dict) -> str:
+    """ExampleGen's row counts as the progress line shows them:
+    `rows read 15002, written 15002 (train 10001, eval 5001), rejected 0`."""
+    splits = rows.get('rows_written_per_split') or {}
+    per_split = ' (' + ', '.join(f'{k} {v}' for k, v in splits.items()) + ')' if splits else ''
+    return (
+        f'rows read {rows.get("rows_read", "?")}, written {rows.get("rows_written", "?")}'
+        f'{per_split}, rejected {rows.get("rows_rejected", "?")}'
+    )
 
-    def __init__(self, component_ids: list[str], out: TextIO, log_path: str | None = None):
+
+class ComponentProgress(logging.Handler):
+    """Turns LocalDagRunner's 'Component X is running/finished' log lines into progress lines.
+
+    A component's end line says how long it took, `(from cache)` when TFX reused an earlier
+    execution, and the row counts a component logged with `ROWS_RECORD_ATTRIBUTE` (ExampleGen).
+    While a component of `beam_ids` runs, a `console.ElapsedLine` shows its elapsed time.
+    """
+
+    _RUNNING = 'Component %s is running.'
+    _FINISHED = 'Component %s is finished.'
+    _CACHED = 'A cached execution %d is used.'
+
+    def __init__(
+        self,
+        component_ids: list[str],
+        out: TextIO,
+        log_path: str | None = None,
+        beam_ids: tuple[str, ...] | list[str] = (),
+        interactive: bool | None = None,
+        elapsed_interval: float = 30.0,
+    ):
         super().__init__(level=logging.INFO)
         self._ids = component_ids
         self._out = out
         self._log_path = log_path
+        self._beam_ids = set(beam_ids)
+        self._interactive = interactive
+        self._elapsed_interval = elapsed_interval
         self._started: dict[str, float] = {}
+        self._elapsed: console.ElapsedLine | None = None
+        self._cached = False
+        self._rows: dict | None = None
         self.current: str | None = None
         # Where the current component's part of the log starts.
         self.log_offset = 0
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.msg not in ('Component %s is running.', 'Component %s is finished.'):
+        rows = getattr(record, ROWS_RECORD_ATTRIBUTE, None)
+        if isinstance(rows, dict) and self.current:
+            self._rows = rows
+            return
+        if record.msg == self._CACHED and self.current:
+            self._cached = True
+            return
+        if record.msg not in (self._RUNNING, self._FINISHED):
             return
         node_id = record.args[0]
         index = self._ids.index(node_id) + 1 if node_id in self._ids else 0
         prefix = f'[{index}/{len(self._ids)}] {node_id}'
-        if record.msg.endswith('running.'):
+        if record.msg == self._RUNNING:
             self.current = node_id
+            self._cached, self._rows = False, None
             self._started[node_id] = time.monotonic()
             self.log_offset = console.log_size(self._log_path) if self._log_path else 0
             print(f'{prefix}: running...', file=self._out, flush=True)
+            if node_id in self._beam_ids:
+                self._elapsed = console.ElapsedLine(
+                    prefix, self._out, self._elapsed_interval, self._interactive
+                )
         else:
+            self.stop_elapsed()
             seconds = time.monotonic() - self._started.get(node_id, time.monotonic())
-            print(f'{prefix}: done in {seconds:.1f}s', file=self._out, flush=True)
+            done = f'{prefix}: done in {seconds:.1f}s'
+            if self._cached:
+                done += ' (from cache)'
+            if self._rows:
+                done += f', {rows_text(self._rows)}'
+            print(done, file=self._out, flush=True)
             if self._log_path:
                 line = console.trouble_line(
                     console.scan(self._log_path, self.log_offset), self._log_path
@@ -75,6 +133,12 @@ class ComponentProgress(logging.Handler):
                 if line:
                     print(line, file=self._out, flush=True)
             self.current = None
+
+    def stop_elapsed(self) -> None:
+        """Ends the running component's elapsed-time line, if any (also when the run fails)."""
+        if self._elapsed is not None:
+            self._elapsed.close()
+            self._elapsed = None
 
 
 @contextlib.contextmanager
@@ -113,6 +177,11 @@ def _component_logs(log_path: str, progress: ComponentProgress, verbose: bool = 
         file_handler.close()
 
 
+def beam_component_ids(pipeline) -> list[str]:
+    """The ids of the pipeline's components that run on Beam: those whose elapsed time shows."""
+    return [c.id for c in pipeline.components if isinstance(c, BaseBeamComponent)]
+
+
 def run_local(
     config: PipelineConfig,
     out: TextIO | None = None,
@@ -138,12 +207,11 @@ def run_local(
     pipeline = create_pipeline(config)
     with exclusive_work_dir(config.work_dir):
         # TFX's helper creates the database's directory, so it comes only once the lock is held.
-        pipeline.metadata_connection_config = (
-            tfx.orchestration.metadata.sqlite_metadata_connection_config(config.metadata_path)
+        pipeline.metadata_connection_config = metadata.sqlite_metadata_connection_config(
+            config.metadata_path
         )
         log_path = log_path or console.new_log_path(config.work_dir)
-        stderr = contextlib.nullcontext() if verbose else console.stderr_to_log(log_path)
-        with stderr:
+        with console.quiet(log_path, verbose):
             return _run_locked(config, pipeline, out, log_path, verbose)
 
 
@@ -151,12 +219,14 @@ def _run_locked(
     config: PipelineConfig, pipeline, out: TextIO, log_path: str, verbose: bool
 ) -> run_summary.RunSummary:
     ids = [component.id for component in pipeline.components]
-    progress = ComponentProgress(ids, out, log_path)
+    progress = ComponentProgress(ids, out, log_path, beam_component_ids(pipeline))
     print(f'            log {log_path}', file=out, flush=True)
     started = time.time()
     with _component_logs(log_path, progress, verbose):
         try:
-            tfx.orchestration.LocalDagRunner().run(pipeline)
+            LocalDagRunner().run(pipeline)
         except Exception as e:  # Re-raised with the failing component named.
             raise PipelineRunError(progress.current, e, log_path, progress.log_offset) from e
+        finally:
+            progress.stop_elapsed()
         return run_summary.read_summary(config, started)

@@ -19,9 +19,26 @@ import datetime
 import json
 
 import tensorflow_model_analysis as tfma
-from tfx import v1 as tfx
+
+# TFX's components, DSL and protos from their own modules, not `tfx.v1`: that also imports the
+# Vertex AI client (`google.cloud.aiplatform`) and every extension, seconds of start-up that a
+# local run never uses.
+from tfx.components.evaluator.component import Evaluator
 from tfx.components.example_gen import utils as example_gen_utils
-from tfx.proto import example_gen_pb2, range_config_pb2
+from tfx.components.example_validator.component import ExampleValidator
+from tfx.components.pusher.component import Pusher
+from tfx.components.schema_gen.import_schema_gen.component import ImportSchemaGen
+from tfx.components.statistics_gen.component import StatisticsGen
+from tfx.components.transform.component import Transform
+from tfx.dsl.components.common.resolver import Resolver
+from tfx.dsl.input_resolution.strategies.latest_artifact_strategy import LatestArtifactStrategy
+from tfx.dsl.input_resolution.strategies.latest_blessed_model_strategy import (
+    LatestBlessedModelStrategy,
+)
+from tfx.orchestration import pipeline as tfx_pipeline
+from tfx.proto import example_gen_pb2, pusher_pb2, range_config_pb2
+from tfx.types import standard_artifacts
+from tfx.types.channel import Channel
 
 from components.example_batcher.component import ExampleBatcher
 from components.example_gen.component import CsvExampleGen
@@ -150,7 +167,7 @@ def create_pipeline(
     *,
     pipeline_root: str | None = None,
     metadata_connection_config=None,
-) -> tfx.dsl.Pipeline:
+) -> tfx_pipeline.Pipeline:
     """Wires ExampleGen -> ... -> Pusher for `config`. Raises ConfigError-like errors on bad input."""
     with_module = bool(config.preprocessing_module)
     features = fc.load_feature_config(
@@ -169,9 +186,9 @@ def create_pipeline(
         max_bad_fraction=config.example_gen.max_bad_fraction,
         label_column=label.column if isinstance(label, fc.ColumnLabel) else None,
     )
-    statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs['examples'])
-    schema_gen = tfx.components.ImportSchemaGen(schema_file=config.schema_path)
-    example_validator = tfx.components.ExampleValidator(
+    statistics_gen = StatisticsGen(examples=example_gen.outputs['examples'])
+    schema_gen = ImportSchemaGen(schema_file=config.schema_path)
+    example_validator = ExampleValidator(
         statistics=statistics_gen.outputs['statistics'], schema=schema_gen.outputs['schema']
     )
 
@@ -195,17 +212,17 @@ def create_pipeline(
     resolvers = []
     analyzer_cache = base_model = baseline_model = None
     if config.retraining.analyzer_cache:
-        latest_cache = tfx.dsl.Resolver(
-            strategy_class=tfx.dsl.experimental.LatestArtifactStrategy,
-            cache=tfx.dsl.Channel(type=tfx.types.standard_artifacts.TransformCache),
+        latest_cache = Resolver(
+            strategy_class=LatestArtifactStrategy,
+            cache=Channel(type=standard_artifacts.TransformCache),
         ).with_id('latest_transform_cache')
         resolvers.append(latest_cache)
         analyzer_cache = latest_cache.outputs['cache']
     if config.retraining.warm_start or config.evaluation.baseline == 'latest_blessed':
-        latest_blessed_model = tfx.dsl.Resolver(
-            strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
-            model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
-            model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
+        latest_blessed_model = Resolver(
+            strategy_class=LatestBlessedModelStrategy,
+            model=Channel(type=standard_artifacts.Model),
+            model_blessing=Channel(type=standard_artifacts.ModelBlessing),
         ).with_id('latest_blessed_model')
         resolvers.append(latest_blessed_model)
         if config.retraining.warm_start:
@@ -213,7 +230,7 @@ def create_pipeline(
         if config.evaluation.baseline == 'latest_blessed':
             baseline_model = latest_blessed_model.outputs['model']
 
-    transform = tfx.components.Transform(
+    transform = Transform(
         examples=example_gen.outputs['examples'],
         schema=schema_gen.outputs['schema'],
         analyzer_cache=analyzer_cache,
@@ -238,21 +255,21 @@ def create_pipeline(
         label_key=label.key,
     )
 
-    evaluator = tfx.components.Evaluator(
+    evaluator = Evaluator(
         examples=example_gen.outputs['examples'],
         model=trainer.outputs['model'],
         baseline_model=baseline_model,
         eval_config=eval_config(config, label),
     )
-    pusher = tfx.components.Pusher(
+    pusher = Pusher(
         model=trainer.outputs['model'],
         model_blessing=evaluator.outputs['blessing'],
-        push_destination=tfx.proto.PushDestination(
-            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.serving_dir)
+        push_destination=pusher_pb2.PushDestination(
+            filesystem=pusher_pb2.PushDestination.Filesystem(base_directory=config.serving_dir)
         ),
     )
 
-    return tfx.dsl.Pipeline(
+    return tfx_pipeline.Pipeline(
         pipeline_name=config.pipeline_name,
         pipeline_root=pipeline_root or config.pipeline_root,
         components=[

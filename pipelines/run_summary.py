@@ -15,7 +15,6 @@ import re
 from typing import Any
 
 from ml_metadata.proto import metadata_store_pb2
-from tfx import v1 as tfx
 from tfx.orchestration import metadata
 
 from components.trainer.training.run_files import REPORT_FILE
@@ -154,7 +153,7 @@ def _eval_metric(uri: str) -> tuple[str, float] | None:
 
 def read_summary(config: PipelineConfig, started: float) -> RunSummary:
     """Summarizes the latest run of `config.pipeline_name` that started at or after `started`."""
-    connection = tfx.orchestration.metadata.sqlite_metadata_connection_config(config.metadata_path)
+    connection = metadata.sqlite_metadata_connection_config(config.metadata_path)
     with metadata.Metadata(connection) as m:
         store = m.store
         executed, cached = [], []
