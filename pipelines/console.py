@@ -6,7 +6,8 @@ run points descriptor 2 itself at the log file (`stderr_to_log`): every such lin
 process and its children, lands in the log and none on the console, while asynctrain's own lines
 go to stdout. After each component the new part of the log is scanned for signs of real trouble
 (`scan`), and one line on the console says what was found (`trouble_line`); when a component
-fails, `lines_that_matter` picks the log's last telling lines for the console.
+fails, `lines_that_matter` picks the log's last telling lines for the console. While a long stage
+runs, `ElapsedLine` shows its elapsed time.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import contextlib
 import os
 import re
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from typing import TextIO
 
 # Signs of real trouble in a log, by name. TF's "Failed to remove function remotely" lines at a
 # cluster's teardown are not among them: they are noise (see issue 15).
@@ -38,11 +41,16 @@ _NOISE = re.compile(
 )
 
 
-def new_log_path(work_dir: str) -> str:
-    """`<work_dir>/logs/run-YYYYmmdd-HHMMSS.log`, its directory created."""
-    path = os.path.join(work_dir, 'logs', time.strftime('run-%Y%m%d-%H%M%S.log'))
+def new_log_path(work_dir: str, prefix: str = 'run') -> str:
+    """`<work_dir>/logs/<prefix>-YYYYmmdd-HHMMSS.log`, its directory created."""
+    path = os.path.join(work_dir, 'logs', time.strftime(f'{prefix}-%Y%m%d-%H%M%S.log'))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     return path
+
+
+def quiet(log_path: str, verbose: bool = False) -> contextlib.AbstractContextManager:
+    """`stderr_to_log(log_path)`, or, `verbose`, nothing: everything stays on the console."""
+    return contextlib.nullcontext() if verbose else stderr_to_log(log_path)
 
 
 @contextlib.contextmanager
@@ -110,3 +118,51 @@ def lines_that_matter(log_path: str, offset: int = 0, limit: int = 12) -> list[s
         if _MATTERS.search(line.strip()) and not _NOISE.search(line)
     ]
     return lines[-limit:]
+
+
+class ElapsedLine:
+    """A running stage's elapsed time, until `close`: on a terminal one line that tqdm redraws in
+    place every second (and erases at the end); otherwise a plain `<label>: running, Ns` line
+    every `plain_interval` seconds, so a CI log shows that the run is alive."""
+
+    def __init__(
+        self,
+        label: str,
+        out: TextIO,
+        plain_interval: float = 30.0,
+        interactive: bool | None = None,
+    ):
+        self.label = label
+        self.out = out
+        self.plain_interval = plain_interval
+        self.interactive = out.isatty() if interactive is None else interactive
+        self._started = time.monotonic()
+        self._stop = threading.Event()
+        self._bar = None
+        if self.interactive:
+            from tqdm import tqdm
+
+            self._bar = tqdm(
+                total=None,
+                desc=label,
+                bar_format='{desc}: running... {elapsed}',
+                file=out,
+                leave=False,
+            )
+        self._thread = threading.Thread(target=self._tick, name=f'elapsed {label}', daemon=True)
+        self._thread.start()
+
+    def _tick(self) -> None:
+        interval = 1.0 if self._bar is not None else self.plain_interval
+        while not self._stop.wait(interval):
+            if self._bar is not None:
+                self._bar.refresh()
+            else:
+                seconds = time.monotonic() - self._started
+                print(f'{self.label}: running, {seconds:.0f}s', file=self.out, flush=True)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self._bar is not None:
+            self._bar.close()

@@ -7,7 +7,6 @@ to the run's log file (`console`), from the first import of TensorFlow on. `--ve
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 
 from pipelines import dataset_spec
@@ -68,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     verbose = getattr(args, 'verbose', False)
     log_path = console.new_log_path(config.work_dir)
     # From before TensorFlow's first import: its import-time lines go to the log too.
-    with contextlib.nullcontext() if verbose else console.stderr_to_log(log_path):
+    with console.quiet(log_path, verbose):
         code, message, summary = _run(config, log_path, verbose)
     if message:
         print(message, file=sys.stderr)

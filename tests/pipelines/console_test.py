@@ -3,6 +3,7 @@ the log is scanned for signs of trouble, and a failure shows the lines that matt
 
 import logging
 import os
+import re
 import subprocess
 import sys
 
@@ -114,3 +115,90 @@ def test_a_finished_component_with_trouble_in_its_part_of_the_log_gets_one_line(
     # Only the Trainer's own part of the log counts.
     assert lines[2].startswith('    log: Unable to parse request x1 (first: E1201 InternalError')
     assert len(lines) == 3
+
+
+def _record(message, *args, **attributes):
+    record = logging.LogRecord('absl', logging.INFO, '', 0, message, args, None)
+    record.__dict__.update(attributes)
+    return record
+
+
+def test_example_gen_end_line_has_its_row_counts_and_a_cached_component_says_so(tmp_path):
+    import io
+
+    from components.example_gen.executor import ROWS_RECORD_ATTRIBUTE
+
+    out = io.StringIO()
+    progress = ComponentProgress(['CsvExampleGen', 'StatisticsGen'], out, str(tmp_path / 'run.log'))
+    progress.emit(_record('Component %s is running.', 'CsvExampleGen'))
+    summary = {
+        'rows_read': 15002,
+        'rows_written': 15000,
+        'rows_rejected': 2,
+        'rows_written_per_split': {'train': 10001, 'eval': 4999},
+    }
+    # As the executor logs it: the dict is the message's argument and the record's attribute.
+    progress.emit(
+        _record('CSV ExampleGen summary: %s', summary, **{ROWS_RECORD_ATTRIBUTE: summary})
+    )
+    progress.emit(_record('Component %s is finished.', 'CsvExampleGen'))
+    progress.emit(_record('Component %s is running.', 'StatisticsGen'))
+    progress.emit(_record('A cached execution %d is used.', 19))
+    progress.emit(_record('Component %s is finished.', 'StatisticsGen'))
+
+    lines = out.getvalue().splitlines()
+    assert lines[0] == '[1/2] CsvExampleGen: running...'
+    assert re.fullmatch(
+        r'\[1/2\] CsvExampleGen: done in \d+\.\ds, rows read 15002, written 15000 '
+        r'\(train 10001, eval 4999\), rejected 2',
+        lines[1],
+    ), lines[1]
+    assert lines[2] == '[2/2] StatisticsGen: running...'
+    # The rows were CsvExampleGen's: they do not carry over to the next component.
+    assert re.fullmatch(r'\[2/2\] StatisticsGen: done in \d+\.\ds \(from cache\)', lines[3])
+    assert len(lines) == 4
+
+
+def test_a_beam_component_shows_its_elapsed_time_until_it_ends(tmp_path):
+    import io
+    import time
+
+    out = io.StringIO()
+    progress = ComponentProgress(
+        ['CsvExampleGen', 'Transform'],
+        out,
+        str(tmp_path / 'run.log'),
+        beam_ids=['Transform'],
+        interactive=False,
+        elapsed_interval=0.05,
+    )
+    progress.emit(_record('Component %s is running.', 'Transform'))
+    deadline = time.monotonic() + 30
+    while out.getvalue().count('\n') < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    progress.emit(_record('Component %s is finished.', 'Transform'))
+    ended = out.getvalue()
+    time.sleep(0.2)
+
+    lines = ended.splitlines()
+    assert lines[0] == '[2/2] Transform: running...'
+    assert len(lines) >= 4
+    assert all(re.fullmatch(r'\[2/2\] Transform: running, \d+s', line) for line in lines[1:-1])
+    assert lines[-1].startswith('[2/2] Transform: done in ')
+    # The elapsed line stops with the component.
+    assert out.getvalue() == ended
+
+
+def test_on_a_terminal_the_elapsed_time_is_one_line_redrawn_in_place_then_erased():
+    import io
+    import time
+
+    out = io.StringIO()
+    elapsed = console.ElapsedLine('[4/8] Transform', out, interactive=True)
+    time.sleep(1.2)
+    elapsed.close()
+    drawn = out.getvalue()
+    assert '\n' not in drawn
+    assert re.search(r'\r\[4/8\] Transform: running\.\.\. 00:0\d', drawn), repr(drawn)
+    # Erased at the end: the last thing written clears the line.
+    assert drawn.endswith('\r')

@@ -44,3 +44,16 @@ def test_the_lock_is_exclusive_within_one_process_too(tmp_path):
         with pytest.raises(WorkDirBusyError):
             with exclusive_work_dir(str(tmp_path)):
                 pass
+
+
+def test_the_beam_components_are_the_ones_whose_elapsed_time_shows(tmp_path):
+    from pipelines.local_runner import beam_component_ids
+    from pipelines.pipeline import create_pipeline
+
+    pipeline = create_pipeline(load_config(None, work_dir=str(tmp_path)))
+    assert beam_component_ids(pipeline) == [
+        'CsvExampleGen',
+        'StatisticsGen',
+        'Transform',
+        'Evaluator',
+    ]
