@@ -35,11 +35,22 @@ def test_bench_reports_every_pipeline_against_the_upper_bound(tmp_path, capsys):
     result = json.loads((output / 'result.json').read_text())
     assert result['data']['examples'] == 3000 and result['data']['files'] == 8
     assert result['data']['bytes'] > 0
+    # The pre-batched copy of the train split: 3000 examples in records of 256, read back equal.
+    batched = result['batched']
+    assert batched['examples_per_record'] == 256 and batched['records'] == 12
+    assert batched['same_examples_as_source'] is True
+    assert batched['bytes'] > 0 and batched['write_seconds'] > 0
+    assert batched['bytes_vs_source'] == pytest.approx(batched['bytes'] / result['data']['bytes'])
+    assert batched['write_examples_per_sec'] == pytest.approx(3000 / batched['write_seconds'])
     variants = result['variants']
-    assert set(variants) == {'upper_bound', 'ours', 'ours_cached', 'tfx', 'naive'}
-    assert [
-        variants[v]['steps'] for v in ('upper_bound', 'ours', 'ours_cached', 'tfx', 'naive')
-    ] == [8, 8, 8, 8, 2]
+    names = ('upper_bound', 'ours', 'ours_cached', 'per_example', 'tfx', 'naive')
+    assert set(variants) == set(names)
+    assert [variants[v]['steps'] for v in names] == [8, 8, 8, 8, 8, 2]
+    for name in ('ours', 'ours_cached', 'per_example'):
+        assert 0 < variants[name]['eval_auc'] < 1, name
+    assert result['eval_auc_ours_minus_per_example'] == pytest.approx(
+        variants['ours']['eval_auc'] - variants['per_example']['eval_auc']
+    )
     # The cached pipeline is timed after one whole epoch: 3000 examples in batches of 256.
     assert variants['ours_cached']['first_epoch_steps'] == 12
     assert variants['ours_cached']['first_epoch_examples_per_sec'] > 0
@@ -57,7 +68,13 @@ def test_bench_reports_every_pipeline_against_the_upper_bound(tmp_path, capsys):
     assert result['ours_cached_vs_tfx'] == pytest.approx(
         variants['ours_cached']['examples_per_sec'] / variants['tfx']['examples_per_sec']
     )
-    assert set(result['input_only_examples_per_sec']) == {'ours', 'tfx', 'naive'}
+    assert result['ours_vs_per_example'] == pytest.approx(
+        variants['ours']['examples_per_sec'] / variants['per_example']['examples_per_sec']
+    )
+    assert result['ours_cached_vs_ours'] == pytest.approx(
+        variants['ours_cached']['examples_per_sec'] / variants['ours']['examples_per_sec']
+    )
+    assert set(result['input_only_examples_per_sec']) == {'ours', 'per_example', 'tfx', 'naive'}
     assert all(v > 0 for v in result['input_only_examples_per_sec'].values())
     points = result['model_sweep']['points']
     assert [p['hidden_units'] for p in points] == [[16], [32, 16]]
@@ -70,3 +87,4 @@ def test_bench_reports_every_pipeline_against_the_upper_bound(tmp_path, capsys):
     assert not (output / 'data').exists()
     printed = capsys.readouterr().out
     assert '[bench input' in printed and 'ours / tfx = ' in printed
+    assert 'same examples as the source: True' in printed
