@@ -27,6 +27,7 @@ COMPONENTS = sorted(
     [
         'CsvExampleGen',
         'Evaluator',
+        'ExampleBatcher',
         'ExampleValidator',
         'ImportSchemaGen',
         'Pusher',
