@@ -111,6 +111,50 @@ def test_in_process_trace_holds_the_train_step_and_the_input_pipeline(multiclass
     assert set(executions) & viewer_names
 
 
+@pytest.mark.integration
+def test_a_worker_is_traced_through_its_servers_profiler_service(multiclass_data, tmp_path):
+    """The path of `local_processes` and TFJob clusters: `client.trace` against a worker's gRPC
+    server, here one of an in-process cluster (whose trace then covers the whole process)."""
+    config = config_lib.TrainerConfig(
+        task=config_lib.TaskConfig(type='multiclass'),
+        training=config_lib.TrainingConfig(
+            train_steps=200,
+            batch_size=16,
+            steps_per_execution=STEPS_PER_EXECUTION,
+            checkpoint_interval_steps=0,
+            summary_interval_steps=40,
+        ),
+    )
+    run_dir = str(tmp_path / 'run')
+    schema = task.load_transformed_schema(
+        multiclass_data.transform_graph, multiclass_data.label_key
+    )
+    with cluster_lib.start(config.distribution) as cluster:
+        trainer = loop.Trainer(
+            tasks.make_task(schema, config, multiclass_data.transform_graph),
+            cluster,
+            multiclass_data.examples,
+            run_dir,
+        )
+        worker = cluster.resolver.cluster_spec().as_dict()['worker'][0]
+        trace = profiling.StepTrace(
+            config_lib.ProfileConfig(start_step=40, num_steps=80),
+            run_dir,
+            trainer.optimizer.iterations,
+            worker_addresses=[worker],
+        )
+        trainer.train()
+        analysis = trace.finish()
+
+    host = worker.replace(':', '_')
+    assert tf.io.gfile.glob(os.path.join(run_dir, 'plugins', 'profile', '*', '*.xplane.pb')) == [
+        os.path.join(analysis.trace_dir, f'{host}.xplane.pb')
+    ]
+    assert analysis.executions >= 1
+    assert analysis.steps == STEPS_PER_EXECUTION * analysis.executions
+    assert 0 < analysis.input_wait_seconds < analysis.step_seconds
+
+
 def test_run_summary_prints_the_verdict_next_to_input_wait_fraction():
     from pipelines import run_summary
 
