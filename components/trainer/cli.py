@@ -18,6 +18,13 @@ a pipeline config with a `trainer:` section, or that section alone.
 With `TF_CONFIG` set, the process is the task it names: the chief trains (cluster mode
 `tf_config`), a worker or parameter server starts its server and waits until it is stopped.
 Also runnable as `python -m components.trainer.cli ...`.
+
+The console shows asynctrain's own lines (the live training line, the report, errors); everything
+TensorFlow, gRPC, absl and libprotobuf write, from this process and the cluster processes it
+starts, goes to the log file: `--log-file`, by default `<model_run_dir>/logs/train-*.log` (in the
+temporary directory when the model run directory is not local). `--verbose` keeps it all on the
+console, as does a TFJob replica (`TF_CONFIG` set) without `--log-file`: its console is the pod's
+log.
 """
 
 from __future__ import annotations
@@ -32,16 +39,32 @@ import json  # noqa: E402
 import logging  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 
 from components.trainer import config as config_lib  # noqa: E402
 from components.trainer import train_arguments  # noqa: E402
 from components.trainer.cluster import servers as cluster_lib  # noqa: E402
+
+# Also `asynctrain run`'s (stdlib only): fd 2 to the log, and the log's lines that matter.
+from pipelines import console  # noqa: E402
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds `train`'s arguments to `parser` (the main CLI mounts it as a subcommand): the flags
     `train_arguments.TrainArguments` declares, the same the TFJob's replicas are given."""
     train_arguments.add_arguments(parser)
+    parser.add_argument(
+        '--log-file',
+        metavar='FILE',
+        default=None,
+        help="where TensorFlow's, gRPC's and absl's output goes (default: "
+        '<model_run_dir>/logs/train-YYYYmmdd-HHMMSS.log)',
+    )
+    parser.add_argument(
+        '--verbose',
+        action='store_true',
+        help="show TensorFlow's, gRPC's and absl's output on the console instead of a log file",
+    )
     # `run` checks what argparse cannot (the output flags depend on each other) and reports it
     # through this parser, with the usage line, the way argparse reports its own errors.
     parser.set_defaults(_train_parser=parser)
@@ -78,6 +101,21 @@ def load_config(path: str | None) -> config_lib.TrainerConfig:
     return config_lib.load(path)
 
 
+def log_path(args: argparse.Namespace, model_run_dir: str, task_type: str | None) -> str | None:
+    """The log file that TensorFlow's output goes to, its directory created; None to keep that
+    output on the console (`--verbose`, or a TF_CONFIG replica without `--log-file`)."""
+    if getattr(args, 'verbose', False):
+        return None
+    log_file = getattr(args, 'log_file', None)
+    if log_file:
+        os.makedirs(os.path.dirname(os.path.abspath(log_file)), exist_ok=True)
+        return log_file
+    if task_type is not None:
+        return None
+    local = '://' not in model_run_dir
+    return console.new_log_path(model_run_dir if local else tempfile.gettempdir(), 'train')
+
+
 def run(args: argparse.Namespace) -> int:
     """Runs `train` as parsed by `add_arguments`; returns the exit code."""
     try:
@@ -94,12 +132,16 @@ def run(args: argparse.Namespace) -> int:
         print(f'asynctrain train: {e}', file=sys.stderr)
         return 2
     task_type, task_id = cluster_lib.task_from_tf_config()
+    log = log_path(args, model_run_dir, task_type)
+    if log:
+        print(f'asynctrain train: log {log}', flush=True)
     if task_type in (cluster_lib.WORKER, cluster_lib.PS):
         cluster_spec = json.loads(os.environ['TF_CONFIG'])['cluster']
-        logging.info('Serving as %s %d', task_type, task_id)
-        cluster_lib.serve_forever(
-            cluster_spec, task_type, task_id, trainer_config.distribution.server_threads
-        )
+        with console.quiet(log or '', verbose=log is None):
+            logging.info('Serving as %s %d', task_type, task_id)
+            cluster_lib.serve_forever(
+                cluster_spec, task_type, task_id, trainer_config.distribution.server_threads
+            )
         return 0
     if task_type not in (None, cluster_lib.CHIEF):
         print(
@@ -118,9 +160,27 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if task_type == cluster_lib.CHIEF:
         trainer_config = config_lib.in_tf_config_mode(trainer_config)
+    # From before TensorFlow's first import: its import-time lines go to the log too. The
+    # messages for the console are printed once fd 2 is the console again.
+    with console.quiet(log or '', verbose=log is None):
+        code, message = _train(args, trainer_config, serving_model_dir, model_run_dir, log)
+    if message:
+        print(message, file=sys.stderr)
+    return code
 
+
+def _train(
+    args: argparse.Namespace,
+    trainer_config: config_lib.TrainerConfig,
+    serving_model_dir: str,
+    model_run_dir: str,
+    log: str | None,
+) -> tuple[int, str]:
+    """Trains and exports; (exit code, message for the console). The report is printed on stdout
+    as one JSON line, the last one."""
     from components.trainer.cluster import launch, recovery
 
+    offset = console.log_size(log) if log else 0
     try:
         report = launch.train_and_export(
             examples_dir=args.examples,
@@ -133,18 +193,25 @@ def run(args: argparse.Namespace) -> int:
         )
     except Exception as e:
         if not recovery.is_retryable(e):
-            raise
+            if not log:
+                raise
+            # Quiet: the traceback goes to the log, the console gets its telling lines.
+            logging.exception('Training failed')
+            sys.stderr.flush()
+            lines = ''.join(f'\n    {line}' for line in console.lines_that_matter(log, offset))
+            return 1, (
+                f'asynctrain train: failed: {type(e).__name__}: {e}\n  log: {log}'
+                + (f'\n  last lines that matter:{lines}' if lines else '')
+            )
         # A lost parameter server: the status a TFJob's `ExitCode` restart policy retries, so
         # the chief's pod restarts and resumes from the last checkpoint.
         logging.exception('Lost the cluster')
-        print(
+        return recovery.EXIT_RETRYABLE, (
             f'asynctrain train: lost the cluster ({type(e).__name__}); exit '
-            f'{recovery.EXIT_RETRYABLE} so that a restart resumes from the last checkpoint',
-            file=sys.stderr,
+            f'{recovery.EXIT_RETRYABLE} so that a restart resumes from the last checkpoint'
         )
-        return recovery.EXIT_RETRYABLE
-    print(json.dumps(dataclasses.asdict(report), sort_keys=True))
-    return 0
+    print(json.dumps(dataclasses.asdict(report), sort_keys=True), flush=True)
+    return 0, ''
 
 
 def main(argv: list | None = None) -> int:

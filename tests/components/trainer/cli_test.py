@@ -4,8 +4,10 @@ through it (local processes, and a chief, a worker and a parameter server from T
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 
 import portpicker
 import pytest
@@ -222,3 +224,87 @@ def test_tfjob_mode_without_tf_config_exits_2(tmp_path, capsys, monkeypatch):
     )
     assert code == 2
     assert 'trainer.distribution.cluster: tfjob is run by the Trainer' in capsys.readouterr().err
+
+
+def test_log_file_is_the_flag_or_under_the_model_run_dir_and_none_when_verbose_or_a_replica(
+    tmp_path,
+):
+    def args(*extra):
+        return _parse(['--examples', 'e', '--transform-graph', 't', '--output', 'o', *extra])
+
+    model_run = str(tmp_path / 'model_run')
+    default = cli.log_path(args(), model_run, None)
+    assert os.path.dirname(default) == os.path.join(model_run, 'logs')
+    assert re.fullmatch(r'train-\d{8}-\d{6}\.log', os.path.basename(default))
+    assert os.path.isdir(os.path.dirname(default))
+    flag = str(tmp_path / 'elsewhere' / 'train.log')
+    assert cli.log_path(args('--log-file', flag), model_run, None) == flag
+    assert os.path.isdir(tmp_path / 'elsewhere')
+    # A replica's console is its pod's log, unless it is given a log file.
+    assert cli.log_path(args(), model_run, 'chief') is None
+    assert cli.log_path(args('--log-file', flag), model_run, 'worker') == flag
+    assert cli.log_path(args('--verbose', '--log-file', flag), model_run, None) is None
+    # Not a local path: the log goes to the temporary directory.
+    remote = cli.log_path(args(), 'gs://b/model_run/9', None)
+    assert os.path.dirname(remote) == os.path.join(tempfile.gettempdir(), 'logs')
+
+
+def test_a_failed_quiet_run_shows_the_cause_and_the_log_not_tensorflows_lines(
+    tmp_path, capfd, monkeypatch
+):
+    from components.trainer.cluster import launch
+
+    capfd.readouterr()  # TensorFlow's import-time lines, from before the run.
+
+    def fail(**kwargs):
+        os.write(2, b'E0000 00:00:1.0 cuda_fft.cc:479] Unable to register cuFFT factory\n')
+        os.write(2, b'[libprotobuf ERROR wire_format_lite.cc:618] invalid UTF-8 data\n')
+        raise ValueError('examples: no Split-train under e')
+
+    monkeypatch.setattr(launch, 'train_and_export', fail)
+    monkeypatch.delenv('TF_CONFIG', raising=False)
+    log_file = tmp_path / 'train.log'
+    args = ['--examples', 'e', '--transform-graph', 't', '--output', str(tmp_path / 'o')]
+    code = cli.run(_parse([*args, '--log-file', str(log_file)]))
+    captured = capfd.readouterr()
+    assert code == 1
+    assert captured.out == f'asynctrain train: log {log_file}\n'
+    assert captured.err.splitlines() == [
+        'asynctrain train: failed: ValueError: examples: no Split-train under e',
+        f'  log: {log_file}',
+        '  last lines that matter:',
+        '    [libprotobuf ERROR wire_format_lite.cc:618] invalid UTF-8 data',
+    ]
+    assert log_file.read_text().splitlines()[:2] == [
+        'E0000 00:00:1.0 cuda_fft.cc:479] Unable to register cuFFT factory',
+        '[libprotobuf ERROR wire_format_lite.cc:618] invalid UTF-8 data',
+    ]
+
+
+@pytest.mark.integration
+def test_train_console_holds_only_asynctrains_lines_and_the_log_tensorflows(
+    transformed_data, tmp_path
+):
+    config_path = tmp_path / 'trainer.yaml'
+    config_path.write_text('training: {train_steps: 20, steps_per_execution: 5, eval_steps: 2}\n')
+    output = tmp_path / 'out'
+    result = subprocess.run(
+        train_command(transformed_data, output, config_path),
+        env=_env(),
+        cwd=REPO_ROOT,
+        timeout=300,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    logs = list((output / 'model_run' / 'logs').glob('train-*.log'))
+    assert len(logs) == 1
+    assert lines[0] == f'asynctrain train: log {logs[0]}'
+    # Not a terminal: the live line is a plain `train: ...` line every few seconds.
+    assert lines[1:-1] and all(line.startswith('train: ') for line in lines[1:-1])
+    assert lines[-2].startswith('train: 100%|') and '20/20' in lines[-2]
+    assert json.loads(lines[-1])['steps'] == 20
+    assert result.stderr == ''
+    log = logs[0].read_text()
+    assert 'INFO:tensorflow:ParameterServerStrategyV2 is now connecting to cluster' in log
