@@ -12,7 +12,9 @@ the other's imports or TensorFlow state:
   without the two resolvers (they resolve to nothing on a first run).
 
 Per-component wall time is read from ML Metadata (an execution's creation to its last update:
-driver, executor and publisher); the total is the runner's wall time. Both train the same number
+driver, executor and publisher); the total is the runner's wall time. Peak memory per component
+is the largest resident set of the variant's process tree (its Trainer cluster and Beam workers
+included) sampled within that same interval (`benchmarks.memory`). Both train the same number
 of steps with the same batch size.
 
     asynctrain bench pipeline [--rows N] [--train-steps N] [--output DIR]
@@ -28,7 +30,7 @@ import subprocess
 import sys
 import time
 
-from benchmarks import report
+from benchmarks import memory, report
 from components import tf_environment
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'pipeline')
@@ -160,27 +162,29 @@ def stock_pipeline(config, metadata_connection_config):
     )
 
 
-def component_seconds(config) -> dict:
-    """Wall time of each component's execution, from ML Metadata's timestamps."""
-    from tfx import v1 as tfx
+def component_intervals(config) -> dict[str, tuple[float, float]]:
+    """Each component's execution, from its creation to its last update in ML Metadata (driver,
+    executor and publisher), as wall-clock (start, end) seconds."""
     from tfx.orchestration import metadata
 
     prefix = f'{config.pipeline_name}.'
-    seconds = {}
-    connection = tfx.orchestration.metadata.sqlite_metadata_connection_config(config.metadata_path)
+    intervals = {}
+    connection = metadata.sqlite_metadata_connection_config(config.metadata_path)
     with metadata.Metadata(connection) as m:
         for execution in m.store.get_executions():
             for context in m.store.get_contexts_by_execution(execution.id):
                 if context.name.startswith(prefix):
-                    seconds[context.name[len(prefix) :]] = (
-                        execution.last_update_time_since_epoch - execution.create_time_since_epoch
-                    ) / 1000.0
-    return seconds
+                    intervals[context.name[len(prefix) :]] = (
+                        execution.create_time_since_epoch / 1000.0,
+                        execution.last_update_time_since_epoch / 1000.0,
+                    )
+    return intervals
 
 
 def run_variant(variant: str, input_dir: str, work_dir: str, train_steps: int) -> dict:
     """Runs one pipeline in this process; returns its total and per-component seconds."""
     config = bench_config(input_dir, work_dir, train_steps, f'bench-{variant}')
+    sampler = memory.TreeRssSampler().start()
     started = time.monotonic()
     if variant == 'ours':
         from pipelines.local_runner import run_local
@@ -210,7 +214,17 @@ def run_variant(variant: str, input_dir: str, work_dir: str, train_steps: int) -
             tfx.orchestration.LocalDagRunner().run(pipeline)
         outcome = {}
     total = time.monotonic() - started
-    return {'total_seconds': total, 'component_seconds': component_seconds(config), **outcome}
+    samples = sampler.stop()
+    intervals = component_intervals(config)
+    return {
+        'total_seconds': total,
+        'component_seconds': {name: end - start for name, (start, end) in intervals.items()},
+        'component_peak_mb': memory.component_peaks_mb(samples, intervals),
+        'component_order': sorted(intervals, key=lambda name: intervals[name][0]),
+        'baseline_mb': round(samples.rss[0] / (1 << 20), 1),
+        'peak_mb': round(max(samples.rss) / (1 << 20), 1),
+        **outcome,
+    }
 
 
 def _run_in_child(variant: str, args: argparse.Namespace, output: str) -> dict | None:
@@ -241,6 +255,14 @@ def _run_in_child(variant: str, args: argparse.Namespace, output: str) -> dict |
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def component_names(result: dict) -> list[str]:
+    """Components of either pipeline, in the order ours ran them (stock's extra ones last)."""
+    names = list(result['variants']['ours'].get('component_order') or COMPONENTS)
+    for variant in result['variants'].values():
+        names += [c for c in variant.get('component_order', ()) if c not in names]
+    return names
+
+
 def write_chart(result: dict, path: str) -> None:
     import matplotlib
 
@@ -248,28 +270,33 @@ def write_chart(result: dict, path: str) -> None:
     from matplotlib import pyplot as plt
 
     variants = result['variants']
-    figure, axes = plt.subplots(figsize=(11, 4.5))
+    figure, (time_axes, memory_axes) = plt.subplots(2, 1, figsize=(11, 8))
     width = 0.4
-    names = list(COMPONENTS) + ['total']
+    names = component_names(result)
     for i, (variant, color) in enumerate((('stock', '#9e9e9e'), ('ours', '#1f77b4'))):
-        values = [variants[variant]['component_seconds'].get(c, 0.0) for c in COMPONENTS]
-        values.append(variants[variant]['total_seconds'])
-        bars = axes.bar(
-            [x + (i - 0.5) * width for x in range(len(names))],
-            values,
-            width,
-            color=color,
-            label=variant,
+        measured = variants[variant]
+        offsets = [x + (i - 0.5) * width for x in range(len(names) + 1)]
+        seconds = [measured['component_seconds'].get(c, 0.0) for c in names]
+        bars = time_axes.bar(
+            offsets, seconds + [measured['total_seconds']], width, color=color, label=variant
         )
-        axes.bar_label(bars, fmt='%.0f', fontsize=7)
-    axes.set_xticks(range(len(names)))
-    axes.set_xticklabels(names, fontsize=8)
-    axes.set_ylabel('wall time (s)')
-    axes.set_title(
+        time_axes.bar_label(bars, fmt='%.0f', fontsize=7)
+        peaks = [measured['component_peak_mb'].get(c, 0.0) for c in names]
+        bars = memory_axes.bar(
+            offsets, peaks + [measured['peak_mb']], width, color=color, label=variant
+        )
+        memory_axes.bar_label(bars, fmt='%.0f', fontsize=7)
+    for axes in (time_axes, memory_axes):
+        axes.set_xticks(range(len(names) + 1))
+        axes.set_xticklabels(names + ['total'], fontsize=8)
+        axes.legend()
+    time_axes.set_ylabel('wall time (s)')
+    time_axes.set_title(
         f'Local pipeline, {result["rows"]:,} CSV rows, {result["train_steps"]} '
         f'train steps: total stock/ours = {result["total_stock_over_ours"]:.2f}'
     )
-    axes.legend()
+    memory_axes.set_ylabel('peak RSS, process tree (MiB)')
+    memory_axes.set_title('Peak memory while each component ran (the run\'s peak at "total")')
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
@@ -314,15 +341,29 @@ def run(args: argparse.Namespace) -> int:
     }
     result_path, chart_path = report.write_result(output, result, 'pipeline.png', write_chart)
 
-    print(f'\n{"component":<18}{"stock":>9}{"ours":>9}{"stock/ours":>12}')
-    for name in list(COMPONENTS) + ['total']:
+    print(
+        f'\n{"component":<18}{"stock":>9}{"ours":>9}{"stock/ours":>12}'
+        f'{"stock MiB":>11}{"ours MiB":>10}'
+    )
+    nan = float('nan')
+    for name in component_names(result) + ['total']:
+        stock, ours = variants['stock'], variants['ours']
         if name == 'total':
-            stock, ours = variants['stock']['total_seconds'], variants['ours']['total_seconds']
+            times = stock['total_seconds'], ours['total_seconds']
+            peaks = stock['peak_mb'], ours['peak_mb']
         else:
-            stock = variants['stock']['component_seconds'].get(name, float('nan'))
-            ours = variants['ours']['component_seconds'].get(name, float('nan'))
+            times = (
+                stock['component_seconds'].get(name, nan),
+                ours['component_seconds'].get(name, nan),
+            )
+            peaks = (
+                stock['component_peak_mb'].get(name, nan),
+                ours['component_peak_mb'].get(name, nan),
+            )
+        ratio = times[0] / times[1] if times[1] else nan
         print(
-            f'{name:<18}{stock:>8.1f}s{ours:>8.1f}s{stock / ours if ours else float("nan"):>12.2f}'
+            f'{name:<18}{times[0]:>8.1f}s{times[1]:>8.1f}s{ratio:>12.2f}'
+            f'{peaks[0]:>11.0f}{peaks[1]:>10.0f}'
         )
     print(f'wrote {result_path} and {chart_path}')
     return 0

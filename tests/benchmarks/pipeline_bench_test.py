@@ -37,6 +37,13 @@ def test_bench_times_both_pipelines_component_by_component(tmp_path, capsys):
             measured['total_seconds']
             >= sum(measured['component_seconds'][c] for c in COMPONENTS) * 0.9
         )
+        # Peak memory per component: every component measured, none above the run's peak, each
+        # at least the interpreter with TensorFlow loaded.
+        peaks = measured['component_peak_mb']
+        assert COMPONENTS <= set(peaks), variant
+        assert all(200 < peaks[c] <= measured['peak_mb'] for c in COMPONENTS), (variant, peaks)
+        assert 0 < measured['baseline_mb'] <= measured['peak_mb']
+        assert measured['component_order'][0] == 'CsvExampleGen'
     assert result['variants']['ours']['executed'] >= len(COMPONENTS)
     assert result['total_stock_over_ours'] == pytest.approx(
         result['variants']['stock']['total_seconds'] / result['variants']['ours']['total_seconds']
@@ -46,4 +53,4 @@ def test_bench_times_both_pipelines_component_by_component(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert 'stock [1/8] CsvExampleGen: done in' in printed
     assert f'ours: {result["variants"]["ours"]["total_seconds"]:.1f} s' in printed
-    assert 'stock/ours' in printed
+    assert 'stock/ours' in printed and 'ours MiB' in printed
