@@ -132,18 +132,7 @@ def run(args: argparse.Namespace) -> int:
         print(f'asynctrain train: {e}', file=sys.stderr)
         return 2
     task_type, task_id = cluster_lib.task_from_tf_config()
-    log = log_path(args, model_run_dir, task_type)
-    if log:
-        print(f'asynctrain train: log {log}', flush=True)
-    if task_type in (cluster_lib.WORKER, cluster_lib.PS):
-        cluster_spec = json.loads(os.environ['TF_CONFIG'])['cluster']
-        with console.quiet(log or '', verbose=log is None):
-            logging.info('Serving as %s %d', task_type, task_id)
-            cluster_lib.serve_forever(
-                cluster_spec, task_type, task_id, trainer_config.distribution.server_threads
-            )
-        return 0
-    if task_type not in (None, cluster_lib.CHIEF):
+    if task_type not in (None, cluster_lib.CHIEF, cluster_lib.WORKER, cluster_lib.PS):
         print(
             f'asynctrain train: TF_CONFIG task type {task_type!r} is not supported; allowed: '
             f'{[cluster_lib.CHIEF, cluster_lib.WORKER, cluster_lib.PS]}',
@@ -158,6 +147,18 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    # Only once the arguments are known good: a refused command leaves no log behind.
+    log = log_path(args, model_run_dir, task_type)
+    if log:
+        print(f'asynctrain train: log {log}', flush=True)
+    if task_type in (cluster_lib.WORKER, cluster_lib.PS):
+        cluster_spec = json.loads(os.environ['TF_CONFIG'])['cluster']
+        with console.quiet(log or '', verbose=log is None):
+            logging.info('Serving as %s %d', task_type, task_id)
+            cluster_lib.serve_forever(
+                cluster_spec, task_type, task_id, trainer_config.distribution.server_threads
+            )
+        return 0
     if task_type == cluster_lib.CHIEF:
         trainer_config = config_lib.in_tf_config_mode(trainer_config)
     # From before TensorFlow's first import: its import-time lines go to the log too. The
