@@ -16,11 +16,16 @@ timed steps; reported are steps/s, examples/s, the mean and max staleness of the
 other workers applied between a step's read of the weights and its own update), and the share
 of loop time workers waited for input, as the Trainer measures them.
 
+Every config also trains with Keras `model.fit` under the same ParameterServerStrategy (same
+data, model, cluster, steps and `steps_per_execution`; see `parameter_server_fit`), right after
+ours, so both see the same load. `vs_fit` is ours / fit in steps/s. Both trained models are then
+scored on the same held-out batches (`held_out_loss`): ours must learn what fit learns.
+
 Every server and the coordinator share this machine's cores, so more workers or servers add
 contention here rather than capacity; the figures show the per-step overheads (scheduling, RPCs
 per shard) that more machines would not remove.
 
-    asynctrain bench ps [--steps N] [--examples N] [--output DIR]
+    asynctrain bench ps [--steps N] [--batch-size N] [--examples N] [--output DIR]
 """
 
 from __future__ import annotations
@@ -67,6 +72,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help='worker counts (default 1 2)',
     )
     parser.add_argument(
+        '--batch-size',
+        type=int,
+        default=BATCH_SIZE,
+        help=f'examples per step on each worker (default {BATCH_SIZE})',
+    )
+    parser.add_argument(
         '--examples',
         type=int,
         default=DEFAULT_EXAMPLES,
@@ -107,9 +118,14 @@ def run_config(
     steps_per_execution: int,
     partitioner: str,
     server_threads: int = 0,
+    batch_size: int = BATCH_SIZE,
+    held_out: list | None = None,
 ) -> dict:
-    """One timed training run on a running cluster; returns what the Trainer measured."""
+    """One timed training run on a running cluster, then `model.fit`'s on the same; returns what
+    the Trainer measured, fit's rate under `fit` and ours / fit under `vs_fit`. With `held_out`
+    batches, both trained models' mean loss on them (`held_out_loss`)."""
     from benchmarks import input_pipeline
+    from benchmarks import parameter_server_fit as fit_lib
     from components.trainer import config as config_lib
     from components.trainer.training import loop as train_lib
 
@@ -117,7 +133,7 @@ def run_config(
     config = config_lib.TrainerConfig(
         training=config_lib.TrainingConfig(
             train_steps=warm + steps,
-            batch_size=BATCH_SIZE,
+            batch_size=batch_size,
             steps_per_execution=steps_per_execution,
             checkpoint_interval_steps=0,
             summary_interval_steps=warm + steps,
@@ -130,6 +146,7 @@ def run_config(
         ),
     )
     task = input_pipeline.make_task(data, trainer_config=config)
+    started = time.monotonic()
     trainer = train_lib.Trainer(task, cluster, data.examples_dir, run_dir)
     # Untimed: one closure per worker traces the step and starts each worker's dataset. The
     # Trainer trains up to its config's train_steps, so it runs first with a smaller target.
@@ -140,6 +157,16 @@ def run_config(
     trainer.config = config
     measured = trainer.train()
     seconds = measured['seconds']
+    ours_wall = time.monotonic() - started
+    fit = fit_lib.run_fit(task, cluster, data.examples_dir, warm, steps)
+    fit_wall = time.monotonic() - started - ours_wall
+    steps_per_sec = measured['steps_this_run'] / seconds
+    losses = {}
+    if held_out is not None:
+        losses = {
+            'held_out_loss': fit_lib.held_out_loss(task, trainer.model, held_out),
+            'fit_held_out_loss': fit_lib.held_out_loss(task, fit['model'], held_out),
+        }
     return {
         'steps_per_execution': steps_per_execution,
         'num_workers': cluster.num_workers,
@@ -148,11 +175,17 @@ def run_config(
         'variable_shards': _variable_shards(trainer.model),
         'steps': measured['steps_this_run'],
         'seconds': seconds,
-        'steps_per_sec': measured['steps_this_run'] / seconds,
+        'steps_per_sec': steps_per_sec,
         'examples_per_sec': measured['examples_per_sec'],
+        'train_loss': measured['loss'],
         'staleness_mean': measured['staleness_mean'],
         'staleness_max': measured['staleness_max'],
         'input_wait_fraction': measured['input_wait_fraction'],
+        'fit': {k: v for k, v in fit.items() if k != 'model'},
+        'vs_fit': steps_per_sec / fit['steps_per_sec'],
+        # Each variant's whole run (building, tracing, warm-up and timed steps), seconds.
+        'wall_seconds': {'ours': ours_wall, 'fit': fit_wall},
+        **losses,
     }
 
 
@@ -169,10 +202,10 @@ def write_chart(result: dict, path: str) -> None:
         if key not in groups:
             groups.append(key)
     spes = sorted({c['steps_per_execution'] for c in configs})
-    figure, (speed, staleness) = plt.subplots(1, 2, figsize=(13, 4.5))
+    figure, (speed, versus, staleness) = plt.subplots(1, 3, figsize=(18, 4.5))
     width = 0.8 / len(spes)
     for i, spe in enumerate(spes):
-        rates, stale = [], []
+        rates, fit_rates, ratios, stale = [], [], [], []
         for workers, layout in groups:
             match = [
                 c
@@ -182,9 +215,13 @@ def write_chart(result: dict, path: str) -> None:
                 == (workers, layout)
             ]
             rates.append(match[0]['steps_per_sec'] if match else 0)
+            fit_rates.append(match[0]['fit']['steps_per_sec'] if match else 0)
+            ratios.append(match[0]['vs_fit'] if match else 0)
             stale.append(match[0]['staleness_mean'] if match else 0)
         positions = [g + (i - (len(spes) - 1) / 2) * width for g in range(len(groups))]
         speed.bar(positions, rates, width, label=f'steps_per_execution {spe}')
+        speed.scatter(positions, fit_rates, marker='_', s=300, color='black', zorder=3)
+        versus.bar(positions, ratios, width, label=f'steps_per_execution {spe}')
         staleness.bar(positions, stale, width, label=f'steps_per_execution {spe}')
     labels = [
         f'{w} worker{"s" if w > 1 else ""}\n{layout}'.replace(' fixed_shards', '\nfixed').replace(
@@ -192,8 +229,10 @@ def write_chart(result: dict, path: str) -> None:
         )
         for w, layout in groups
     ]
+    versus.axhline(1.0, color='black', linewidth=0.8)
     for axes, title in (
-        (speed, 'steps/s (x batch 256 = examples/s)'),
+        (speed, f'steps/s (x batch {result["batch_size"]} = examples/s); black: model.fit'),
+        (versus, 'ours / model.fit (steps/s)'),
         (staleness, 'mean staleness (updates)'),
     ):
         axes.set_xticks(range(len(groups)))
@@ -210,9 +249,13 @@ def write_chart(result: dict, path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.steps < 1 or any(n < 1 for n in args.steps_per_execution + args.workers):
-        print('--steps, --steps-per-execution and --workers: positive integers', file=sys.stderr)
+    if min([args.steps, args.batch_size, *args.steps_per_execution, *args.workers]) < 1:
+        print(
+            '--steps, --batch-size, --steps-per-execution and --workers: positive integers',
+            file=sys.stderr,
+        )
         return 2
+    load_at_start = list(os.getloadavg())
     output = os.path.abspath(args.output)
     shutil.rmtree(output, ignore_errors=True)
     os.makedirs(output)
@@ -226,6 +269,9 @@ def run(args: argparse.Namespace) -> int:
         os.path.join(output, 'data'), args.examples, args.sample_rows
     )
     _log(f'data: {data.num_examples:,} examples in {data.seconds:.1f} s')
+    from benchmarks import parameter_server_fit as fit_lib
+
+    held_out = fit_lib.held_out_batches(input_pipeline.make_task(data), data.examples_dir)
     configs = []
     for num_workers in args.workers:
         for num_ps in sorted({n for n, _ in LAYOUTS}):
@@ -252,6 +298,8 @@ def run(args: argparse.Namespace) -> int:
                             spe,
                             partitioner,
                             max(args.workers) + 1,
+                            args.batch_size,
+                            held_out,
                         )
                         configs.append(measured)
                         _log(
@@ -260,16 +308,26 @@ def run(args: argparse.Namespace) -> int:
                             f'{measured["steps_per_sec"]:.1f} steps/s, '
                             f'{measured["examples_per_sec"]:,.0f} examples/s, staleness mean '
                             f'{measured["staleness_mean"]:.2f} max {measured["staleness_max"]}, '
-                            f'input wait {measured["input_wait_fraction"]:.1%}'
+                            f'input wait {measured["input_wait_fraction"]:.1%}; model.fit '
+                            f'{measured["fit"]["steps_per_sec"]:.1f} steps/s, ours / fit '
+                            f'{measured["vs_fit"]:.2f}x; held-out loss ours '
+                            f'{measured["held_out_loss"]:.4f}, fit '
+                            f'{measured["fit_held_out_loss"]:.4f}; wall ours '
+                            f'{measured["wall_seconds"]["ours"]:.1f} s, fit '
+                            f'{measured["wall_seconds"]["fit"]:.1f} s'
                         )
 
     result = {
         'benchmark': 'ps',
         'steps': args.steps,
-        'batch_size': BATCH_SIZE,
+        'batch_size': args.batch_size,
         'examples': data.num_examples,
         'model_hidden_units': list(config_lib.ModelConfig().hidden_units),
         'configs': configs,
+        'held_out_batches': len(held_out),
+        # 1, 5 and 15-minute load averages: the machine's other work competes for its cores.
+        'load_average_start': load_at_start,
+        'load_average_end': list(os.getloadavg()),
         'machine': report.machine(),
         'seconds_total': time.monotonic() - started,
         'finished_at': report.finished_at(),
@@ -282,7 +340,7 @@ def run(args: argparse.Namespace) -> int:
 
     print(
         f'\n{"workers":>7} {"layout":<22}{"spe":>5}{"steps/s":>9}{"examples/s":>12}'
-        f'{"stale mean":>11}{"max":>5}{"input wait":>11}'
+        f'{"stale mean":>11}{"max":>5}{"input wait":>11}{"fit":>8}{"vs fit":>8}'
     )
     for c in configs:
         print(
@@ -290,6 +348,7 @@ def run(args: argparse.Namespace) -> int:
             f'{c["steps_per_execution"]:>5}{c["steps_per_sec"]:>9.1f}'
             f'{c["examples_per_sec"]:>12,.0f}{c["staleness_mean"]:>11.2f}'
             f'{c["staleness_max"]:>5}{c["input_wait_fraction"]:>11.1%}'
+            f'{c["fit"]["steps_per_sec"]:>8.1f}{c["vs_fit"]:>7.2f}x'
         )
     print(f'wrote {result_path} and {chart_path}')
     return 0

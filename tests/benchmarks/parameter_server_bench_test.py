@@ -9,7 +9,7 @@ from pipelines import cli
 pytestmark = pytest.mark.integration
 
 
-def test_bench_reports_every_config_with_staleness(tmp_path, capsys):
+def test_bench_reports_every_config_with_staleness_and_model_fit(tmp_path, capsys):
     output = tmp_path / 'bench'
     code = cli.main(
         [
@@ -36,6 +36,8 @@ def test_bench_reports_every_config_with_staleness(tmp_path, capsys):
     configs = result['configs']
     # 2 worker counts x 3 layouts (1 ps; 2 ps fixed_shards; 2 ps min_shard_size).
     assert len(configs) == 6
+    assert result['batch_size'] == 256 and result['held_out_batches'] == 8
+    assert len(result['load_average_start']) == len(result['load_average_end']) == 3
     assert {
         (c['num_workers'], c['num_ps'], c['partitioner'], c['steps_per_execution']) for c in configs
     } == {
@@ -52,6 +54,16 @@ def test_bench_reports_every_config_with_staleness(tmp_path, capsys):
         assert 0 <= c['input_wait_fraction'] <= 1
         if c['num_workers'] == 1:
             assert c['staleness_max'] == 0  # nobody else updates between a read and its apply
+        # model.fit under the same strategy, the same steps: its rate and ours / its rate.
+        fit = c['fit']
+        assert fit['steps'] == 8 and fit['seconds'] > 0
+        assert fit['examples_per_sec'] == pytest.approx(fit['steps_per_sec'] * 256)
+        assert c['vs_fit'] == pytest.approx(c['steps_per_sec'] / fit['steps_per_sec'])
+        # Both learned: after the same number of updates from the same start, their losses on
+        # the same held-out batches are below the untrained model's (about ln 2 for a balanced
+        # label, less here: about a fifth of the taxi trips are big tips) and close together.
+        assert 0 < c['held_out_loss'] < 0.69 and 0 < c['fit_held_out_loss'] < 0.69
+        assert c['held_out_loss'] == pytest.approx(c['fit_held_out_loss'], rel=0.05)
     shards = {(c['num_ps'], c['partitioner']): c['variable_shards'] for c in configs}
     # Two servers with fixed_shards split every variable; the taxi model's variables are all
     # under min_shard_size's 256 KiB, so they stay whole.
