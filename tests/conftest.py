@@ -13,18 +13,27 @@ from components import tf_environment
 tf_environment.configure()
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
-# Seconds each slowest file took in a serial run of a fresh clone (2026-12-01); the init and
-# daily-blessing e2e files as measured alone on a loaded machine the same day. Starting the slowest first keeps a worker from picking one up
-# when the others are nearly done.
+# The longest test of each slow file, in seconds, in the fresh-clone `make test` run of 2026-12-01
+# (three workers on 2 cores). xdist hands tests out one at a time, so starting the longest single
+# tests first keeps a worker from picking one up when the others are nearly done.
 SLOWEST_FILES = {
-    'tests/e2e/daily_retraining_e2e_test.py': 404,
-    'tests/e2e/own_data_e2e_test.py': 400,
-    'tests/e2e/init_e2e_test.py': 510,
-    'tests/e2e/daily_blessing_e2e_test.py': 230,
-    'tests/benchmarks/pipeline_bench_test.py': 344,
-    'tests/benchmarks/transform_bench_test.py': 213,
-    'tests/e2e/local_pipeline_e2e_test.py': 162,
-    'tests/e2e/pipeline_failure_e2e_test.py': 151,
+    'tests/e2e/daily_retraining_e2e_test.py': 428,
+    'tests/benchmarks/pipeline_bench_test.py': 369,
+    'tests/e2e/daily_blessing_e2e_test.py': 240,
+    'tests/benchmarks/transform_bench_test.py': 211,
+    'tests/components/trainer/cluster/recovery_test.py': 182,
+    'tests/e2e/pipeline_failure_e2e_test.py': 176,
+    'tests/e2e/local_pipeline_e2e_test.py': 159,
+    'tests/e2e/init_e2e_test.py': 150,
+    'tests/e2e/own_data_e2e_test.py': 134,
+    'tests/components/trainer/executor_test.py': 126,
+    'tests/components/trainer/cli_test.py': 122,
+    'tests/benchmarks/input_pipeline_bench_test.py': 116,
+    'tests/components/trainer/kubernetes/local_test.py': 103,
+    'tests/benchmarks/parameter_server_bench_test.py': 99,
+    'tests/components/trainer/training/loop_test.py': 95,
+    'tests/components/transform/transform_component_test.py': 90,
+    'tests/components/trainer/training/model_module_test.py': 89,
 }
 _ROOT = pathlib.Path(__file__).resolve().parent.parent
 
