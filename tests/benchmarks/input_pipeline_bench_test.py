@@ -21,6 +21,8 @@ def test_bench_reports_every_pipeline_against_the_upper_bound(tmp_path, capsys):
             '8',
             '--naive-steps',
             '2',
+            '--rounds',
+            '2',
             '--sample-rows',
             '120',
             '--sweep',
@@ -48,6 +50,10 @@ def test_bench_reports_every_pipeline_against_the_upper_bound(tmp_path, capsys):
     assert [variants[v]['steps'] for v in names] == [8, 8, 8, 8, 8, 2]
     for name in ('ours', 'ours_cached', 'per_example'):
         assert 0 < variants[name]['eval_auc'] < 1, name
+    # Alternating rounds: the best counts.
+    for name in ('upper_bound', 'ours', 'per_example'):
+        assert len(variants[name]['rounds_examples_per_sec']) == 2, name
+        assert variants[name]['examples_per_sec'] == max(variants[name]['rounds_examples_per_sec'])
     assert result['eval_auc_ours_minus_per_example'] == pytest.approx(
         variants['ours']['eval_auc'] - variants['per_example']['eval_auc']
     )
