@@ -125,7 +125,9 @@ def test_tf_config_chief_worker_and_ps_processes(transformed_data, tmp_path):
     }
     config_path = tmp_path / 'trainer.yaml'
     # The config asks for in_process; TF_CONFIG overrides the cluster mode, as on Kubernetes.
-    config_path.write_text('training: {train_steps: 40, steps_per_execution: 5, eval_steps: 2}\n')
+    config_path.write_text(
+        'training: {train_steps: 40, steps_per_execution: 5, eval_steps: 2, batch_size: 256}\n'
+    )
     command = train_command(transformed_data, tmp_path / 'out', config_path)
     servers = {}
     try:
