@@ -7,9 +7,9 @@ dataset (`task.build_inputs`, as the Trainer builds it). Keras schedules each ex
 `steps_per_execution` steps as one closure on the strategy's `ClusterCoordinator`.
 
 Timing matches the Trainer's: a first `fit` of the same warm-up steps (tracing, dataset start) is
-not timed; the second `fit` is timed from its epoch's start to its end, which covers every step
-and the final `coordinator.join()`. Keras creates the per-worker dataset again for each `fit`, so
-the timed epoch includes starting it on each worker (the Trainer's timing excludes that).
+not timed; each later `fit` (one per round) is timed from its epoch's start to its end, which
+covers every step and the final `coordinator.join()`. Keras creates the per-worker dataset again
+for each `fit`, so a timed epoch includes starting it on each worker (the Trainer's excludes it).
 
 The check: after training, each variant's weights are copied into a plain (unsharded) model and
 its mean loss computed on the same held-out batches (the first batches of the split, read in
@@ -64,9 +64,9 @@ class _EpochTimer:
         self.seconds = 0.0
 
 
-def run_fit(task, cluster, examples_dir: str, warm_steps: int, steps: int) -> dict:
-    """Trains `task`'s model with `model.fit` under a fresh ParameterServerStrategy on `cluster`;
-    returns steps/s of the timed `fit`, the model, and the mean training loss Keras reported."""
+def prepare_fit(task, cluster, examples_dir: str, warm_steps: int) -> tuple:
+    """`task`'s model compiled under a fresh ParameterServerStrategy on `cluster` and trained
+    `warm_steps` by `model.fit` (untimed: tracing, dataset start); returns it and its input."""
     import tensorflow as tf
 
     from components.trainer.training import data as data_lib
@@ -91,29 +91,20 @@ def run_fit(task, cluster, examples_dir: str, warm_steps: int, steps: int) -> di
 
     creator = tf.keras.utils.experimental.DatasetCreator(dataset_fn)
     keras_model.fit(creator, epochs=1, steps_per_epoch=warm_steps, verbose=0)
+    return keras_model, creator
+
+
+def timed_fit(keras_model, creator, steps: int, batch_size: int) -> dict:
+    """One more `fit` of `steps` steps, timed over its epoch; returns its rate and the mean
+    training loss Keras reported."""
     timer = _EpochTimer()
     history = keras_model.fit(
         creator, epochs=1, steps_per_epoch=steps, verbose=0, callbacks=[timer.callback]
     )
-    seconds = timer.seconds
-    batch_size = config.training.batch_size
     return {
-        'model': keras_model,
         'steps': steps,
-        'seconds': seconds,
-        'steps_per_sec': steps / seconds,
-        'examples_per_sec': steps * batch_size / seconds,
+        'seconds': timer.seconds,
+        'steps_per_sec': steps / timer.seconds,
+        'examples_per_sec': steps * batch_size / timer.seconds,
         'train_loss': float(history.history['loss'][-1]),
-    }
-
-
-def summary(fit: dict, held_out: float) -> dict:
-    """The fit variant's entry in a config of `result.json`."""
-    return {
-        'steps': fit['steps'],
-        'seconds': fit['seconds'],
-        'steps_per_sec': fit['steps_per_sec'],
-        'examples_per_sec': fit['examples_per_sec'],
-        'train_loss': fit['train_loss'],
-        'held_out_loss': held_out,
     }

@@ -19,6 +19,8 @@ def test_bench_reports_every_config_with_staleness_and_model_fit(tmp_path, capsy
             '8',
             '--steps-per-execution',
             '4',
+            '--repeats',
+            '1',
             '--workers',
             '1',
             '2',
@@ -36,7 +38,7 @@ def test_bench_reports_every_config_with_staleness_and_model_fit(tmp_path, capsy
     configs = result['configs']
     # 2 worker counts x 3 layouts (1 ps; 2 ps fixed_shards; 2 ps min_shard_size).
     assert len(configs) == 6
-    assert result['batch_size'] == 256 and result['held_out_batches'] == 8
+    assert (result['batch_size'], result['repeats'], result['held_out_batches']) == (256, 1, 8)
     assert len(result['load_average_start']) == len(result['load_average_end']) == 3
     assert {
         (c['num_workers'], c['num_ps'], c['partitioner'], c['steps_per_execution']) for c in configs
@@ -59,6 +61,11 @@ def test_bench_reports_every_config_with_staleness_and_model_fit(tmp_path, capsy
         assert fit['steps'] == 8 and fit['seconds'] > 0
         assert fit['examples_per_sec'] == pytest.approx(fit['steps_per_sec'] * 256)
         assert c['vs_fit'] == pytest.approx(c['steps_per_sec'] / fit['steps_per_sec'])
+        assert c['rounds_steps_per_sec'] == {
+            'ours': [c['steps_per_sec']],
+            'fit': [fit['steps_per_sec']],
+        }
+        assert c['wall_seconds']['ours'] > c['seconds'] and c['wall_seconds']['fit'] > 0
         # Both learned: after the same number of updates from the same start, their losses on
         # the same held-out batches are below the untrained model's (about ln 2 for a balanced
         # label, less here: about a fifth of the taxi trips are big tips) and close together.
