@@ -41,6 +41,8 @@ class RunSummary:
       span: The span ExampleGen read (days since 1970-01-01 for dated input).
       model: Directory of the model the Trainer produced.
       base_model: Directory of the blessed model the Trainer warm-started from, if any.
+      tensorboard_dir: The Trainer's ModelRun directory: its TensorBoard summaries and, when
+        asked for, its profiler trace.
     """
 
     executed: list[str]
@@ -53,6 +55,7 @@ class RunSummary:
     span: int | None = None
     model: str | None = None
     base_model: str | None = None
+    tensorboard_dir: str | None = None
 
     def format(self) -> str:
         lines = [f'components executed: {len(self.executed)}, from cache: {len(self.cached)}']
@@ -80,6 +83,8 @@ class RunSummary:
                 f'{self.training["input_wait_fraction"]:.3f}'
             )
         lines.append(f'pushed model: {self.pushed_model or "none (not blessed)"}')
+        if self.tensorboard_dir:
+            lines.append(f'tensorboard: tensorboard --logdir {self.tensorboard_dir}')
         return '\n'.join(lines)
 
 
@@ -203,6 +208,7 @@ def read_summary(config: PipelineConfig, started: float) -> RunSummary:
         span=_custom(examples, 'span') if examples is not None else None,
         model=model.uri if model is not None else None,
         base_model=base_model.uri if base_model is not None else None,
+        tensorboard_dir=model_run.uri if model_run is not None else None,
     )
 
 

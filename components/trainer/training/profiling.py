@@ -78,7 +78,10 @@ class InputPipelineAnalysis:
     Attributes:
       trace_dir: The trace's directory (one `.xplane.pb` per profiled host).
       executions: Workers' executions of the train function in the trace.
-      steps: Batches those executions took from their iterators (one per step).
+      steps: Batches those executions took from their iterators (one per step). A wait is
+        attributed by time alone, so where several workers share a trace's plane (an
+        `in_process` cluster) a batch of an execution begun before the capture may be counted
+        within another worker's execution: a step or two more than the executions took.
       step_seconds: Total duration of those executions.
       input_wait_seconds: Total duration of the `IteratorGetNext` events within them.
     """

@@ -38,6 +38,37 @@ def test_analysis_needs_a_trace(tmp_path):
         profiling.analyze_trace(str(tmp_path))
 
 
+def _config(
+    train_steps: int, profile: config_lib.ProfileConfig | None = None
+) -> config_lib.TrainerConfig:
+    """A small multiclass run, STEPS_PER_EXECUTION steps per scheduled function, on one worker.
+
+    One worker, so that every batch the trace counts belongs to an execution the trace holds:
+    with two workers in one process both share the host's plane, and a batch of an execution
+    that began before the capture can fall inside the other worker's execution and be counted
+    (`profiling.analyze_trace` attributes a wait by time only).
+    """
+    return config_lib.TrainerConfig(
+        task=config_lib.TaskConfig(type='multiclass'),
+        distribution=config_lib.DistributionConfig(num_workers=1, num_ps=1),
+        training=config_lib.TrainingConfig(
+            train_steps=train_steps,
+            batch_size=16,
+            steps_per_execution=STEPS_PER_EXECUTION,
+            checkpoint_interval_steps=0,
+            summary_interval_steps=40,
+        ),
+        profile=profile or config_lib.ProfileConfig(),
+    )
+
+
+def _trainer(config, data, cluster, run_dir: str) -> loop.Trainer:
+    schema = task.load_transformed_schema(data.transform_graph, data.label_key)
+    return loop.Trainer(
+        tasks.make_task(schema, config, data.transform_graph), cluster, data.examples, run_dir
+    )
+
+
 def _event_names(path: str) -> collections.Counter:
     names = collections.Counter()
     for plane in profiling.read_xspace(path).planes:
@@ -48,29 +79,10 @@ def _event_names(path: str) -> collections.Counter:
 
 @pytest.mark.integration
 def test_in_process_trace_holds_the_train_step_and_the_input_pipeline(multiclass_data, tmp_path):
-    config = config_lib.TrainerConfig(
-        task=config_lib.TaskConfig(type='multiclass'),
-        training=config_lib.TrainingConfig(
-            train_steps=160,
-            batch_size=16,
-            steps_per_execution=STEPS_PER_EXECUTION,
-            checkpoint_interval_steps=0,
-            summary_interval_steps=40,
-        ),
-        profile=config_lib.ProfileConfig(start_step=40, num_steps=60),
-    )
+    config = _config(160, profile=config_lib.ProfileConfig(start_step=40, num_steps=60))
     run_dir = str(tmp_path / 'run')
-    schema = task.load_transformed_schema(
-        multiclass_data.transform_graph, multiclass_data.label_key
-    )
     with cluster_lib.start(config.distribution) as cluster:
-        trainer = loop.Trainer(
-            tasks.make_task(schema, config, multiclass_data.transform_graph),
-            cluster,
-            multiclass_data.examples,
-            run_dir,
-        )
-        measured = trainer.train()
+        measured = _trainer(config, multiclass_data, cluster, run_dir).train()
     assert measured['steps'] == 160
 
     # One trace, where TensorBoard's profile plugin looks: <logdir>/plugins/profile/<run>/.
@@ -115,27 +127,10 @@ def test_in_process_trace_holds_the_train_step_and_the_input_pipeline(multiclass
 def test_a_worker_is_traced_through_its_servers_profiler_service(multiclass_data, tmp_path):
     """The path of `local_processes` and TFJob clusters: `client.trace` against a worker's gRPC
     server, here one of an in-process cluster (whose trace then covers the whole process)."""
-    config = config_lib.TrainerConfig(
-        task=config_lib.TaskConfig(type='multiclass'),
-        training=config_lib.TrainingConfig(
-            train_steps=200,
-            batch_size=16,
-            steps_per_execution=STEPS_PER_EXECUTION,
-            checkpoint_interval_steps=0,
-            summary_interval_steps=40,
-        ),
-    )
+    config = _config(200)
     run_dir = str(tmp_path / 'run')
-    schema = task.load_transformed_schema(
-        multiclass_data.transform_graph, multiclass_data.label_key
-    )
     with cluster_lib.start(config.distribution) as cluster:
-        trainer = loop.Trainer(
-            tasks.make_task(schema, config, multiclass_data.transform_graph),
-            cluster,
-            multiclass_data.examples,
-            run_dir,
-        )
+        trainer = _trainer(config, multiclass_data, cluster, run_dir)
         worker = cluster.resolver.cluster_spec().as_dict()['worker'][0]
         trace = profiling.StepTrace(
             config_lib.ProfileConfig(start_step=40, num_steps=80),
