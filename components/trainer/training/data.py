@@ -16,8 +16,9 @@ last, partial batch of each epoch stays partial.
 A split that the ExampleBatcher wrote (a `batched_examples.json` beside its files) is read with
 `columnar_records.make_batched_dataset` instead: each record holds a few hundred examples column
 by column, so a step parses about one record rather than 256 protos, and batches are drawn across
-records by a vectorized permutation (see that module). Reading it runs at the in-memory rate
-without a cache, from the first epoch.
+records by a vectorized permutation (see that module). In `asynctrain bench input` it fed the
+default model at 0.94 of the in-memory upper bound with no cache, from the first epoch (2 cores,
+2026-12-01; docs/bench_input.json).
 """
 
 from __future__ import annotations
