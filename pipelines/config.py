@@ -199,6 +199,21 @@ class RetrainingSettings:
 
 
 @dataclasses.dataclass(frozen=True)
+class TransformSettings:
+    """The Transform component's options that are the pipeline's to choose.
+
+    Attributes:
+      statistics: Transform also runs TFDV over its input and output: pre-transform statistics
+        and schema (the same as StatisticsGen's), post-transform statistics and schema, and the
+        transformed features' anomalies against them. Off by default: StatisticsGen and
+        ExampleValidator already check the raw data, nothing downstream reads these five
+        artifacts, and they cost a full pass over the data (`asynctrain bench pipeline`).
+    """
+
+    statistics: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
 class PipelineConfig:
     """Everything `create_pipeline` needs.
 
@@ -213,6 +228,7 @@ class PipelineConfig:
       example_gen: CSV reading and splitting.
       trainer: The Trainer's model, training, input pipeline and distribution settings.
       evaluation: The blessing rule.
+      transform: The Transform component's options.
       retraining: What a daily run carries over from the previous run.
       beam_pipeline_args: Passed to every Beam-based component untouched (runner, workers).
       enable_cache: Reuse a component's outputs when its inputs and settings are unchanged.
@@ -229,6 +245,7 @@ class PipelineConfig:
     example_gen: ExampleGenSettings = dataclasses.field(default_factory=ExampleGenSettings)
     trainer: TrainerConfig = dataclasses.field(default_factory=TrainerConfig)
     evaluation: EvaluationSettings = dataclasses.field(default_factory=EvaluationSettings)
+    transform: TransformSettings = dataclasses.field(default_factory=TransformSettings)
     retraining: RetrainingSettings = dataclasses.field(default_factory=RetrainingSettings)
     beam_pipeline_args: tuple[str, ...] = (
         '--direct_running_mode=in_memory',

@@ -21,7 +21,7 @@ from tfx.dsl.components.base.base_beam_component import BaseBeamComponent
 from tfx.orchestration import metadata
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
-from components.example_gen.executor import ROWS_RECORD_ATTRIBUTE
+from components.example_gen.spec import ROWS_RECORD_ATTRIBUTE
 from pipelines import console, run_summary
 from pipelines.config import PipelineConfig
 from pipelines.pipeline import create_pipeline
@@ -45,17 +45,6 @@ class PipelineRunError(RuntimeError):
         self.log_offset = log_offset
         where = f'component {component}' if component else 'the pipeline'
         super().__init__(f'{where} failed: {type(cause).__name__}: {cause}')
-
-
-def rows_text(rows: dict) -> str:
-    """ExampleGen's row counts as the progress line shows them:
-    `rows read 15002, written 15002 (train 10001, eval 5001), rejected 0`."""
-    splits = rows.get('rows_written_per_split') or {}
-    per_split = ' (' + ', '.join(f'{k} {v}' for k, v in splits.items()) + ')' if splits else ''
-    return (
-        f'rows read {rows.get("rows_read", "?")}, written {rows.get("rows_written", "?")}'
-        f'{per_split}, rejected {rows.get("rows_rejected", "?")}'
-    )
 
 
 class ComponentProgress(logging.Handler):
@@ -124,7 +113,7 @@ class ComponentProgress(logging.Handler):
             if self._cached:
                 done += ' (from cache)'
             if self._rows:
-                done += f', {rows_text(self._rows)}'
+                done += f', rows {run_summary.rows_text(self._rows)}'
             print(done, file=self._out, flush=True)
             if self._log_path:
                 line = console.trouble_line(

@@ -234,6 +234,7 @@ def create_pipeline(
         examples=example_gen.outputs['examples'],
         schema=schema_gen.outputs['schema'],
         analyzer_cache=analyzer_cache,
+        disable_statistics=not config.transform.statistics,
         **transform_fn,
     )
 

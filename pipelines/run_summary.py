@@ -25,6 +25,21 @@ ROW_COUNT_PROPERTIES = ('rows_read', 'rows_written', 'rows_rejected')
 RESOLVER_TYPE = 'tfx.dsl.components.common.resolver.Resolver'
 
 
+def rows_text(rows: dict) -> str:
+    """ExampleGen's row counts, those recorded, in the order read, written, rejected:
+    `read 15002, written 15002 (train 10001, eval 5001), rejected 0`; the written rows per
+    split where `rows_written_per_split` holds them (the progress line's counts)."""
+    parts = []
+    for key in ROW_COUNT_PROPERTIES:
+        if key in rows:
+            part = f'{key.removeprefix("rows_")} {rows[key]}'
+            splits = rows.get('rows_written_per_split') if key == 'rows_written' else None
+            if splits:
+                part += ' (' + ', '.join(f'{k} {v}' for k, v in splits.items()) + ')'
+            parts.append(part)
+    return ', '.join(parts)
+
+
 @dataclasses.dataclass
 class RunSummary:
     """One run's results.
@@ -60,9 +75,7 @@ class RunSummary:
     def format(self) -> str:
         lines = [f'components executed: {len(self.executed)}, from cache: {len(self.cached)}']
         if self.rows:
-            lines.append(
-                'rows: ' + ', '.join(f'{k.removeprefix("rows_")} {v}' for k, v in self.rows.items())
-            )
+            lines.append(f'rows: {rows_text(self.rows)}')
         if self.eval_metric:
             lines.append(
                 f'eval {self.eval_metric[0]}: {self.eval_metric[1]:.4f}, '

@@ -95,10 +95,6 @@ def read_summary(config: csv_source.CsvSourceConfig) -> dict[str, Any]:
     )
 
 
-# The LogRecord attribute that carries the row counts (`dead_letter.read_summary`'s dict) on the
-# summary's log line, for a runner's progress line (`pipelines.local_runner`).
-ROWS_RECORD_ATTRIBUTE = 'rows'
-
 # exec_properties key naming where the per-example path writes rejected rows; TFX's generic
 # `GenerateExamplesByBeam` knows no output directory, so a caller of that path sets it.
 DEAD_LETTER_DIR_EXEC_PROPERTY = '_dead_letter_dir'
@@ -153,7 +149,9 @@ class Executor(BaseExampleGenExecutor):
         with self._make_beam_pipeline() as pipeline:
             _ = pipeline | 'CsvToExampleFiles' >> csv_source.CsvToExampleFiles(config)
         summary = read_summary(config)
-        logging.info('CSV ExampleGen summary: %s', summary, extra={ROWS_RECORD_ATTRIBUTE: summary})
+        logging.info(
+            'CSV ExampleGen summary: %s', summary, extra={spec.ROWS_RECORD_ATTRIBUTE: summary}
+        )
         check_summary(summary, float(exec_properties.get(spec.MAX_BAD_FRACTION_KEY) or 0.0), config)
 
         input_config = example_gen_pb2.Input()

@@ -126,7 +126,7 @@ def _record(message, *args, **attributes):
 def test_example_gen_end_line_has_its_row_counts_and_a_cached_component_says_so(tmp_path):
     import io
 
-    from components.example_gen.executor import ROWS_RECORD_ATTRIBUTE
+    from components.example_gen.spec import ROWS_RECORD_ATTRIBUTE
 
     out = io.StringIO()
     progress = ComponentProgress(['CsvExampleGen', 'StatisticsGen'], out, str(tmp_path / 'run.log'))

@@ -135,6 +135,27 @@ def test_a_date_without_a_dated_input_pattern_is_rejected(tmp_path):
         )
 
 
+def test_transform_statistics_are_off_by_default_and_on_when_asked(config, tmp_path):
+    statistics = {
+        'pre_transform_schema',
+        'pre_transform_stats',
+        'post_transform_schema',
+        'post_transform_stats',
+        'post_transform_anomalies',
+    }
+    transform = _components(config)['Transform']
+    assert transform.exec_properties['disable_statistics'] == 1
+    assert not statistics & set(transform.outputs)
+    assert {'transform_graph', 'transformed_examples'} <= set(transform.outputs)
+
+    on = load_config(work_dir=str(tmp_path / 'on'), transform={'statistics': True})
+    transform = _components(on)['Transform']
+    assert transform.exec_properties['disable_statistics'] == 0
+    assert statistics <= set(transform.outputs)
+    with pytest.raises(ConfigError, match=r'transform\.statistics'):
+        load_config(work_dir=str(tmp_path / 'bad'), transform={'statistics': 'sometimes'})
+
+
 def test_retraining_inputs_are_off_by_default_so_a_rerun_is_a_cache_hit(config):
     components = {c.id: c for c in pipeline_lib.create_pipeline(config).components}
     assert 'latest_blessed_model' not in components

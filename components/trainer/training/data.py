@@ -100,7 +100,7 @@ def make_dataset(
     )
     if cached:
         # An empty file name is tf.data's in-memory cache.
-        batches = batches.cache((cache_path or '') if input_config.cache == 'file' else '')
+        batches = batches.cache(_cache_file_name(input_config, cache_path))
         if training:
             if input_config.shuffle_buffer:
                 batches = batches.shuffle(
@@ -112,6 +112,12 @@ def make_dataset(
     return batches.prefetch(input_config.prefetch).with_options(options)
 
 
+def _cache_file_name(input_config: config_lib.InputConfig, cache_path: str | None) -> str:
+    """`tf.data.Dataset.cache`'s file name for `input.cache`: the file for `file`, and for
+    `memory` the empty name, which is tf.data's in-memory cache."""
+    return (cache_path or '') if input_config.cache == 'file' else ''
+
+
 def _make_batched_dataset(
     file_pattern: str,
     feature_spec: Mapping[str, tf.io.FixedLenFeature],
@@ -121,9 +127,7 @@ def _make_batched_dataset(
     training: bool,
     cache_path: str | None,
 ) -> tf.data.Dataset:
-    cache = None
-    if input_config.cache != 'none':
-        cache = (cache_path or '') if input_config.cache == 'file' else ''
+    cache = _cache_file_name(input_config, cache_path) if input_config.cache != 'none' else None
     return columnar_records.make_batched_dataset(
         file_pattern,
         feature_spec,
