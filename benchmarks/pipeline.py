@@ -17,7 +17,10 @@ is the largest resident set of the variant's process tree (its Trainer cluster a
 included) sampled within that same interval (`benchmarks.memory`). Both train the same number
 of steps with the same batch size.
 
-    asynctrain bench pipeline [--rows N] [--train-steps N] [--output DIR]
+Beam arguments after `--` replace the pipeline config's (`--direct_running_mode=in_memory
+--direct_num_workers=1`) in both pipelines.
+
+    asynctrain bench pipeline [--rows N] [--train-steps N] [--output DIR] [-- BEAM_ARGS...]
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 
 from benchmarks import memory, report
 from components import tf_environment
@@ -71,13 +75,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f'(default {DEFAULT_OUTPUT}); emptied first',
     )
     parser.add_argument('--variant', choices=VARIANTS, help=argparse.SUPPRESS)
+    # The child process's copy of the Beam arguments given after `--`.
+    parser.add_argument(
+        '--beam-arg', action='append', default=[], dest='beam_args', help=argparse.SUPPRESS
+    )
 
 
 def _log(message: str) -> None:
     print(f'[bench pipeline {time.strftime("%H:%M:%S")}] {message}', flush=True)
 
 
-def bench_config(input_dir: str, work_dir: str, train_steps: int, name: str):
+def bench_config(
+    input_dir: str, work_dir: str, train_steps: int, name: str, beam_args: Sequence[str] = ()
+):
     """The pipeline config both variants share (ours reads all of it, stock what applies)."""
     from pipelines.config import load_config
 
@@ -87,6 +97,7 @@ def bench_config(input_dir: str, work_dir: str, train_steps: int, name: str):
         work_dir=work_dir,
         pipeline_name=name,
         trainer={'training': {'train_steps': train_steps}},
+        beam_pipeline_args=list(beam_args) or None,
     )
 
 
@@ -181,20 +192,17 @@ def component_intervals(config) -> dict[str, tuple[float, float]]:
     return intervals
 
 
-def run_variant(variant: str, input_dir: str, work_dir: str, train_steps: int) -> dict:
+def run_variant(
+    variant: str, input_dir: str, work_dir: str, train_steps: int, beam_args: Sequence[str] = ()
+) -> dict:
     """Runs one pipeline in this process; returns its total and per-component seconds."""
-    config = bench_config(input_dir, work_dir, train_steps, f'bench-{variant}')
+    config = bench_config(input_dir, work_dir, train_steps, f'bench-{variant}', beam_args)
     sampler = memory.TreeRssSampler().start()
-    started = time.monotonic()
+    started, started_wall = time.monotonic(), time.time()
     if variant == 'ours':
         from pipelines.local_runner import run_local
 
         summary = run_local(config, out=sys.stderr)
-        outcome = {
-            'blessed': summary.blessed,
-            'eval_metric': summary.eval_metric,
-            'executed': len(summary.executed),
-        }
     else:
         from tfx import v1 as tfx
 
@@ -212,7 +220,9 @@ def run_variant(variant: str, input_dir: str, work_dir: str, train_steps: int) -
             os.path.join(config.work_dir, 'logs', 'run.log'), progress
         ):
             tfx.orchestration.LocalDagRunner().run(pipeline)
-        outcome = {}
+        from pipelines import run_summary
+
+        summary = run_summary.read_summary(config, started_wall)
     total = time.monotonic() - started
     samples = sampler.stop()
     intervals = component_intervals(config)
@@ -221,9 +231,12 @@ def run_variant(variant: str, input_dir: str, work_dir: str, train_steps: int) -
         'component_seconds': {name: end - start for name, (start, end) in intervals.items()},
         'component_peak_mb': memory.component_peaks_mb(samples, intervals),
         'component_order': sorted(intervals, key=lambda name: intervals[name][0]),
+        'beam_pipeline_args': list(config.beam_pipeline_args),
         'baseline_mb': round(samples.rss[0] / (1 << 20), 1),
         'peak_mb': round(max(samples.rss) / (1 << 20), 1),
-        **outcome,
+        'blessed': summary.blessed,
+        'eval_metric': summary.eval_metric,
+        'executed': len(summary.executed),
     }
 
 
@@ -240,6 +253,7 @@ def _run_in_child(variant: str, args: argparse.Namespace, output: str) -> dict |
         str(args.train_steps),
         '--output',
         output,
+        *(f'--beam-arg={a}' for a in args.beam_args),
     ]
     env = tf_environment.configure(dict(os.environ))
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
@@ -261,6 +275,10 @@ def component_names(result: dict) -> list[str]:
     for variant in result['variants'].values():
         names += [c for c in variant.get('component_order', ()) if c not in names]
     return names
+
+
+def _beam_label(result: dict) -> str:
+    return f', Beam {" ".join(result["beam_args"])}' if result.get('beam_args') else ''
 
 
 def write_chart(result: dict, path: str) -> None:
@@ -293,7 +311,8 @@ def write_chart(result: dict, path: str) -> None:
     time_axes.set_ylabel('wall time (s)')
     time_axes.set_title(
         f'Local pipeline, {result["rows"]:,} CSV rows, {result["train_steps"]} '
-        f'train steps: total stock/ours = {result["total_stock_over_ours"]:.2f}'
+        f'train steps{_beam_label(result)}: total stock/ours = '
+        f'{result["total_stock_over_ours"]:.2f}'
     )
     memory_axes.set_ylabel('peak RSS, process tree (MiB)')
     memory_axes.set_title('Peak memory while each component ran (the run\'s peak at "total")')
@@ -310,7 +329,11 @@ def run(args: argparse.Namespace) -> int:
     input_dir = os.path.join(output, 'input')
     if args.variant:  # Child process: one pipeline, the result as JSON on stdout.
         result = run_variant(
-            args.variant, input_dir, os.path.join(output, args.variant), args.train_steps
+            args.variant,
+            input_dir,
+            os.path.join(output, args.variant),
+            args.train_steps,
+            args.beam_args,
         )
         print(json.dumps(result))
         return 0
@@ -328,13 +351,22 @@ def run(args: argparse.Namespace) -> int:
             return 1
         variants[variant] = measured
         _log(f'{variant}: {measured["total_seconds"]:.1f} s')
+    stock_metric, ours_metric = (variants[v]['eval_metric'] for v in VARIANTS)
     result = {
         'benchmark': 'pipeline',
         'rows': args.rows,
         'train_steps': args.train_steps,
+        'beam_args': list(args.beam_args),
         'variants': variants,
         'total_stock_over_ours': (
             variants['stock']['total_seconds'] / variants['ours']['total_seconds']
+        ),
+        # The two Trainers differ (parameter servers vs model.fit), so their models agree only
+        # within training noise: the gated metric's difference, on the same eval split.
+        'eval_metric_difference': (
+            ours_metric[1] - stock_metric[1]
+            if stock_metric and ours_metric and stock_metric[0] == ours_metric[0]
+            else None
         ),
         'machine': report.machine(),
         'finished_at': report.finished_at(),
@@ -364,6 +396,13 @@ def run(args: argparse.Namespace) -> int:
         print(
             f'{name:<18}{times[0]:>8.1f}s{times[1]:>8.1f}s{ratio:>12.2f}'
             f'{peaks[0]:>11.0f}{peaks[1]:>10.0f}'
+        )
+    if result['eval_metric_difference'] is None:
+        print(f'eval metrics not comparable: stock {stock_metric}, ours {ours_metric}')
+    else:
+        print(
+            f'eval {ours_metric[0]}: stock {stock_metric[1]:.4f}, ours {ours_metric[1]:.4f} '
+            f'(ours - stock = {result["eval_metric_difference"]:+.4f})'
         )
     print(f'wrote {result_path} and {chart_path}')
     return 0

@@ -77,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         split = argv.index('--')
         argv, extra = argv[:split], argv[split + 1 :]
     args = build_parser(argv).parse_args(argv)
-    args.beam_args = extra
+    args.beam_args = [*(getattr(args, 'beam_args', None) or []), *extra]
     return int(importlib.import_module(args._module).run(args) or 0)
 
 

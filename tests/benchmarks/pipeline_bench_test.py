@@ -22,15 +22,21 @@ COMPONENTS = {
 
 def test_bench_times_both_pipelines_component_by_component(tmp_path, capsys):
     output = tmp_path / 'bench'
+    # The config's defaults in the other order, so that they are told apart from the defaults.
+    beam_args = ['--direct_num_workers=1', '--direct_running_mode=in_memory']
     code = cli.main(
         ['bench', 'pipeline', '--rows', '300', '--train-steps', '20', '--output', str(output)]
+        + ['--', *beam_args]
     )
 
     assert code == 0
     result = json.loads((output / 'result.json').read_text())
     assert (result['rows'], result['train_steps']) == (300, 20)
+    assert result['beam_args'] == beam_args
     for variant in ('stock', 'ours'):
         measured = result['variants'][variant]
+        # Both pipelines ran with the Beam arguments given after `--`.
+        assert measured['beam_pipeline_args'] == beam_args, variant
         assert COMPONENTS <= set(measured['component_seconds']), variant
         assert all(measured['component_seconds'][c] > 0 for c in COMPONENTS), variant
         assert (
@@ -45,6 +51,11 @@ def test_bench_times_both_pipelines_component_by_component(tmp_path, capsys):
         assert 0 < measured['baseline_mb'] <= measured['peak_mb']
         assert measured['component_order'][0] == 'CsvExampleGen'
     assert result['variants']['ours']['executed'] >= len(COMPONENTS)
+    # Both models evaluated on the same split with the same gated metric, compared.
+    stock_metric, ours_metric = (result['variants'][v]['eval_metric'] for v in ('stock', 'ours'))
+    assert stock_metric[0] == ours_metric[0] == 'auc'
+    assert 0.0 <= stock_metric[1] <= 1.0 and 0.0 <= ours_metric[1] <= 1.0
+    assert result['eval_metric_difference'] == pytest.approx(ours_metric[1] - stock_metric[1])
     assert result['total_stock_over_ours'] == pytest.approx(
         result['variants']['stock']['total_seconds'] / result['variants']['ours']['total_seconds']
     )
@@ -54,3 +65,4 @@ def test_bench_times_both_pipelines_component_by_component(tmp_path, capsys):
     assert 'stock [1/8] CsvExampleGen: done in' in printed
     assert f'ours: {result["variants"]["ours"]["total_seconds"]:.1f} s' in printed
     assert 'stock/ours' in printed and 'ours MiB' in printed
+    assert f'eval auc: stock {stock_metric[1]:.4f}, ours {ours_metric[1]:.4f}' in printed
