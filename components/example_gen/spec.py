@@ -38,12 +38,12 @@ ROWS_REJECTED_PROPERTY = 'rows_rejected'
 ROWS_WRITTEN_PROPERTY = 'rows_written'
 ROWS_WRITTEN_SPLIT_PROPERTY_PREFIX = 'rows_written_'  # + split name, e.g. rows_written_train.
 
-# Beside `Split-<name>/` in the examples artifact's directory (defined with the framework-free
-# writer so that the CLI and Beam workers need not import TFX).
 # The LogRecord attribute that carries the row counts (`dead_letter.read_summary`'s dict) on the
 # summary's log line, for a runner's progress line (`pipelines.local_runner`).
 ROWS_RECORD_ATTRIBUTE = 'rows'
 
+# Beside `Split-<name>/` in the examples artifact's directory (defined with the framework-free
+# writer so that the CLI and Beam workers need not import TFX).
 DEAD_LETTER_DIR_NAME = dead_letter.DEAD_LETTER_DIR_NAME
 SUMMARY_FILE_NAME = dead_letter.SUMMARY_FILE_NAME
 
