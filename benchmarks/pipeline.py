@@ -19,8 +19,8 @@ is the largest resident set of the variant's process tree (its Trainer cluster a
 included) sampled within that same interval (`benchmarks.memory`). Both train the same number
 of steps with the same batch size.
 
-Beam arguments after `--` replace the pipeline config's (`--direct_running_mode=in_memory
---direct_num_workers=1`) in both pipelines.
+Beam arguments after `--` replace the pipeline config's (none: the DirectRunner in memory, one
+worker) in both pipelines.
 
     asynctrain bench pipeline [--rows N] [--train-steps N] [--output DIR] [-- BEAM_ARGS...]
 """

@@ -247,10 +247,10 @@ class PipelineConfig:
     evaluation: EvaluationSettings = dataclasses.field(default_factory=EvaluationSettings)
     transform: TransformSettings = dataclasses.field(default_factory=TransformSettings)
     retraining: RetrainingSettings = dataclasses.field(default_factory=RetrainingSettings)
-    beam_pipeline_args: tuple[str, ...] = (
-        '--direct_running_mode=in_memory',
-        '--direct_num_workers=1',
-    )
+    # Empty: Beam's DirectRunner in memory, one worker. Any argument at all makes TFX build an sdist
+    # of its own source for remote Beam workers in every Beam component (about 3 s and 49 MB
+    # left in the temporary directory each); DirectRunner workers never read it.
+    beam_pipeline_args: tuple[str, ...] = ()
     enable_cache: bool = True
     date: str | None = None
 

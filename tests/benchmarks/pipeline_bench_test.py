@@ -22,7 +22,7 @@ COMPONENTS = {
 
 def test_bench_times_both_pipelines_component_by_component(tmp_path, capsys):
     output = tmp_path / 'bench'
-    # The config's defaults in the other order, so that they are told apart from the defaults.
+    # Beam's own defaults, spelled out: the config passes none, so these are told apart from it.
     beam_args = ['--direct_num_workers=1', '--direct_running_mode=in_memory']
     code = cli.main(
         ['bench', 'pipeline', '--rows', '300', '--train-steps', '20', '--output', str(output)]

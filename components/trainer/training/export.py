@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
+from components import tf_environment
+
 SERVING_SIGNATURE = 'serving_default'
 TRANSFORM_SIGNATURE = 'transform_features'
 EXAMPLES_INPUT = 'examples'
@@ -49,6 +51,7 @@ def export_serving_model(
     """
     import tensorflow_transform as tft
 
+    tf_environment.configure_autograph()
     tft_output = tft.TFTransformOutput(transform_graph_dir)
     raw_feature_spec = tft_output.raw_feature_spec()
     # Attached to the model so that the SavedModel tracks the transform graph and its assets.

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
+from components import tf_environment
 from components.trainer import config as config_lib
 from components.trainer.training import data, evaluation, export, profiling, run_files, tasks
 from components.trainer.training import task as task_lib
@@ -92,6 +93,7 @@ class Trainer:
         )
         self._saved_step = -1
         self._initial_step = 0
+        tf_environment.configure_autograph()
         self.train_steps = self._make_train_function()
 
     def _make_train_function(self) -> Callable:
