@@ -1,10 +1,11 @@
-"""Test-wide setup: the environment every asynctrain entry point sets before TensorFlow loads, the
-order that lets pytest-xdist's workers share the slow tests, and the one tiny pipeline run that
-tests reading a run's outputs share."""
+"""Test-wide setup: the environment every asynctrain entry point sets before TensorFlow loads, a
+temporary directory of the suite's own, the order that lets pytest-xdist's workers share the slow
+tests, and the one tiny pipeline run that tests reading a run's outputs share."""
 
 import dataclasses
 import os
 import pathlib
+import tempfile
 
 import pytest
 
@@ -12,6 +13,18 @@ from components import tf_environment
 
 tf_environment.configure()
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+
+@pytest.fixture(scope='session', autouse=True)
+def _temporary_directory(tmp_path_factory) -> None:
+    """Temporary files of the suite and of every process it starts (AutoGraph's generated
+    sources, TFX's sdist where a test passes Beam arguments, Beam's and TensorFlow's scratch
+    files) go under pytest's base directory, which pytest prunes to its last three runs, rather
+    than staying in the system's temporary directory for good."""
+    path = str(tmp_path_factory.mktemp('tmp'))
+    os.environ['TMPDIR'] = path
+    tempfile.tempdir = path
+
 
 # The longest test of each slow file, in seconds, in the fresh-clone `make test` run of 2026-12-01
 # (three workers on 2 cores). xdist hands tests out one at a time, so starting the longest single

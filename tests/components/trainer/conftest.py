@@ -1,6 +1,8 @@
 """Session fixtures for the Trainer tests: the transformed taxi sample, and one trained model
-that the tests which only inspect outputs share (training is the expensive part)."""
+that the tests which only inspect outputs share (training is the expensive part), each built once
+for all pytest-xdist workers."""
 
+import os
 import shutil
 
 import pytest
@@ -12,20 +14,26 @@ from tests.components.trainer.trainer_testdata import (
     TransformedData,
     make_transformed_data,
 )
+from tests.shared_data import built_once
 
 
 @pytest.fixture(scope='session')
 def transformed_data(tmp_path_factory) -> TransformedData:
-    return make_transformed_data(str(tmp_path_factory.mktemp('taxi')))
+    return built_once(tmp_path_factory, 'taxi', make_transformed_data)
 
 
 @pytest.fixture(scope='session')
 def trained_model(transformed_data, tmp_path_factory) -> TrainedModel:
+    return built_once(
+        tmp_path_factory, 'trained', lambda root: _train_model(transformed_data, root)
+    )
+
+
+def _train_model(transformed_data: TransformedData, root: str) -> TrainedModel:
     from components.trainer import config as config_lib
     from components.trainer.cluster import launch
 
-    root = tmp_path_factory.mktemp('trained')
-    transform_graph = str(root / 'transform_graph')
+    transform_graph = os.path.join(root, 'transform_graph')
     shutil.copytree(transformed_data.transform_graph, transform_graph)
     config = config_lib.TrainerConfig(
         training=config_lib.TrainingConfig(
@@ -35,8 +43,8 @@ def trained_model(transformed_data, tmp_path_factory) -> TrainedModel:
             summary_interval_steps=50,
         )
     )
-    serving_model_dir = str(root / 'model' / 'Format-Serving')
-    model_run_dir = str(root / 'model_run')
+    serving_model_dir = os.path.join(root, 'model', 'Format-Serving')
+    model_run_dir = os.path.join(root, 'model_run')
     report = launch.train_and_export(
         transformed_data.examples,
         transform_graph,

@@ -7,7 +7,6 @@ the transform graph.
 """
 
 import os
-import tempfile
 
 import numpy as np
 import pytest
@@ -58,8 +57,8 @@ for _i, _row in enumerate(ROWS):
     _row['Culmen Length (mm)'] = [float(_i)]
 
 
-def _analyze_and_transform(preprocessing_fn) -> tuple[list, schema_pb2.Schema, str]:
-    with tft_beam.Context(temp_dir=tempfile.mkdtemp(), force_tf_compat_v1=False):
+def _analyze_and_transform(preprocessing_fn, temp_dir) -> tuple[list, schema_pb2.Schema, str]:
+    with tft_beam.Context(temp_dir=str(temp_dir), force_tf_compat_v1=False):
         (rows, metadata), transform_fn = (
             ROWS,
             dataset_metadata.DatasetMetadata(SCHEMA),
@@ -68,14 +67,16 @@ def _analyze_and_transform(preprocessing_fn) -> tuple[list, schema_pb2.Schema, s
 
 
 @pytest.fixture(scope='module')
-def multiclass():
+def multiclass(tmp_path_factory):
     """The generated preprocessing_fn of a features.yaml whose label is the species column."""
     config = fc.parse_feature_config({'label': LABELS[SPECIES], 'features': list(FEATURES)}, SCHEMA)
-    return _analyze_and_transform(preprocessing.build_preprocessing_fn(config))
+    return _analyze_and_transform(
+        preprocessing.build_preprocessing_fn(config), tmp_path_factory.mktemp('tft')
+    )
 
 
 @pytest.fixture(scope='module')
-def labels():
+def labels(tmp_path_factory):
     """Every other label form at once, through `transform_label`, each under its own key."""
     forms = {key: fc.build_label(label) for key, label in LABELS.items() if key != SPECIES}
     forms['survived_is_zero'] = fc.build_label(
@@ -85,7 +86,7 @@ def labels():
     def preprocessing_fn(inputs):
         return {key: preprocessing.transform_label(inputs, label) for key, label in forms.items()}
 
-    rows, schema, _ = _analyze_and_transform(preprocessing_fn)
+    rows, schema, _ = _analyze_and_transform(preprocessing_fn, tmp_path_factory.mktemp('tft'))
     types = {f.name: schema_pb2.FeatureType.Name(f.type) for f in schema.feature}
     return {key: [row[key] for row in rows] for key in forms}, types
 

@@ -6,7 +6,6 @@ analyzers must have computed (mean/std, vocabulary with OOV, buckets, label).
 """
 
 import math
-import tempfile
 
 import numpy as np
 import pytest
@@ -115,9 +114,10 @@ ROWS = [
 
 
 @pytest.fixture(scope='module')
-def transformed():
+def transformed(tmp_path_factory):
     metadata = dataset_metadata.DatasetMetadata(SCHEMA)
-    with tft_beam.Context(temp_dir=tempfile.mkdtemp(), force_tf_compat_v1=False):
+    temp_dir = str(tmp_path_factory.mktemp('tft'))
+    with tft_beam.Context(temp_dir=temp_dir, force_tf_compat_v1=False):
         (rows, _), _ = (ROWS, metadata) | tft_beam.AnalyzeAndTransformDataset(
             preprocessing.build_preprocessing_fn(CONFIG)
         )

@@ -9,7 +9,6 @@ analysis from the cache instead of reading it again.
 
 import dataclasses
 import os
-import tempfile
 
 import numpy as np
 import pyarrow as pa
@@ -100,8 +99,8 @@ def _instances(table) -> list[dict]:
     ]
 
 
-def _analyze_and_transform_in_memory(schema, config, instances) -> dict[str, np.ndarray]:
-    with tft_beam.Context(temp_dir=tempfile.mkdtemp(), force_tf_compat_v1=False):
+def _analyze_and_transform_in_memory(schema, config, instances, temp_dir) -> dict[str, np.ndarray]:
+    with tft_beam.Context(temp_dir=str(temp_dir), force_tf_compat_v1=False):
         (rows, _), _ = (instances, dataset_metadata.DatasetMetadata(schema)) | (
             tft_beam.AnalyzeAndTransformDataset(preprocessing.build_preprocessing_fn(config))
         )
@@ -109,12 +108,12 @@ def _analyze_and_transform_in_memory(schema, config, instances) -> dict[str, np.
 
 
 def test_transform_graph_on_raw_examples_matches_in_memory_analyze_and_transform(
-    taxi, spans, first_run
+    taxi, spans, first_run, tmp_path
 ):
     schema, config, _ = taxi
     train_tables = [spans[1]['rows']['train'], spans[2]['rows']['train']]
     expected = _analyze_and_transform_in_memory(
-        schema, config, _instances(train_tables[0]) + _instances(train_tables[1])
+        schema, config, _instances(train_tables[0]) + _instances(train_tables[1]), tmp_path
     )
 
     served = runs.transform_raw_examples(
