@@ -271,7 +271,12 @@ def run(args: argparse.Namespace) -> int:
     shutil.rmtree(output, ignore_errors=True)
     os.makedirs(output)
     _log(f'transforming {args.sample_rows:,} taxi rows, resampling to {args.examples:,} examples')
+    from components import tf_environment
     from components.trainer.training import data as data_lib
+
+    # As the Trainer traces its step: AutoGraph leaves tf-keras' own code unconverted, for every
+    # variant alike (`model.fit` too). Tracing is outside the timed steps either way.
+    tf_environment.configure_autograph()
 
     data = make_transformed_examples(os.path.join(output, 'data'), args.examples, args.sample_rows)
     _log(

@@ -50,6 +50,9 @@ MODERATELY_INPUT_BOUND_PERCENT = 5.0
 HIGHLY_INPUT_BOUND_PERCENT = 20.0
 # A host event TensorFlow counts as waiting for input (`ClassifyCpuEvent`: HOST_WAIT_INPUT).
 INPUT_WAIT_EVENT_PREFIX = 'IteratorGetNext'
+# A tensor handed between tasks (worker and parameter server): a kernel event is named
+# `<node>:<op type>`, and the runtime adds `_Send` and `_Recv` nodes at every cross-task edge.
+TRANSFER_EVENT_SUFFIXES = (':_Send', ':_Recv')
 # How often the global step is read to start and stop a capture.
 POLL_SECONDS = 0.05
 # Bounds of a remote capture's duration.
@@ -84,6 +87,10 @@ class InputPipelineAnalysis:
         within another worker's execution: a step or two more than the executions took.
       step_seconds: Total duration of those executions.
       input_wait_seconds: Total duration of the `IteratorGetNext` events within them.
+      transfers: `_Send` and `_Recv` kernel events begun within them: tensors handed between
+        the worker and the parameter servers (variable reads, updates). Counted on every plane
+        of the trace, so on an `in_process` cluster both sides of a transfer are counted.
+      transfer_seconds: Total duration of those events.
     """
 
     trace_dir: str
@@ -91,10 +98,16 @@ class InputPipelineAnalysis:
     steps: int
     step_seconds: float
     input_wait_seconds: float
+    transfers: int = 0
+    transfer_seconds: float = 0.0
 
     @property
     def input_percent(self) -> float:
         return 100.0 * self.input_wait_seconds / self.step_seconds if self.step_seconds else 0.0
+
+    @property
+    def transfers_per_step(self) -> float:
+        return self.transfers / self.steps if self.steps else 0.0
 
     @property
     def verdict(self) -> str:
@@ -105,6 +118,7 @@ class InputPipelineAnalysis:
             **dataclasses.asdict(self),
             'input_percent': self.input_percent,
             'verdict': self.verdict,
+            'transfers_per_step': self.transfers_per_step,
         }
 
 
@@ -137,33 +151,55 @@ def analyze_trace(trace_dir: str, function_name: str = 'train_steps') -> InputPi
     if not paths:
         raise ValueError(f'{trace_dir}: expected {TRACE_SUFFIX} files, found none')
     execution = worker_execution_event(function_name)
-    executions = steps = 0
-    step_ps = wait_ps = 0
+    executions = steps = transfers = 0
+    step_ps = wait_ps = transfer_ps = 0
     for path in paths:
         for plane in read_xspace(path).planes:
-            spans, waits = [], []
+            spans, waits, sends = [], [], []
             for name, start, duration in _plane_events(plane):
                 if execution.match(name):
                     spans.append((start, start + duration))
                 elif name.startswith(INPUT_WAIT_EVENT_PREFIX):
                     waits.append((start, duration))
+                elif name.endswith(TRANSFER_EVENT_SUFFIXES):
+                    sends.append((start, duration))
             spans.sort()
-            starts = [start for start, _ in spans]
             executions += len(spans)
             step_ps += sum(end - start for start, end in spans)
-            # The iterator runs on its own threads: a wait belongs to the execution whose span
-            # holds its start.
-            for start, duration in waits:
-                i = bisect.bisect_right(starts, start) - 1
-                if i >= 0 and start < spans[i][1]:
-                    steps += 1
-                    wait_ps += duration
+            # The iterator and the transfers run on threads of their own: an event belongs to
+            # the execution whose span holds its start.
+            waited = _within(spans, waits)
+            steps += len(waited)
+            wait_ps += sum(waited)
+            sent = _within(spans, sends)
+            transfers += len(sent)
+            transfer_ps += sum(sent)
     if not executions:
         raise ValueError(
             f'{trace_dir}: no worker execution of {function_name!r} in the trace '
             f'(expected events named {execution.pattern})'
         )
-    return InputPipelineAnalysis(trace_dir, executions, steps, step_ps / 1e12, wait_ps / 1e12)
+    return InputPipelineAnalysis(
+        trace_dir,
+        executions,
+        steps,
+        step_ps / 1e12,
+        wait_ps / 1e12,
+        transfers,
+        transfer_ps / 1e12,
+    )
+
+
+def _within(spans: list[tuple[int, int]], events: list[tuple[int, int]]) -> list[int]:
+    """The durations of `events` (start, duration) that start inside one of the sorted `spans`
+    (start, end)."""
+    starts = [start for start, _ in spans]
+    durations = []
+    for start, duration in events:
+        i = bisect.bisect_right(starts, start) - 1
+        if i >= 0 and start < spans[i][1]:
+            durations.append(duration)
+    return durations
 
 
 def _trace_runs(logdir: str) -> set[str]:

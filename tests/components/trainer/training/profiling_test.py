@@ -82,7 +82,8 @@ def test_in_process_trace_holds_the_train_step_and_the_input_pipeline(multiclass
     config = _config(160, profile=config_lib.ProfileConfig(start_step=40, num_steps=60))
     run_dir = str(tmp_path / 'run')
     with cluster_lib.start(config.distribution) as cluster:
-        measured = _trainer(config, multiclass_data, cluster, run_dir).train()
+        trainer = _trainer(config, multiclass_data, cluster, run_dir)
+        measured = trainer.train()
     assert measured['steps'] == 160
 
     # One trace, where TensorBoard's profile plugin looks: <logdir>/plugins/profile/<run>/.
@@ -112,6 +113,17 @@ def test_in_process_trace_holds_the_train_step_and_the_input_pipeline(multiclass
         100 * profile['input_wait_seconds'] / profile['step_seconds']
     )
     assert profile['verdict'] == profiling.input_bound_verdict(profile['input_percent'])
+
+    # Tensors handed between the worker and its parameter server, counted within the executions:
+    # every step reads each trainable variable from the server and sends its update back, and
+    # the runtime puts a `_Send` and a `_Recv` on each such edge (both tasks share this plane).
+    transfer_events = sum(
+        count for name, count in names.items() if name.endswith(profiling.TRANSFER_EVENT_SUFFIXES)
+    )
+    assert 0 < profile['transfers'] <= transfer_events
+    assert 0 < profile['transfer_seconds'] < profile['step_seconds']
+    assert profile['transfers_per_step'] == pytest.approx(profile['transfers'] / profile['steps'])
+    assert profile['transfers_per_step'] >= 2 * len(trainer.model.trainable_variables)
 
     # TensorBoard's profile plugin converts the trace for its trace viewer.
     from tensorboard_plugin_profile.convert import raw_to_tool_data
@@ -148,6 +160,7 @@ def test_a_worker_is_traced_through_its_servers_profiler_service(multiclass_data
     assert analysis.executions >= 1
     assert analysis.steps == STEPS_PER_EXECUTION * analysis.executions
     assert 0 < analysis.input_wait_seconds < analysis.step_seconds
+    assert analysis.transfers >= 2 * len(trainer.model.trainable_variables) * analysis.steps
 
 
 def test_run_summary_prints_the_verdict_next_to_input_wait_fraction():
