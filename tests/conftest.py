@@ -27,26 +27,26 @@ def _temporary_directory(tmp_path_factory) -> None:
 
 
 # The longest test of each slow file, in seconds, in the fresh-clone `make test` run of 2026-12-01
-# (three workers on 2 cores). xdist hands tests out one at a time, so starting the longest single
-# tests first keeps a worker from picking one up when the others are nearly done.
+# 16:12 UTC (three workers on 2 cores). xdist hands tests out one at a time, so starting the
+# longest single tests first keeps a worker from picking one up when the others are nearly done.
 SLOWEST_FILES = {
-    'tests/e2e/daily_retraining_e2e_test.py': 428,
-    'tests/benchmarks/pipeline_bench_test.py': 369,
-    'tests/e2e/daily_blessing_e2e_test.py': 240,
-    'tests/benchmarks/transform_bench_test.py': 211,
-    'tests/components/trainer/cluster/recovery_test.py': 182,
-    'tests/e2e/pipeline_failure_e2e_test.py': 176,
-    'tests/e2e/local_pipeline_e2e_test.py': 159,
-    'tests/e2e/init_e2e_test.py': 150,
-    'tests/e2e/own_data_e2e_test.py': 134,
-    'tests/components/trainer/executor_test.py': 126,
-    'tests/components/trainer/cli_test.py': 122,
-    'tests/benchmarks/input_pipeline_bench_test.py': 116,
-    'tests/components/trainer/kubernetes/local_test.py': 103,
-    'tests/benchmarks/parameter_server_bench_test.py': 99,
-    'tests/components/trainer/training/loop_test.py': 95,
-    'tests/components/transform/transform_component_test.py': 90,
-    'tests/components/trainer/training/model_module_test.py': 89,
+    'tests/benchmarks/pipeline_bench_test.py': 436,
+    'tests/e2e/daily_retraining_e2e_test.py': 431,
+    'tests/benchmarks/input_pipeline_bench_test.py': 254,
+    'tests/benchmarks/transform_bench_test.py': 248,
+    'tests/e2e/daily_blessing_e2e_test.py': 208,
+    'tests/benchmarks/parameter_server_bench_test.py': 176,
+    'tests/components/trainer/cluster/recovery_test.py': 159,
+    'tests/e2e/init_e2e_test.py': 148,
+    'tests/e2e/pipeline_failure_e2e_test.py': 142,
+    'tests/e2e/own_data_e2e_test.py': 138,
+    'tests/e2e/local_pipeline_e2e_test.py': 118,
+    'tests/components/trainer/kubernetes/local_test.py': 96,
+    'tests/components/transform/transform_component_test.py': 78,
+    'tests/components/trainer/executor_test.py': 72,
+    'tests/components/trainer/cli_test.py': 40,
+    'tests/components/trainer/training/model_module_test.py': 35,
+    'tests/components/trainer/training/loop_test.py': 34,
 }
 _ROOT = pathlib.Path(__file__).resolve().parent.parent
 
