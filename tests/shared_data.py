@@ -18,7 +18,9 @@ def built_once(tmp_path_factory, name: str, make: Callable[[str], T]) -> T:
     A session fixture is per worker: data that several workers' tests read (a tf.Transform run,
     a trained model) would otherwise be built by each of them. The first worker to ask builds it
     under the run's base directory, holding a lock; the others wait, then read its result (which
-    must pickle). Only for outputs the tests read, never change.
+    must pickle). Only for outputs the tests read: a part a test deletes must have no other
+    reader (`TrainedModel.transform_graph`, the trained model's private copy, which one test
+    deletes and no other test reads).
     """
     if not os.environ.get('PYTEST_XDIST_WORKER'):
         return make(str(tmp_path_factory.mktemp(name)))
