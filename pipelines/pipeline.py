@@ -23,7 +23,6 @@ import tensorflow_model_analysis as tfma
 # TFX's components, DSL and protos from their own modules, not `tfx.v1`: that also imports the
 # Vertex AI client (`google.cloud.aiplatform`) and every extension, seconds of start-up that a
 # local run never uses.
-from tfx.components.evaluator.component import Evaluator
 from tfx.components.example_gen import utils as example_gen_utils
 from tfx.components.example_validator.component import ExampleValidator
 from tfx.components.pusher.component import Pusher
@@ -40,6 +39,7 @@ from tfx.proto import example_gen_pb2, pusher_pb2, range_config_pb2
 from tfx.types import standard_artifacts
 from tfx.types.channel import Channel
 
+from components.evaluator.component import Evaluator
 from components.example_batcher.component import ExampleBatcher
 from components.example_gen.component import CsvExampleGen
 from components.trainer.component import Trainer

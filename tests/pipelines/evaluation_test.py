@@ -1,108 +1,62 @@
-"""The Evaluator's config of each task, run through TFMA on a hand-made SavedModel.
+"""The pipeline's EvalConfig of each task, evaluated by the pipeline's Evaluator on a hand-made
+SavedModel.
 
 The model has the export's two signatures (`serving_default` with the task's outputs, several of
 them for multiclass, and `transform_features` with the transformed label), so this checks what
-the pipeline's EvalConfig asks of TFMA 0.47: the metric classes exist, `prediction_key` picks
+the pipeline's EvalConfig asks of the Evaluator: the metric classes exist, `prediction_key` picks
 the right output of a multi-output signature, the label comes from `transform_features`, the
 bound decides the blessing, and the run summary reads the gated metric back by its name.
+(`tests/components/evaluator/equivalence_test.py` checks the same Evaluator against TFMA.)
 """
 
 import math
 
+import apache_beam as beam
 import numpy as np
 import pytest
-import tensorflow as tf
 import tensorflow_model_analysis as tfma
 
+from components.evaluator import executor, scoring
 from components.trainer.training import export
 from components.transform import feature_config as fc
 from pipelines import pipeline as pipeline_lib
 from pipelines import run_summary
 from pipelines.config import load_config
+from tests.components.evaluator import evaluator_testdata as data
 
 pytestmark = pytest.mark.integration
 
-LABEL = 'Species (label)'
-CLASSES = ['Adelie', 'Gentoo', 'Chinstrap']
 # (raw label, score x): the model's output is a function of x only.
 ROWS = [('Adelie', 0.0), ('Gentoo', 1.0), ('Chinstrap', 2.0), ('Adelie', 1.0), ('Gentoo', 1.0)]
 REGRESSION_ROWS = [(10.0, 11.0), (20.0, 18.0), (30.0, 30.0), (40.0, 43.0)]
-RAW_SPEC = {'x': tf.io.FixedLenFeature([], tf.float32), LABEL: tf.io.VarLenFeature(tf.string)}
-
-
-class _Model(tf.Module):
-    """serving_default and transform_features, as the export writes them, for one task."""
-
-    def __init__(self, task: str):
-        super().__init__()
-        self._task = task
-        self._classes = tf.constant(CLASSES)
-
-    def _transform(self, examples):
-        raw = tf.io.parse_example(examples, RAW_SPEC)
-        text = tf.reshape(tf.sparse.to_dense(raw[LABEL], default_value=''), [-1])
-        if self._task == fc.REGRESSION:
-            label = tf.strings.to_number(text)
-        else:
-            ids = tf.argmax(tf.cast(tf.equal(text[:, None], self._classes[None, :]), tf.int64), 1)
-            label = ids if self._task == fc.MULTICLASS else tf.cast(tf.equal(ids, 0), tf.int64)
-        return {LABEL: label}, raw['x']
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name='examples')])
-    def transform_features(self, examples):
-        return self._transform(examples)[0]
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name='examples')])
-    def serve(self, examples):
-        x = self._transform(examples)[1]
-        if self._task == fc.REGRESSION:
-            return {export.PREDICTIONS: x[:, None]}
-        if self._task == fc.BINARY:  # P(Adelie): high for x == 0.
-            return {export.PROBABILITIES: tf.sigmoid(2.0 - 4.0 * x)[:, None]}
-        probabilities = tf.one_hot(tf.cast(x, tf.int32), len(CLASSES)) * 0.8 + 0.2 / 3
-        batch = tf.shape(x)[0]
-        return {
-            export.PROBABILITIES: probabilities,
-            export.CLASSES: tf.tile(self._classes[None, :], [batch, 1]),
-            export.PREDICTED_CLASS: tf.gather(self._classes, tf.argmax(probabilities, 1)),
-        }
-
-
-def _examples(task: str) -> list[bytes]:
-    rows = REGRESSION_ROWS if task == fc.REGRESSION else ROWS
-    out = []
-    for label, x in rows:
-        example = tf.train.Example()
-        example.features.feature['x'].float_list.value.append(x)
-        example.features.feature[LABEL].bytes_list.value.append(str(label).encode())
-        out.append(example.SerializeToString())
-    return out
 
 
 def _evaluate(tmp_path, task: str, evaluation: dict):
-    model = _Model(task)
-    model_dir = str(tmp_path / 'model')
-    tf.saved_model.save(
-        model,
-        model_dir,
-        signatures={
-            export.SERVING_SIGNATURE: model.serve,
-            export.TRANSFORM_SIGNATURE: model.transform_features,
-        },
-    )
-    data = str(tmp_path / 'eval.tfrecord')
-    with tf.io.TFRecordWriter(data) as writer:
-        for record in _examples(task):
-            writer.write(record)
+    model_dir = data.save_model(task, str(tmp_path / 'model'))
+    rows = REGRESSION_ROWS if task == fc.REGRESSION else ROWS
+    data.write_gzip_tfrecords(str(tmp_path / 'eval' / 'data'), data.serialize(rows))
     config = load_config(work_dir=str(tmp_path / 'work'), evaluation=evaluation)
-    eval_config = pipeline_lib.eval_config(config, fc.ColumnLabel(LABEL, task))
-    output = str(tmp_path / 'evaluation')
-    tfma.run_model_analysis(
-        eval_shared_model=tfma.default_eval_shared_model(model_dir, eval_config=eval_config),
-        eval_config=eval_config,
-        data_location=data,
-        output_path=output,
+    eval_config = tfma.utils.update_eval_config_with_defaults(
+        pipeline_lib.eval_config(config, fc.ColumnLabel(data.LABEL, task)), rubber_stamp=True
     )
+    (model_spec,) = eval_config.model_specs
+    model = scoring.ModelToScore(
+        name=model_spec.name,
+        path=model_dir,
+        signature=model_spec.signature_name,
+        preprocessing=model_spec.preprocessing_function_names[0],
+        label_key=model_spec.label_key,
+        prediction_key=model_spec.prediction_key,
+    )
+    assert (model.signature, model.preprocessing) == (
+        export.SERVING_SIGNATURE,
+        export.TRANSFORM_SIGNATURE,
+    )
+    output = str(tmp_path / 'evaluation')
+    with beam.Pipeline() as pipeline:
+        executor.add_evaluation(
+            pipeline, [str(tmp_path / 'eval' / '*')], [model], eval_config, output, batch_size=2
+        )
     return run_summary._eval_metric(output), tfma.load_validation_result(output).validation_ok
 
 

@@ -1,0 +1,2 @@
+"""asynctrain's Evaluator: TFMA's evaluation and blessing of the exported model, scored in large
+batches."""

@@ -1,0 +1,173 @@
+"""The Evaluator's executor on hand-built artifacts: the evaluation TFMA reads back, the blessing
+file and custom properties stock Evaluator sets, the splits it reads; and the checks that refuse
+what it does not evaluate, by field."""
+
+import json
+import os
+
+import pytest
+import tensorflow_model_analysis as tfma
+from google.protobuf import json_format
+from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
+from tfx.types import channel, standard_artifacts
+
+from components.evaluator import component, executor, spec
+from components.transform import feature_config as fc
+from pipelines import pipeline as pipeline_lib
+from pipelines.config import load_config
+from tests.components.evaluator import evaluator_testdata as data
+
+pytestmark = pytest.mark.integration
+
+
+def _artifact(cls, uri, artifact_id=None, split_names=None):
+    artifact = cls()
+    artifact.uri = str(uri)
+    if artifact_id is not None:
+        artifact.id = artifact_id
+    if split_names:
+        artifact.split_names = json.dumps(split_names)
+    return artifact
+
+
+def _eval_config(tmp_path, evaluation):
+    config = load_config(work_dir=str(tmp_path / 'work'), evaluation=evaluation)
+    return pipeline_lib.eval_config(config, fc.ColumnLabel(data.LABEL, fc.MULTICLASS))
+
+
+def _examples(tmp_path):
+    """Raw examples with a train and an eval split, as ExampleGen writes them."""
+    rows = data.random_rows(fc.MULTICLASS, 900, seed=3)
+    data.write_gzip_tfrecords(
+        str(tmp_path / 'examples' / 'Split-train' / 'data'), data.serialize(rows[:600]), 2
+    )
+    data.write_gzip_tfrecords(
+        str(tmp_path / 'examples' / 'Split-eval' / 'data'), data.serialize(rows[600:]), 2
+    )
+    return _artifact(
+        standard_artifacts.Examples, tmp_path / 'examples', split_names=['train', 'eval']
+    )
+
+
+def _run(tmp_path, evaluation, baseline_slope=None, splits=None):
+    model = _artifact(standard_artifacts.Model, tmp_path / 'model', 21)
+    data.save_model(fc.MULTICLASS, os.path.join(model.uri, 'Format-Serving'))
+    inputs = {spec.EXAMPLES_KEY: [_examples(tmp_path)], spec.MODEL_KEY: [model]}
+    if baseline_slope is not None:
+        baseline = _artifact(standard_artifacts.Model, tmp_path / 'baseline', 12)
+        data.save_model(fc.MULTICLASS, os.path.join(baseline.uri, 'Format-Serving'), baseline_slope)
+        inputs[spec.BASELINE_MODEL_KEY] = [baseline]
+    evaluation_artifact = _artifact(standard_artifacts.ModelEvaluation, tmp_path / 'evaluation')
+    blessing = _artifact(standard_artifacts.ModelBlessing, tmp_path / 'blessing')
+    os.makedirs(blessing.uri)
+    executor.Executor().Do(
+        inputs,
+        {spec.EVALUATION_KEY: [evaluation_artifact], spec.BLESSING_KEY: [blessing]},
+        {
+            spec.EVAL_CONFIG_KEY: json_format.MessageToJson(_eval_config(tmp_path, evaluation)),
+            spec.EXAMPLE_SPLITS_KEY: json.dumps(splits) if splits else None,
+            spec.BATCH_SIZE_KEY: 64,
+        },
+    )
+    return evaluation_artifact.uri, blessing
+
+
+def _count(output_dir, model_name=''):
+    (slice_metrics,) = tfma_writer.load_and_deserialize_metrics(output_dir)
+    key = tfma.metrics.MetricKey('example_count', model_name=model_name, example_weighted=False)
+    return {
+        tfma.metrics.MetricKey.from_proto(kv.key): kv.value.double_value.value
+        for kv in slice_metrics.metric_keys_and_values
+    }[key]
+
+
+def test_blesses_as_stock_and_reads_the_eval_split(tmp_path):
+    output, blessing = _run(tmp_path, {'min_value': 0.5})
+    assert _count(output) == 300  # the eval split only
+    result = tfma.load_eval_result(output)
+    assert result.model_location == os.path.join(str(tmp_path / 'model'), 'Format-Serving')
+    assert os.listdir(blessing.uri) == ['BLESSED']
+    assert blessing.get_int_custom_property('blessed') == 1
+    assert blessing.get_string_custom_property('current_model') == str(tmp_path / 'model')
+    assert blessing.get_int_custom_property('current_model_id') == 21
+    assert not blessing.has_custom_property('baseline_model')
+
+
+def test_with_a_baseline_both_are_scored_on_every_split_and_the_bound_decides(tmp_path):
+    # The baseline is the same model, so the change check (no regression beyond 0) passes and
+    # only the value bound, above any accuracy these noisy labels allow, fails.
+    evaluation = {'min_value': 0.99, 'baseline': 'latest_blessed', 'max_regression': 0.0}
+    output, blessing = _run(tmp_path, evaluation, baseline_slope=4.0, splits=['train', 'eval'])
+    assert _count(output, 'candidate') == _count(output, 'baseline') == 900
+    assert os.listdir(blessing.uri) == ['NOT_BLESSED']
+    assert blessing.get_int_custom_property('blessed') == 0
+    assert blessing.get_string_custom_property('baseline_model') == str(tmp_path / 'baseline')
+    assert blessing.get_int_custom_property('baseline_model_id') == 12
+    validation = tfma.load_validation_result(output)
+    (per_slice,) = validation.metric_validations_per_slice
+    assert [(f.metric_key.name, f.metric_key.is_diff) for f in per_slice.failures] == [
+        ('accuracy', False)
+    ]
+
+
+def test_an_empty_split_is_an_error_naming_it(tmp_path):
+    examples = _examples(tmp_path)
+    for name in os.listdir(os.path.join(examples.uri, 'Split-eval')):
+        os.remove(os.path.join(examples.uri, 'Split-eval', name))
+    data.write_gzip_tfrecords(str(tmp_path / 'examples' / 'Split-eval' / 'data'), [])
+    with pytest.raises(Exception, match='Split-eval.*no examples to evaluate'):
+        _run_with_examples(tmp_path, examples)
+
+
+def _run_with_examples(tmp_path, examples):
+    model = _artifact(standard_artifacts.Model, tmp_path / 'model', 21)
+    data.save_model(fc.MULTICLASS, os.path.join(model.uri, 'Format-Serving'))
+    executor.Executor().Do(
+        {spec.EXAMPLES_KEY: [examples], spec.MODEL_KEY: [model]},
+        {
+            spec.EVALUATION_KEY: [_artifact(standard_artifacts.ModelEvaluation, tmp_path / 'e')],
+            spec.BLESSING_KEY: [_artifact(standard_artifacts.ModelBlessing, tmp_path / 'b')],
+        },
+        {
+            spec.EVAL_CONFIG_KEY: json_format.MessageToJson(
+                _eval_config(tmp_path, {'min_value': 0.5})
+            ),
+            spec.BATCH_SIZE_KEY: 64,
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    'change, message',
+    [
+        (
+            lambda c: c.slicing_specs.add(feature_keys=['x']),
+            r'eval_config.slicing_specs: only the overall slice',
+        ),
+        (
+            lambda c: c.metrics_specs[0].metrics.add(class_name='Precision'),
+            r"metrics_specs\[0\]: metric class 'Precision' is not supported",
+        ),
+        (
+            lambda c: c.metrics_specs[0].metrics.add(class_name='AUC'),
+            r'metric AUC needs a config with its name',
+        ),
+        (
+            lambda c: c.model_specs[0].ClearField('preprocessing_function_names'),
+            r'model_specs\[0\].preprocessing_function_names: expected one signature',
+        ),
+        (
+            lambda c: c.model_specs[0].ClearField('label_key'),
+            r'model_specs\[0\].label_key: required',
+        ),
+    ],
+)
+def test_what_it_does_not_evaluate_is_refused_by_field(tmp_path, change, message):
+    eval_config = _eval_config(tmp_path, {'min_value': 0.5})
+    change(eval_config)
+    with pytest.raises(ValueError, match=message):
+        component.Evaluator(
+            examples=channel.Channel(type=standard_artifacts.Examples),
+            model=channel.Channel(type=standard_artifacts.Model),
+            eval_config=eval_config,
+        )
