@@ -9,7 +9,7 @@ record a `tf.Example` holding 256 examples column by column); its disk size and 
 reported, and it is checked to read back as the same examples, every value equal.
 
 The same model (`components.trainer.model`, the Trainer's default widths) trains the same number
-of steps, batch 256, fed by:
+of steps at the same batch size (`--batch-size`, by default the Trainer's default, 2048), fed by:
 
 1. `upper_bound`: one parsed batch held in memory, fed to every step: no I/O, no parsing, no
    iterator, no indexing. Our step in a `tf.function` running `steps_per_execution` steps per
@@ -21,7 +21,8 @@ of steps, batch 256, fed by:
    and fills the cache, and is reported on its own as `first_epoch_examples_per_sec`): what the
    cache still adds when the split fits in memory.
 2c. `per_example`: the Trainer's dataset over Transform's own output (one `tf.Example` per
-   record: a batch is 256 protos parsed), the pipeline's input before the ExampleBatcher.
+   record: a batch is one proto parsed per example), the pipeline's input before the
+   ExampleBatcher.
 3. `tfx`: what TFX's examples do: `data_accessor.tf_dataset_factory` (the factory stock Trainer
    hands to `run_fn`, built here from the artifact exactly as stock Trainer builds it) feeding
    `model.fit` with Keras's defaults; the model compiled with the same optimizer and loss.
@@ -42,7 +43,7 @@ input-bound; the input pipelines' rates alone (no model) say where the crossover
 Compare ratios, not absolute rates: the machine may be shared, and here input and compute share
 the same CPU cores, so they can overlap only as far as cores are idle.
 
-    asynctrain bench input [--examples N] [--steps N] [--output DIR]
+    asynctrain bench input [--examples N] [--steps N] [--batch-size N] [--output DIR]
 
 The data, the batched writer's check and the variants' runners live in `input_variants`.
 """
@@ -79,10 +80,11 @@ from benchmarks.input_variants import (
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'input')
 DEFAULT_EXAMPLES = 1_000_000
-DEFAULT_STEPS = 2000
+# One epoch of the default examples at the default batch.
+DEFAULT_STEPS = 500
 # The naive pipeline runs about 1,000 examples/s here; its rate is steady after a few steps, so
 # it runs fewer (reported as its own `steps`) to keep the bench within minutes.
-DEFAULT_NAIVE_STEPS = 30
+DEFAULT_NAIVE_STEPS = 5  # 10,240 examples at the default batch
 DEFAULT_ROUNDS = 3
 VARIANTS = ('upper_bound', 'ours', 'ours_cached', 'per_example', 'tfx', 'naive')
 # Hidden layers of the sweep, small (input-bound) to large (compute-bound). The first is the
@@ -105,6 +107,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_STEPS,
         help=f'timed train steps per variant (default {DEFAULT_STEPS}); the '
         'model sweep runs an eighth of them per width',
+    )
+    parser.add_argument(
+        '--batch-size',
+        type=int,
+        default=BATCH_SIZE,
+        help=f"examples per step (default {BATCH_SIZE}, the Trainer's default)",
     )
     parser.add_argument(
         '--rounds',
@@ -147,7 +155,12 @@ def _log(message: str) -> None:
 
 
 def run_sweep(
-    data: TransformedExamples, ours_dir: str, widths, steps: int, ours_input_rate: float
+    data: TransformedExamples,
+    ours_dir: str,
+    widths,
+    steps: int,
+    ours_input_rate: float,
+    batch_size: int,
 ) -> dict:
     """Upper bound and ours (reading `ours_dir`) per hidden width; the crossover is where ours
     stops stalling."""
@@ -155,7 +168,7 @@ def run_sweep(
 
     points = []
     for hidden_units in widths:
-        task = make_task(data, hidden_units)
+        task = make_task(data, hidden_units, batch_size=batch_size)
         upper = train_in_loop(task, in_memory_batches(task, data), steps)
         ours = train_in_loop(
             task, task.build_inputs(ours_dir, data_lib.TRAIN_SPLIT, training=True), steps
@@ -252,10 +265,14 @@ def write_chart(result: dict, path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.examples < BATCH_SIZE or min(args.steps, args.rounds) < 1 or args.sample_rows < 10:
+    if (
+        min(args.steps, args.rounds, args.batch_size) < 1
+        or args.examples < args.batch_size
+        or args.sample_rows < 10
+    ):
         print(
-            f'--examples: at least {BATCH_SIZE}; --steps, --rounds: at least 1; --sample-rows: '
-            'at least 10',
+            '--batch-size, --steps, --rounds: at least 1; --examples: at least --batch-size; '
+            '--sample-rows: at least 10',
             file=sys.stderr,
         )
         return 2
@@ -283,7 +300,7 @@ def run(args: argparse.Namespace) -> int:
         f'data: {data.num_examples:,} examples, {data.bytes / 2**20:.0f} MiB in '
         f'{data.num_files} GZIP files, {data.seconds:.1f} s'
     )
-    task = make_task(data)
+    task = make_task(data, batch_size=args.batch_size)
     batched = write_batched_examples(data, os.path.join(output, 'data', 'batched'), task)
     batched_same = same_examples(data, batched, task)
     _log(
@@ -324,7 +341,7 @@ def run(args: argparse.Namespace) -> int:
             rounds_examples_per_sec=[m['examples_per_sec'] for m in measured],
         )
     _log('ours, input.cache: memory (one epoch to fill the cache, then timed)')
-    epoch_steps = -(-data.num_examples // BATCH_SIZE)
+    epoch_steps = -(-data.num_examples // args.batch_size)
     variants['ours_cached'] = train_in_loop(
         task,
         cached_dataset(task, batched.examples_dir),
@@ -362,21 +379,31 @@ def run(args: argparse.Namespace) -> int:
         'ours': input_only_rate(
             task.build_inputs(batched.examples_dir, data_lib.TRAIN_SPLIT, training=True),
             input_steps,
+            args.batch_size,
         ),
         'per_example': input_only_rate(
-            task.build_inputs(data.examples_dir, data_lib.TRAIN_SPLIT, training=True), input_steps
+            task.build_inputs(data.examples_dir, data_lib.TRAIN_SPLIT, training=True),
+            input_steps,
+            args.batch_size,
         ),
-        'tfx': input_only_rate(tfx_dataset(task, data), input_steps),
+        'tfx': input_only_rate(tfx_dataset(task, data), input_steps, args.batch_size),
         'naive': naive_input_only_rate(task, data, args.naive_steps),
     }
     _log('input alone: ' + ', '.join(f'{k} {v:,.0f}/s' for k, v in input_only.items()))
     _log(f'model sweep over hidden widths {[list(w) for w in widths]}')
-    sweep = run_sweep(data, batched.examples_dir, widths, max(1, steps // 8), input_only['ours'])
+    sweep = run_sweep(
+        data,
+        batched.examples_dir,
+        widths,
+        max(1, steps // 8),
+        input_only['ours'],
+        args.batch_size,
+    )
 
     result = {
         'benchmark': 'input',
         'steps': steps,
-        'batch_size': BATCH_SIZE,
+        'batch_size': args.batch_size,
         'steps_per_execution': STEPS_PER_EXECUTION,
         'model_hidden_units': list(task.config.model.hidden_units),
         'model_parameters': model_parameters(task),

@@ -15,7 +15,8 @@ import shutil
 import time
 
 DEFAULT_SAMPLE_ROWS = 6000
-BATCH_SIZE = 256
+# The bench's default batch: the Trainer's default (`training.batch_size`).
+BATCH_SIZE = 2048
 STEPS_PER_EXECUTION = 50
 # In-memory batches `model.fit` cycles through to derive the tfx variant's stall.
 FIT_IN_MEMORY_BATCHES = 16
@@ -117,7 +118,10 @@ def make_transformed_examples(
 
 
 def make_task(
-    data: TransformedExamples, hidden_units: tuple[int, ...] = (64, 32), trainer_config=None
+    data: TransformedExamples,
+    hidden_units: tuple[int, ...] = (64, 32),
+    trainer_config=None,
+    batch_size: int = BATCH_SIZE,
 ):
     """Our task (model, optimizer, step, inputs) over `data`, with the Trainer's defaults."""
     from components.trainer import config as config_lib
@@ -128,7 +132,7 @@ def make_task(
     config = trainer_config or config_lib.TrainerConfig(
         model=config_lib.ModelConfig(hidden_units=tuple(hidden_units)),
         training=config_lib.TrainingConfig(
-            batch_size=BATCH_SIZE, steps_per_execution=STEPS_PER_EXECUTION
+            batch_size=batch_size, steps_per_execution=STEPS_PER_EXECUTION
         ),
     )
     return tasks.BinaryClassificationTask(schema, config)
@@ -208,8 +212,8 @@ def same_examples(data: TransformedExamples, batched: BatchedExamples, task) -> 
     return source_rows.shape == read_rows.shape and np.array_equal(source_rows, read_rows)
 
 
-def _rate(steps: int, seconds: float) -> float:
-    return steps * BATCH_SIZE / seconds
+def _rate(steps: int, seconds: float, batch_size: int) -> float:
+    return steps * batch_size / seconds
 
 
 def in_memory_batches(task, data: TransformedExamples, count: int = 1) -> list:
@@ -281,6 +285,7 @@ def train_in_loop(
         return wait
 
     per_call = task.config.training.steps_per_execution
+    batch_size = task.config.training.batch_size
 
     def timed(total: int) -> tuple[float, float]:
         waited, done = 0.0, 0
@@ -297,7 +302,7 @@ def train_in_loop(
         warmup_seconds, _ = timed(warmup_steps)
         result = {
             'warmup_steps': warmup_steps,
-            'warmup_examples_per_sec': _rate(warmup_steps, warmup_seconds),
+            'warmup_examples_per_sec': _rate(warmup_steps, warmup_seconds, batch_size),
         }
     seconds, waited = timed(steps)
     if eval_examples_dir:
@@ -305,7 +310,7 @@ def train_in_loop(
 
         result['eval_auc'] = evaluation.evaluate(task, keras_model, eval_examples_dir)['auc']
     return {
-        'examples_per_sec': _rate(steps, seconds),
+        'examples_per_sec': _rate(steps, seconds, batch_size),
         'seconds': seconds,
         'steps': steps,
         'input_stall_fraction': min(waited / seconds, 1.0),
@@ -327,7 +332,11 @@ def train_with_fit(task, dataset, steps: int) -> dict:
     started = time.perf_counter()
     keras_model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0)
     seconds = time.perf_counter() - started
-    return {'examples_per_sec': _rate(steps, seconds), 'seconds': seconds, 'steps': steps}
+    return {
+        'examples_per_sec': _rate(steps, seconds, task.config.training.batch_size),
+        'seconds': seconds,
+        'steps': steps,
+    }
 
 
 def tfx_dataset(task, data: TransformedExamples):
@@ -345,7 +354,9 @@ def tfx_dataset(task, data: TransformedExamples):
     schema = tft.TFTransformOutput(data.transform_graph).transformed_metadata.schema
     return factory(
         [data_lib.split_file_pattern(data.examples_dir, data_lib.TRAIN_SPLIT)],
-        tfxio.TensorFlowDatasetOptions(batch_size=BATCH_SIZE, label_key=data.label_key),
+        tfxio.TensorFlowDatasetOptions(
+            batch_size=task.config.training.batch_size, label_key=data.label_key
+        ),
         schema,
     )
 
@@ -362,11 +373,12 @@ def train_naive(task, data: TransformedExamples, steps: int) -> dict:
     optimizer = task.build_optimizer()
     spec = dict(task.schema.feature_spec)
     label_key = task.schema.label_key
+    batch_size = task.config.training.batch_size
     files = sorted(glob.glob(data_lib.split_file_pattern(data.examples_dir, data_lib.TRAIN_SPLIT)))
     records = iter(tf.data.TFRecordDataset(files, compression_type='GZIP').repeat())
 
     def next_batch():
-        parsed = [tf.io.parse_single_example(next(records), spec) for _ in range(BATCH_SIZE)]
+        parsed = [tf.io.parse_single_example(next(records), spec) for _ in range(batch_size)]
         features = {name: tf.stack([p[name] for p in parsed]) for name in spec}
         return features, features.pop(label_key)
 
@@ -380,7 +392,7 @@ def train_naive(task, data: TransformedExamples, steps: int) -> dict:
         task.train_step(features, labels, keras_model, optimizer)
     seconds = time.perf_counter() - started
     return {
-        'examples_per_sec': _rate(steps, seconds),
+        'examples_per_sec': _rate(steps, seconds, batch_size),
         'seconds': seconds,
         'steps': steps,
         'input_stall_fraction': waited / seconds,
@@ -388,7 +400,7 @@ def train_naive(task, data: TransformedExamples, steps: int) -> dict:
     }
 
 
-def input_only_rate(dataset, steps: int) -> float:
+def input_only_rate(dataset, steps: int, batch_size: int) -> float:
     """Examples/s of a dataset alone: batches pulled in a `tf.function`, no model."""
     import tensorflow as tf
 
@@ -403,7 +415,7 @@ def input_only_rate(dataset, steps: int) -> float:
     pull(tf.constant(STEPS_PER_EXECUTION))
     started = time.perf_counter()
     pull(tf.constant(steps))
-    return _rate(steps, time.perf_counter() - started)
+    return _rate(steps, time.perf_counter() - started, batch_size)
 
 
 def naive_input_only_rate(task, data: TransformedExamples, steps: int) -> float:
@@ -415,13 +427,14 @@ def naive_input_only_rate(task, data: TransformedExamples, steps: int) -> float:
     from components.trainer.training import data as data_lib
 
     spec = dict(task.schema.feature_spec)
+    batch_size = task.config.training.batch_size
     files = sorted(glob.glob(data_lib.split_file_pattern(data.examples_dir, data_lib.TRAIN_SPLIT)))
     records = iter(tf.data.TFRecordDataset(files, compression_type='GZIP').repeat())
     started = time.perf_counter()
     for _ in range(steps):
-        parsed = [tf.io.parse_single_example(next(records), spec) for _ in range(BATCH_SIZE)]
+        parsed = [tf.io.parse_single_example(next(records), spec) for _ in range(batch_size)]
         {name: tf.stack([p[name] for p in parsed]) for name in spec}
-    return _rate(steps, time.perf_counter() - started)
+    return _rate(steps, time.perf_counter() - started, batch_size)
 
 
 def model_parameters(task) -> int:

@@ -303,7 +303,9 @@ def run(args: argparse.Namespace) -> int:
     _log(f'data: {data.num_examples:,} examples in {data.seconds:.1f} s')
     from benchmarks import parameter_server_fit as fit_lib
 
-    held_out = fit_lib.held_out_batches(input_pipeline.make_task(data), data.examples_dir)
+    held_out = fit_lib.held_out_batches(
+        input_pipeline.make_task(data, batch_size=args.batch_size), data.examples_dir
+    )
     configs = []
     for num_workers in args.workers:
         for num_ps in sorted({n for n, _ in LAYOUTS}):

@@ -58,6 +58,8 @@ def metric_specs(eval_config) -> tuple[MetricSpec, ...]:
         raise ValueError('eval_config.slicing_specs: only the overall slice ({}) is supported')
     if eval_config.cross_slicing_specs:
         raise ValueError('eval_config.cross_slicing_specs: not supported')
+    if eval_config.options.compute_confidence_intervals.value:
+        raise ValueError('eval_config.options.compute_confidence_intervals: not supported')
     specs = []
     for index, metrics_spec in enumerate(eval_config.metrics_specs):
         where = f'eval_config.metrics_specs[{index}]'

@@ -103,7 +103,7 @@ class _ScoreBatches(beam.DoFn):
         self._examples.inc(len(batch))
         return iter(())
 
-    def finish_bundle(self) -> Iterable[window.GlobalWindows]:
+    def finish_bundle(self) -> Iterable[beam.utils.windowed_value.WindowedValue]:
         if self._scored:
             yield window.GlobalWindows.windowed_value(
                 {name: accumulator.state() for name, accumulator in self._accumulators.items()}

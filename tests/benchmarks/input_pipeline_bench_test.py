@@ -19,6 +19,8 @@ def test_bench_reports_every_pipeline_against_the_upper_bound(tmp_path, capsys):
             '3000',
             '--steps',
             '8',
+            '--batch-size',
+            '256',
             '--naive-steps',
             '2',
             '--rounds',
@@ -36,6 +38,7 @@ def test_bench_reports_every_pipeline_against_the_upper_bound(tmp_path, capsys):
     assert code == 0
     result = json.loads((output / 'result.json').read_text())
     assert result['data']['examples'] == 3000 and result['data']['files'] == 8
+    assert result['batch_size'] == 256
     assert result['data']['bytes'] > 0
     # The pre-batched copy of the train split: 3000 examples in records of 256, read back equal.
     batched = result['batched']

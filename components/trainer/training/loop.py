@@ -104,18 +104,24 @@ class Trainer:
         def replica_step(features, labels):
             return task.train_step(features, labels, model, optimizer)
 
+        # A plain step when every execution runs one: a while loop around the remote variable
+        # reads and updates costs more than the step itself at that size (bench ps, `vs_fit`).
+        single_step = self.config.training.steps_per_execution == 1
+
         # One trace serves every call: the iterator's batch dimension is None and the number of
         # steps is a tensor, so the shorter last execution runs the same graph.
         @tf.function(input_signature=[iterator_spec, tf.TensorSpec([], tf.int32)])
         def train_steps(iterator, num_steps):
-            loss_sum = tf.constant(0.0)
-            staleness_sum = tf.constant(0, tf.int64)
-            staleness_max = tf.constant(0, tf.int64)
-            input_wait = tf.constant(0.0, tf.float64)
+            totals = (
+                tf.constant(0.0),  # loss sum
+                tf.constant(0, tf.int64),  # staleness sum
+                tf.constant(0, tf.int64),  # staleness max
+                tf.constant(0.0, tf.float64),  # input wait
+            )
             started = tf.timestamp()
-            # The loop stays outside `strategy.run`: the optimizer's cross-replica merge cannot sit
-            # inside a while loop of the replica function.
-            for _ in tf.range(num_steps):
+
+            def step(totals):
+                loss_sum, staleness_sum, staleness_max, input_wait = totals
                 # Explicit dependencies: automatic control dependencies do not order
                 # `tf.timestamp` against `next(iterator)`, and a while loop may start an
                 # iteration's independent ops early, so without them the wait reads as zero.
@@ -128,9 +134,21 @@ class Trainer:
                 outputs = strategy.experimental_local_results(
                     strategy.run(replica_step, args=(features, labels))
                 )[0]
-                loss_sum += outputs['loss']
-                staleness_sum += outputs['staleness']
-                staleness_max = tf.maximum(staleness_max, outputs['staleness'])
+                return (
+                    loss_sum + outputs['loss'],
+                    staleness_sum + outputs['staleness'],
+                    tf.maximum(staleness_max, outputs['staleness']),
+                    input_wait,
+                )
+
+            if single_step:
+                totals = step(totals)
+            else:
+                # The loop stays outside `strategy.run`: the optimizer's cross-replica merge
+                # cannot sit inside a while loop of the replica function.
+                for _ in tf.range(num_steps):
+                    totals = step(totals)
+            loss_sum, staleness_sum, staleness_max, input_wait = totals
             with tf.control_dependencies([loss_sum, staleness_sum]):
                 elapsed = tf.timestamp() - started
             # One tensor, in the order of `MEASUREMENTS`: the coordinator copies each returned

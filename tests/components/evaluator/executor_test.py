@@ -145,6 +145,10 @@ def _run_with_examples(tmp_path, examples):
             r'eval_config.slicing_specs: only the overall slice',
         ),
         (
+            lambda c: setattr(c.options.compute_confidence_intervals, 'value', True),
+            r'eval_config.options.compute_confidence_intervals: not supported',
+        ),
+        (
             lambda c: c.metrics_specs[0].metrics.add(class_name='Precision'),
             r"metrics_specs\[0\]: metric class 'Precision' is not supported",
         ),
