@@ -27,26 +27,27 @@ def _temporary_directory(tmp_path_factory) -> None:
 
 
 # The longest test of each slow file, in seconds, in the fresh-clone `make test` run of 2026-12-01
-# 16:12 UTC (three workers on 2 cores). xdist hands tests out one at a time, so starting the
+# 19:57 UTC (three workers on 2 cores). xdist hands tests out one at a time, so starting the
 # longest single tests first keeps a worker from picking one up when the others are nearly done.
 SLOWEST_FILES = {
-    'tests/benchmarks/pipeline_bench_test.py': 436,
-    'tests/e2e/daily_retraining_e2e_test.py': 431,
-    'tests/benchmarks/input_pipeline_bench_test.py': 254,
-    'tests/benchmarks/transform_bench_test.py': 248,
-    'tests/e2e/daily_blessing_e2e_test.py': 208,
-    'tests/benchmarks/parameter_server_bench_test.py': 176,
-    'tests/components/trainer/cluster/recovery_test.py': 159,
+    'tests/benchmarks/pipeline_bench_test.py': 387,
+    'tests/e2e/daily_retraining_e2e_test.py': 368,
+    'tests/benchmarks/transform_bench_test.py': 318,
+    'tests/e2e/daily_blessing_e2e_test.py': 241,
+    'tests/benchmarks/parameter_server_bench_test.py': 215,
+    'tests/e2e/local_pipeline_e2e_test.py': 171,
     'tests/e2e/init_e2e_test.py': 148,
-    'tests/e2e/pipeline_failure_e2e_test.py': 142,
-    'tests/e2e/own_data_e2e_test.py': 138,
-    'tests/e2e/local_pipeline_e2e_test.py': 118,
-    'tests/components/trainer/kubernetes/local_test.py': 96,
-    'tests/components/transform/transform_component_test.py': 78,
-    'tests/components/trainer/executor_test.py': 72,
-    'tests/components/trainer/cli_test.py': 40,
-    'tests/components/trainer/training/model_module_test.py': 35,
-    'tests/components/trainer/training/loop_test.py': 34,
+    'tests/components/trainer/cluster/recovery_test.py': 141,
+    'tests/e2e/own_data_e2e_test.py': 132,
+    'tests/e2e/pipeline_failure_e2e_test.py': 132,
+    'tests/benchmarks/input_pipeline_bench_test.py': 124,
+    'tests/components/transform/transform_component_test.py': 124,
+    'tests/components/trainer/kubernetes/local_test.py': 108,
+    'tests/components/trainer/executor_test.py': 101,
+    'tests/components/trainer/training/model_module_test.py': 59,
+    'tests/components/trainer/cli_test.py': 51,
+    'tests/reliability/property_test.py': 43,
+    'tests/components/example_gen/equivalence_test.py': 34,
 }
 _ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -15,6 +15,7 @@ import functools
 from collections.abc import Iterable, Iterator, Sequence
 
 import apache_beam as beam
+import numpy as np
 import tensorflow as tf
 from apache_beam.transforms import window
 
@@ -42,19 +43,37 @@ class ModelToScore:
     prediction_key: str
 
 
-def _single_input(function, where: str) -> str:
-    """The name of a signature's one input (serialized examples)."""
-    _, kwargs = function.structured_input_signature
-    if len(kwargs) != 1:
-        raise ValueError(f'{where}: expected one input (serialized examples), got {sorted(kwargs)}')
-    return next(iter(kwargs))
+@dataclasses.dataclass(frozen=True)
+class _Signature:
+    """One signature of a loaded SavedModel, called with a batch of serialized examples."""
 
+    function: object
+    input_name: str
+    where: str
 
-def _call(function, input_name: str, examples: tf.Tensor, key: str, what: str, where: str):
-    outputs = function(**{input_name: examples})
-    if key not in outputs:
-        raise ValueError(f'{where}: {what} {key!r} is not among its outputs {sorted(outputs)}')
-    return outputs[key].numpy()
+    @classmethod
+    def load(cls, saved_model, path: str, name: str) -> _Signature:
+        if name not in saved_model.signatures:
+            raise ValueError(
+                f'{path}: no signature {name!r}; it has {sorted(saved_model.signatures)}'
+            )
+        function = saved_model.signatures[name]
+        where = f'{path}: signature {name!r}'
+        _, kwargs = function.structured_input_signature
+        if len(kwargs) != 1:
+            raise ValueError(
+                f'{where}: expected one input (serialized examples), got {sorted(kwargs)}'
+            )
+        return cls(function, next(iter(kwargs)), where)
+
+    def output(self, examples: tf.Tensor, key: str, field: str) -> np.ndarray:
+        """The output `key` (named by the model spec's `field`) for `examples`."""
+        outputs = self.function(**{self.input_name: examples})
+        if key not in outputs:
+            raise ValueError(
+                f'{self.where}: {field} {key!r} is not among its outputs {sorted(outputs)}'
+            )
+        return outputs[key].numpy()
 
 
 class _ScoreBatches(beam.DoFn):
@@ -66,21 +85,15 @@ class _ScoreBatches(beam.DoFn):
         self._examples = beam.metrics.Metrics.counter('asynctrain_evaluator', 'examples_scored')
 
     def setup(self) -> None:
-        self._loaded = []
-        for model in self._models:
-            saved_model = tf.saved_model.load(model.path)
-            functions = []
-            for signature in (model.preprocessing, model.signature):
-                where = f'{model.path}: signature {signature!r}'
-                if signature not in saved_model.signatures:
-                    raise ValueError(
-                        f'{model.path}: no signature {signature!r}; it has '
-                        f'{sorted(saved_model.signatures)}'
-                    )
-                function = saved_model.signatures[signature]
-                functions.append((function, _single_input(function, where), where))
-            # Keeps the SavedModel alive: its signatures hold only weak references to it.
-            self._loaded.append((model, saved_model, functions))
+        # The SavedModels stay referenced here: their signatures hold only weak references.
+        self._saved_models = [tf.saved_model.load(m.path) for m in self._models]
+        self._signatures = [
+            (
+                _Signature.load(saved_model, model.path, model.preprocessing),
+                _Signature.load(saved_model, model.path, model.signature),
+            )
+            for model, saved_model in zip(self._models, self._saved_models)
+        ]
 
     def start_bundle(self) -> None:
         self._accumulators = {m.name: metrics.Accumulator(self._specs) for m in self._models}
@@ -88,17 +101,11 @@ class _ScoreBatches(beam.DoFn):
 
     def process(self, batch: Sequence[bytes]) -> Iterator[dict]:
         examples = tf.constant(list(batch), dtype=tf.string)
-        for model, _, (
-            (transform, transform_input, transform_where),
-            (serve, serve_input, serve_where),
-        ) in self._loaded:
-            labels = _call(
-                transform, transform_input, examples, model.label_key, 'label_key', transform_where
+        for model, (transform, serve) in zip(self._models, self._signatures):
+            self._accumulators[model.name].update(
+                transform.output(examples, model.label_key, 'label_key'),
+                serve.output(examples, model.prediction_key, 'prediction_key'),
             )
-            predictions = _call(
-                serve, serve_input, examples, model.prediction_key, 'prediction_key', serve_where
-            )
-            self._accumulators[model.name].update(labels, predictions)
         self._scored += len(batch)
         self._examples.inc(len(batch))
         return iter(())

@@ -175,3 +175,21 @@ def test_what_it_does_not_evaluate_is_refused_by_field(tmp_path, change, message
             model=channel.Channel(type=standard_artifacts.Model),
             eval_config=eval_config,
         )
+
+
+def test_a_label_key_the_model_lacks_is_an_error_naming_signature_and_key(tmp_path):
+    eval_config = _eval_config(tmp_path, {'min_value': 0.5})
+    eval_config.model_specs[0].label_key = 'species'
+    model = _artifact(standard_artifacts.Model, tmp_path / 'model', 21)
+    data.save_model(fc.MULTICLASS, os.path.join(model.uri, 'Format-Serving'))
+    with pytest.raises(Exception, match=r"signature 'transform_features'.*label_key 'species'"):
+        executor.Executor().Do(
+            {spec.EXAMPLES_KEY: [_examples(tmp_path)], spec.MODEL_KEY: [model]},
+            {
+                spec.EVALUATION_KEY: [
+                    _artifact(standard_artifacts.ModelEvaluation, tmp_path / 'e')
+                ],
+                spec.BLESSING_KEY: [_artifact(standard_artifacts.ModelBlessing, tmp_path / 'b')],
+            },
+            {spec.EVAL_CONFIG_KEY: json_format.MessageToJson(eval_config), spec.BATCH_SIZE_KEY: 64},
+        )
