@@ -63,12 +63,10 @@ def metric_specs(eval_config) -> tuple[MetricSpec, ...]:
     specs = []
     for index, metrics_spec in enumerate(eval_config.metrics_specs):
         where = f'eval_config.metrics_specs[{index}]'
-        for field in ('output_names', 'binarize', 'aggregate', 'example_weights'):
-            if (
-                metrics_spec.HasField(field)
-                if field != 'output_names'
-                else metrics_spec.output_names
-            ):
+        if metrics_spec.output_names:
+            raise ValueError(f'{where}.output_names: not supported')
+        for field in ('binarize', 'aggregate', 'example_weights'):
+            if metrics_spec.HasField(field):
                 raise ValueError(f'{where}.{field}: not supported')
         for metric in metrics_spec.metrics:
             if metric.class_name not in _SHAPES:

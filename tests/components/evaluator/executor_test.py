@@ -49,10 +49,11 @@ def _examples(tmp_path):
     )
 
 
-def _run(tmp_path, evaluation, baseline_slope=None, splits=None):
+def _run(tmp_path, eval_config, baseline_slope=None, splits=None, examples=None):
+    """The executor on a multiclass model (and a baseline with `baseline_slope`)."""
     model = _artifact(standard_artifacts.Model, tmp_path / 'model', 21)
     data.save_model(fc.MULTICLASS, os.path.join(model.uri, 'Format-Serving'))
-    inputs = {spec.EXAMPLES_KEY: [_examples(tmp_path)], spec.MODEL_KEY: [model]}
+    inputs = {spec.EXAMPLES_KEY: [examples or _examples(tmp_path)], spec.MODEL_KEY: [model]}
     if baseline_slope is not None:
         baseline = _artifact(standard_artifacts.Model, tmp_path / 'baseline', 12)
         data.save_model(fc.MULTICLASS, os.path.join(baseline.uri, 'Format-Serving'), baseline_slope)
@@ -64,7 +65,7 @@ def _run(tmp_path, evaluation, baseline_slope=None, splits=None):
         inputs,
         {spec.EVALUATION_KEY: [evaluation_artifact], spec.BLESSING_KEY: [blessing]},
         {
-            spec.EVAL_CONFIG_KEY: json_format.MessageToJson(_eval_config(tmp_path, evaluation)),
+            spec.EVAL_CONFIG_KEY: json_format.MessageToJson(eval_config),
             spec.EXAMPLE_SPLITS_KEY: json.dumps(splits) if splits else None,
             spec.BATCH_SIZE_KEY: 64,
         },
@@ -82,7 +83,7 @@ def _count(output_dir, model_name=''):
 
 
 def test_blesses_as_stock_and_reads_the_eval_split(tmp_path):
-    output, blessing = _run(tmp_path, {'min_value': 0.5})
+    output, blessing = _run(tmp_path, _eval_config(tmp_path, {'min_value': 0.5}))
     assert _count(output) == 300  # the eval split only
     result = tfma.load_eval_result(output)
     assert result.model_location == os.path.join(str(tmp_path / 'model'), 'Format-Serving')
@@ -97,7 +98,9 @@ def test_with_a_baseline_both_are_scored_on_every_split_and_the_bound_decides(tm
     # The baseline is the same model, so the change check (no regression beyond 0) passes and
     # only the value bound, above any accuracy these noisy labels allow, fails.
     evaluation = {'min_value': 0.99, 'baseline': 'latest_blessed', 'max_regression': 0.0}
-    output, blessing = _run(tmp_path, evaluation, baseline_slope=4.0, splits=['train', 'eval'])
+    output, blessing = _run(
+        tmp_path, _eval_config(tmp_path, evaluation), baseline_slope=4.0, splits=['train', 'eval']
+    )
     assert _count(output, 'candidate') == _count(output, 'baseline') == 900
     assert os.listdir(blessing.uri) == ['NOT_BLESSED']
     assert blessing.get_int_custom_property('blessed') == 0
@@ -116,25 +119,7 @@ def test_an_empty_split_is_an_error_naming_it(tmp_path):
         os.remove(os.path.join(examples.uri, 'Split-eval', name))
     data.write_gzip_tfrecords(str(tmp_path / 'examples' / 'Split-eval' / 'data'), [])
     with pytest.raises(Exception, match='Split-eval.*no examples to evaluate'):
-        _run_with_examples(tmp_path, examples)
-
-
-def _run_with_examples(tmp_path, examples):
-    model = _artifact(standard_artifacts.Model, tmp_path / 'model', 21)
-    data.save_model(fc.MULTICLASS, os.path.join(model.uri, 'Format-Serving'))
-    executor.Executor().Do(
-        {spec.EXAMPLES_KEY: [examples], spec.MODEL_KEY: [model]},
-        {
-            spec.EVALUATION_KEY: [_artifact(standard_artifacts.ModelEvaluation, tmp_path / 'e')],
-            spec.BLESSING_KEY: [_artifact(standard_artifacts.ModelBlessing, tmp_path / 'b')],
-        },
-        {
-            spec.EVAL_CONFIG_KEY: json_format.MessageToJson(
-                _eval_config(tmp_path, {'min_value': 0.5})
-            ),
-            spec.BATCH_SIZE_KEY: 64,
-        },
-    )
+        _run(tmp_path, _eval_config(tmp_path, {'min_value': 0.5}), examples=examples)
 
 
 @pytest.mark.parametrize(
@@ -180,16 +165,5 @@ def test_what_it_does_not_evaluate_is_refused_by_field(tmp_path, change, message
 def test_a_label_key_the_model_lacks_is_an_error_naming_signature_and_key(tmp_path):
     eval_config = _eval_config(tmp_path, {'min_value': 0.5})
     eval_config.model_specs[0].label_key = 'species'
-    model = _artifact(standard_artifacts.Model, tmp_path / 'model', 21)
-    data.save_model(fc.MULTICLASS, os.path.join(model.uri, 'Format-Serving'))
     with pytest.raises(Exception, match=r"signature 'transform_features'.*label_key 'species'"):
-        executor.Executor().Do(
-            {spec.EXAMPLES_KEY: [_examples(tmp_path)], spec.MODEL_KEY: [model]},
-            {
-                spec.EVALUATION_KEY: [
-                    _artifact(standard_artifacts.ModelEvaluation, tmp_path / 'e')
-                ],
-                spec.BLESSING_KEY: [_artifact(standard_artifacts.ModelBlessing, tmp_path / 'b')],
-            },
-            {spec.EVAL_CONFIG_KEY: json_format.MessageToJson(eval_config), spec.BATCH_SIZE_KEY: 64},
-        )
+        _run(tmp_path, eval_config)
