@@ -21,8 +21,9 @@ from tfx.dsl.components.base.base_beam_component import BaseBeamComponent
 from tfx.orchestration import metadata
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
+from components import console
 from components.example_gen.spec import ROWS_RECORD_ATTRIBUTE
-from pipelines import console, run_summary
+from pipelines import run_summary
 from pipelines.config import PipelineConfig
 from pipelines.pipeline import create_pipeline
 from pipelines.work_dir_lock import exclusive_work_dir

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f'asynctrain run: invalid configuration: {e}', file=sys.stderr)
         return 2
-    from pipelines import console
+    from components import console
 
     print(
         f'asynctrain: running pipeline {config.pipeline_name!r} on {config.data_dir}\n'
@@ -78,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(config, log_path: str, verbose: bool) -> tuple[int, str, object]:
     """(exit code, message for the console, summary or None)."""
+    from components import console
     from components.transform.feature_config import FeatureConfigError
-    from pipelines import console
     from pipelines.local_runner import PipelineRunError, run_local
     from pipelines.work_dir_lock import WorkDirBusyError
 

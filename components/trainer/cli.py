@@ -41,12 +41,11 @@ import os  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 
+# Shared with `asynctrain run` (stdlib only): fd 2 to the log, and the log's lines that matter.
+from components import console  # noqa: E402
 from components.trainer import config as config_lib  # noqa: E402
 from components.trainer import train_arguments  # noqa: E402
 from components.trainer.cluster import servers as cluster_lib  # noqa: E402
-
-# Also `asynctrain run`'s (stdlib only): fd 2 to the log, and the log's lines that matter.
-from pipelines import console  # noqa: E402
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

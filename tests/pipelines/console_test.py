@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-from pipelines import console
+from components import console
 from pipelines.local_runner import ComponentProgress
 
 NOISY_LOG = """\

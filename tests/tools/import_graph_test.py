@@ -1,5 +1,6 @@
-"""`tools/import_graph.py`: the repository has no import cycle, keeps the trainer's one import
-direction and no oversized module; on a synthetic package it reports exactly the planted faults."""
+"""`tools/import_graph.py`: the repository has no import cycle, keeps its layers (components below
+pipelines, the trainer's one direction) and no oversized module; on a synthetic package it
+reports exactly the planted faults."""
 
 import importlib.util
 import pathlib
@@ -61,7 +62,8 @@ def test_reports_exactly_the_planted_cycles_violations_and_long_modules(graph, t
             'components/trainer/cluster/servers.py': (
                 'from components.trainer.training.export import export\n'
             ),
-            # The allowed direction (kubernetes -> cluster); a type-only import never runs.
+            # The allowed direction (kubernetes -> cluster); a type-only import never runs, but
+            # reaching up into the pipeline layer is a violation even there.
             'components/trainer/kubernetes/__init__.py': '',
             'components/trainer/kubernetes/tfjob.py': """\
                 from typing import TYPE_CHECKING
@@ -89,9 +91,11 @@ def test_reports_exactly_the_planted_cycles_violations_and_long_modules(graph, t
     # config <-> tfjob.
     assert report.cycles == [[servers, export], [tfjob, config], [loop, run_files]]
     assert report.direction_violations == [
+        'components/trainer/kubernetes/tfjob.py:6: components.trainer.kubernetes.tfjob imports '
+        'pipelines.config (components must not import pipelines)',
         'components/trainer/training/export.py:4: components.trainer.training.export imports '
         'components.trainer.cluster.servers '
-        '(components.trainer.training must not import components.trainer.cluster)'
+        '(components.trainer.training must not import components.trainer.cluster)',
     ]
     assert report.oversized == [('pipelines/config.py', 452)]  # benchmarks/ are not size-checked
     assert report.long_modules == [
@@ -128,3 +132,37 @@ def test_a_clean_package_passes(graph, tmp_path, capsys):
 
     assert graph.main(['--root', str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == 'import graph: ok'
+
+
+def test_a_component_importing_the_pipeline_layer_or_a_benchmark_is_reported(graph, tmp_path):
+    _write(
+        tmp_path,
+        {
+            'components/__init__.py': '',
+            'components/console.py': 'import os\n',
+            'components/trainer/__init__.py': '',
+            # What the trainer's CLI once did: the console from the pipeline layer.
+            'components/trainer/cli.py': 'from pipelines import console\n',
+            'components/trainer/executor.py': """\
+                def run():
+                    from benchmarks import report
+                    return report
+            """,
+            'pipelines/__init__.py': '',
+            'pipelines/console.py': 'from components.console import *\n',
+            # The layers' allowed direction: pipelines and benchmarks import components.
+            'pipelines/run.py': 'from components import console\n',
+            'benchmarks/__init__.py': '',
+            'benchmarks/report.py': 'from components.trainer import cli\n',
+        },
+    )
+
+    report = graph.check(str(tmp_path))
+
+    assert report.direction_violations == [
+        'components/trainer/cli.py:1: components.trainer.cli imports pipelines.console '
+        '(components must not import pipelines)',
+        'components/trainer/executor.py:2: components.trainer.executor imports benchmarks.report '
+        '(components must not import benchmarks)',
+    ]
+    assert not report.ok
