@@ -7,6 +7,7 @@
     asynctrain compile    the pipeline for Kubeflow Pipelines or Vertex AI
     asynctrain schedule   a KFP recurring run of the compiled pipeline
     asynctrain bench ...  side-by-side benchmarks
+    asynctrain docs       the generated pages of docs/ (configuration reference, bench tables)
 
 Each subcommand lives in a module that defines `add_arguments(parser)` and `run(args) -> int`;
 modules are imported only when their command runs, so `--help` stays fast.
@@ -39,6 +40,7 @@ COMMANDS = {
     'train': ('components.trainer.cli', 'Train outside a pipeline, or as one TF_CONFIG replica.'),
     'compile': ('pipelines.compile_command', 'Compile the pipeline for Kubeflow or Vertex AI.'),
     'schedule': ('pipelines.schedule', 'Create a KFP recurring run of the compiled pipeline.'),
+    'docs': ('pipelines.docs_command', 'Write the generated pages of docs/, or --check them.'),
 }
 BENCHMARKS = {
     'examplegen': ('benchmarks.examplegen', 'Our ExampleGen vs stock CsvExampleGen.'),

@@ -1,0 +1,305 @@
+"""The tables of `docs/benchmarks.md`, written from the benches' committed JSON results.
+
+The page is hand-written prose with marked places for tables:
+
+    <!-- table: pipeline_components bench_pipeline.json -->
+    (whatever `fill` writes here)
+    <!-- end table -->
+
+`fill` replaces each marked body with the table that `TABLES[kind]` renders from the named JSON
+files (paths relative to the page), followed by the line saying when and on what machine the
+figures were measured, so a figure on the page is always the one in its JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+MARKER = re.compile(
+    r'(<!-- table: (?P<kind>\w+) (?P<files>[^>]+?) -->\n)(?P<body>.*?)(<!-- end table -->)',
+    re.DOTALL,
+)
+Result = dict[str, Any]
+
+
+def _n(value: float, digits: int = 0) -> str:
+    return f'{value:,.{digits}f}'
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return [
+        '| ' + ' | '.join(header) + ' |',
+        '|' + '---|' * len(header),
+        *('| ' + ' | '.join(row) + ' |' for row in rows),
+    ]
+
+
+def examplegen(result: Result) -> list[str]:
+    variants = result['variants']
+    names = {'stock': 'stock CsvExampleGen', 'ours': 'ours', 'raw': 'raw limit'}
+    vs_stock = {'stock': '1×', 'ours': f'**{result["ours_vs_stock"]:.1f}×**', 'raw': ''}
+    vs_raw = {'stock': '', 'ours': f'**{result["ours_vs_raw"]:.2f}**', 'raw': '1'}
+    rows = [
+        [
+            names[name],
+            f'{v["seconds"]:.2f}',
+            _n(v['rows_per_second']),
+            f'{_n(v["peak_rss_mb"])} MB',
+            vs_stock[name],
+            vs_raw[name],
+        ]
+        for name, v in variants.items()
+    ]
+    splits = ', '.join(
+        f'{k.removeprefix("Split-")} {_n(v)}' for k, v in result['rows_per_split'].items()
+    )
+    agree = 'the same examples' if result['outputs_agree'] else '**different examples**'
+    return [
+        *_table(['', 'seconds', 'rows/s', 'peak memory', 'vs stock', 'vs raw limit'], rows),
+        '',
+        f'{_n(result["rows"])} rows ({result["csv_bytes"] / 1e6:.0f} MB); stock and ours wrote '
+        f'{agree} in the same splits ({splits}).',
+    ]
+
+
+def transform(result: Result) -> list[str]:
+    seconds, cpu = result['seconds'], result['cpu_seconds']
+    ratio = result['ratio_b_over_c']
+    verdict = 'slower' if ratio > 1 else 'faster'
+    rows = [
+        [
+            'with the analyzer cache',
+            f'{seconds["b_with_cache"]:.1f} s',
+            f'{cpu["b_with_cache"]:.1f} s',
+        ],
+        [
+            'cache disabled',
+            f'{seconds["c_without_cache"]:.1f} s',
+            f'{cpu["c_without_cache"]:.1f} s',
+        ],
+        [
+            'ratio',
+            f'**{max(ratio, 1 / ratio):.2f}× {verdict} with the cache**',
+            f'{result["cpu_ratio_b_over_c"]:.2f}×',
+        ],
+    ]
+    same = 'identical' if result['outputs_match'] else '**different**'
+    vocabularies = result['vocabularies_equal']
+    return [
+        *_table([f'spans {result["window_b"]}', 'wall', 'CPU'], rows),
+        '',
+        f'{_n(result["rows_per_span"])} rows per span, Transform statistics '
+        f'{"on" if result["statistics"] else "off"}; writing the cache for spans '
+        f'{result["window_a"]}: {seconds["a_first_window"]:.1f} s. Outputs {same} on '
+        f'{_n(result["compared_rows"])} eval examples; {sum(vocabularies.values())} of '
+        f'{len(vocabularies)} vocabularies equal.',
+    ]
+
+
+_INPUT_NAMES = {
+    'upper_bound': 'upper bound: one parsed batch held in memory, no I/O, parsing or iterator',
+    'ours': '**ours**: the pre-batched records through `training/data.py` (first epoch, no cache)',
+    'ours_cached': 'ours, `input.cache: memory`, after its first epoch',
+    'per_example': "per_example: Transform's one `tf.Example` per record",
+    'tfx': "TFX's own: `tf_dataset_factory` + `model.fit`",
+    'naive': 'naive: per-example parsing, no prefetch, eager step',
+}
+
+
+def training_input(result: Result) -> list[str]:
+    rows = []
+    for name, v in result['variants'].items():
+        stall = f'{v["input_stall_fraction"]:.1%}'
+        if v['stall_method'] != 'measured':
+            stall += ' (derived)'
+        label = _INPUT_NAMES.get(name, name)
+        if name == 'naive':
+            label += f' ({v["steps"]} steps)'
+        ratio = f'{v["ratio_to_upper_bound"]:.2f}'
+        rows.append(
+            [label, _n(v['examples_per_sec']), f'**{ratio}**' if name == 'ours' else ratio, stall]
+        )
+    alone = result['input_only_examples_per_sec']
+    batched = result['batched']
+    return [
+        *_table(['input', 'examples/s', 'vs upper bound', 'input stall'], rows),
+        '',
+        f'Batch {_n(result["batch_size"])}, {_n(result["steps"])} steps, '
+        f"{_n(result['data']['examples'])} examples. Ours is {result['ours_vs_tfx']:.1f}× TFX's "
+        f'input pipeline and {result["ours_vs_per_example"]:.1f}× per_example. The input '
+        f'pipelines alone, with no model: ours {_n(alone["ours"])}/s, per_example '
+        f"{_n(alone['per_example'])}/s, TFX's {_n(alone['tfx'])}/s. The ExampleBatcher wrote "
+        f'the split at {_n(batched["write_examples_per_sec"])} examples/s, '
+        f"{batched['bytes_vs_source']:.2f}× the bytes of Transform's output.",
+    ]
+
+
+def input_widths(result: Result) -> list[str]:
+    sweep = result['model_sweep']
+    rows = [
+        [
+            ', '.join(str(u) for u in p['hidden_units']),
+            f'{p["upper_bound_examples_per_sec"] / 1e3:.1f}k/s',
+            f'{p["ours_examples_per_sec"] / 1e3:.1f}k/s',
+            f'{p["ours_ratio_to_upper_bound"]:.2f}',
+            f'{p["ours_input_stall_fraction"]:.1%}',
+        ]
+        for p in sweep['points']
+    ]
+    return [
+        *_table(
+            ['hidden units', 'upper bound', 'ours', 'ours / upper bound', 'our input stall'], rows
+        ),
+        '',
+        f'{sweep["steps"]} steps per width, batch {result["batch_size"]}.',
+    ]
+
+
+def _layout(config: Result) -> tuple[str, str]:
+    servers = str(config['num_ps'])
+    if config['num_ps'] > 1:
+        servers += ', ' + config['partitioner'].replace('_', ' ')
+    return str(config['num_workers']), servers
+
+
+def parameter_servers(result: Result) -> list[str]:
+    by_layout: dict[tuple[str, str], list[Result]] = {}
+    for config in result['configs']:
+        by_layout.setdefault(_layout(config), []).append(config)
+    rows = []
+    for (workers, servers), configs in by_layout.items():
+        configs.sort(key=lambda c: c['steps_per_execution'])
+        rows.append(
+            [
+                workers,
+                servers,
+                ' / '.join(f'{c["steps_per_sec"]:.0f}' for c in configs),
+                ' / '.join(f'{c["fit"]["steps_per_sec"]:.0f}' for c in configs),
+                ' / '.join(f'{c["vs_fit"]:.2f}' for c in configs),
+            ]
+        )
+    per_execution = ' / '.join(
+        str(s) for s in sorted({c['steps_per_execution'] for c in result['configs']})
+    )
+    return [
+        *_table(
+            ['workers', 'parameter servers', 'ours steps/s', '`model.fit` steps/s', 'ours / fit'],
+            rows,
+        ),
+        '',
+        f'`steps_per_execution` {per_execution}; batch {result["batch_size"]}, '
+        f'{_n(result["steps"])} steps, best of {result["repeats"]} rounds; '
+        f'{_n(result["examples"])} examples.',
+    ]
+
+
+def step_comparison(while_loop: Result, plain_step: Result) -> list[str]:
+    plain = {_layout(c): c['vs_fit'] for c in plain_step['configs']}
+    rows = [
+        [*_layout(c), f'{c["vs_fit"]:.2f}', f'{plain[_layout(c)]:.2f}']
+        for c in while_loop['configs']
+    ]
+    return _table(
+        [
+            'workers',
+            'parameter servers',
+            'ours / fit, step in a while loop',
+            'ours / fit, plain step',
+        ],
+        rows,
+    )
+
+
+def pipeline_components(result: Result) -> list[str]:
+    stock, ours = result['variants']['stock'], result['variants']['ours']
+    peaks = 'component_peak_mb' in ours
+    rows = []
+    for name in ours['component_order']:
+        if name in ('ImportSchemaGen', 'ExampleValidator', 'Pusher'):
+            continue
+        ours_s = ours['component_seconds'][name]
+        stock_s = stock['component_seconds'].get(name)
+        row = [
+            name,
+            f'{stock_s:,.1f} s' if stock_s is not None else '–',
+            f'{ours_s:,.1f} s',
+            f'{stock_s / ours_s:.2f}' if stock_s is not None else '–',
+        ]
+        if peaks:
+            stock_peak = stock['component_peak_mb'].get(name)
+            row += [
+                _n(stock_peak) if stock_peak is not None else '–',
+                _n(ours['component_peak_mb'][name]),
+            ]
+        rows.append(row)
+    total = [
+        'total (with ImportSchemaGen, ExampleValidator, Pusher)',
+        f'{stock["total_seconds"]:,.1f} s',
+        f'{ours["total_seconds"]:,.1f} s',
+        f'**{result["total_stock_over_ours"]:.2f}**',
+    ]
+    header = ['component', 'stock', 'ours', 'stock / ours']
+    if peaks:
+        header += ['peak MiB stock', 'peak MiB ours']
+        total += [_n(stock['peak_mb']), _n(ours['peak_mb'])]
+    rows.append(total)
+    beam = ' '.join(result.get('beam_args') or []) or 'none (in memory, one worker)'
+    metrics = []
+    for name, variant in (('stock', stock), ('ours', ours)):
+        if variant.get('eval_metric'):
+            metric, value = variant['eval_metric']
+            metrics.append(f'{name} {value:.4f}')
+    blessed = all(v.get('blessed') for v in (stock, ours))
+    return [
+        *_table(header, rows),
+        '',
+        f'{_n(result["rows"])} rows, {_n(result["train_steps"])} training steps; Beam arguments: '
+        f'{beam}. Eval {metric if metrics else "metric"}: {", ".join(metrics) or "not recorded"}; '
+        f'{"both models blessed" if blessed else "not both blessed"}.',
+    ]
+
+
+TABLES: dict[str, Callable[..., list[str]]] = {
+    'examplegen': examplegen,
+    'transform': transform,
+    'input': training_input,
+    'input_widths': input_widths,
+    'ps': parameter_servers,
+    'ps_step': step_comparison,
+    'pipeline_components': pipeline_components,
+}
+
+
+def measured_on(results: Sequence[Result], files: Sequence[str]) -> str:
+    """When and where: the JSON's `finished_at` and `machine`, when the bench recorded them."""
+    sources = ', '.join(f'[{os.path.basename(f)}]({f})' for f in files)
+    first = results[0]
+    if 'machine' not in first:
+        return f'From {sources}.'
+    machine = first['machine']
+    when = first['finished_at'].replace('T', ' ').replace('Z', ' UTC')
+    return (
+        f'From {sources}: finished {when}, {machine["cpus"]} CPUs, Python {machine["python"]}, '
+        f'{machine["platform"]}.'
+    )
+
+
+def fill(text: str, base_dir: str) -> str:
+    """`text` with every marked table rewritten from its JSON files under `base_dir`."""
+
+    def replace(match: re.Match) -> str:
+        files = match.group('files').split()
+        if match.group('kind') not in TABLES:
+            raise ValueError(f'unknown table {match.group("kind")!r}; known: {sorted(TABLES)}')
+        results = []
+        for name in files:
+            with open(os.path.join(base_dir, name), encoding='utf-8') as f:
+                results.append(json.load(f))
+        lines = TABLES[match.group('kind')](*results) + ['', measured_on(results, files)]
+        return match.group(1) + '\n'.join(lines) + '\n' + match.group(5)
+
+    return MARKER.sub(replace, text)
