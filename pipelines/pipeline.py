@@ -6,10 +6,11 @@ network and runs nothing. The runners (local, Kubeflow) add paths, metadata and 
     ExampleGen -> StatisticsGen -> ExampleValidator
          |          ImportSchemaGen --^    |
          +-----> Transform <---------------+
-                     |
-               ExampleBatcher
-                     |
-                  Trainer -> Evaluator -> Pusher
+         |           |
+         |     ExampleBatcher
+         |           |
+         +-> [LatestBlessedModel] -> Trainer -> Evaluator -> Pusher
+             (warm start and baseline, read from the push destination)
 """
 
 from __future__ import annotations
@@ -31,9 +32,6 @@ from tfx.components.statistics_gen.component import StatisticsGen
 from tfx.components.transform.component import Transform
 from tfx.dsl.components.common.resolver import Resolver
 from tfx.dsl.input_resolution.strategies.latest_artifact_strategy import LatestArtifactStrategy
-from tfx.dsl.input_resolution.strategies.latest_blessed_model_strategy import (
-    LatestBlessedModelStrategy,
-)
 from tfx.orchestration import pipeline as tfx_pipeline
 from tfx.proto import example_gen_pb2, pusher_pb2, range_config_pb2
 from tfx.types import standard_artifacts
@@ -42,6 +40,7 @@ from tfx.types.channel import Channel
 from components.evaluator.component import Evaluator
 from components.example_batcher.component import ExampleBatcher
 from components.example_gen.component import CsvExampleGen
+from components.latest_blessed_model.component import LatestBlessedModel
 from components.trainer.component import Trainer
 from components.trainer.training.export import (
     PREDICTIONS,
@@ -53,6 +52,9 @@ from components.transform import feature_config as fc
 from components.transform import preprocessing
 from pipelines.config import UPPER_BOUND_METRICS, PipelineConfig
 from pipelines.dataset_spec import resolve_label
+
+# Node id of the analyzer-cache resolver, the one node that needs ML Metadata (local runs only).
+LATEST_TRANSFORM_CACHE = 'latest_transform_cache'
 
 # Name of the generated preprocessing_fn, imported by path inside the Transform executor.
 PREPROCESSING_FN = 'components.transform.preprocessing.preprocessing_fn'
@@ -206,25 +208,25 @@ def create_pipeline(
             ),
         }
     # Retraining inputs: the previous run's analyzer cache and the latest blessed model. They are
-    # inputs, so they take part in TFX's cache key: a rerun with them on trains again from the
-    # previous model instead of being a cache hit. Hence they are opt-in (config.retraining).
-    # These are the two resolver kinds that KubeflowV2DagRunner compiles.
-    resolvers = []
+    # inputs, so they take part in TFX's cache key. Hence they are opt-in (config.retraining,
+    # evaluation.baseline).
+    # The latest blessed model is read from the push destination (`LatestBlessedModel`), the same
+    # way on every orchestrator: open-source KFP runs no resolver tasks. The analyzer cache keeps
+    # MLMD's resolver (local runs only; `asynctrain compile` refuses it, see kubeflow_runner).
+    retraining_nodes = []
     analyzer_cache = base_model = baseline_model = None
     if config.retraining.analyzer_cache:
         latest_cache = Resolver(
             strategy_class=LatestArtifactStrategy,
             cache=Channel(type=standard_artifacts.TransformCache),
-        ).with_id('latest_transform_cache')
-        resolvers.append(latest_cache)
+        ).with_id(LATEST_TRANSFORM_CACHE)
+        retraining_nodes.append(latest_cache)
         analyzer_cache = latest_cache.outputs['cache']
     if config.retraining.warm_start or config.evaluation.baseline == 'latest_blessed':
-        latest_blessed_model = Resolver(
-            strategy_class=LatestBlessedModelStrategy,
-            model=Channel(type=standard_artifacts.Model),
-            model_blessing=Channel(type=standard_artifacts.ModelBlessing),
-        ).with_id('latest_blessed_model')
-        resolvers.append(latest_blessed_model)
+        latest_blessed_model = LatestBlessedModel(
+            examples=example_gen.outputs['examples'], push_destination=config.serving_dir
+        )
+        retraining_nodes.append(latest_blessed_model)
         if config.retraining.warm_start:
             base_model = latest_blessed_model.outputs['model']
         if config.evaluation.baseline == 'latest_blessed':
@@ -278,7 +280,7 @@ def create_pipeline(
             statistics_gen,
             schema_gen,
             example_validator,
-            *resolvers,
+            *retraining_nodes,
             transform,
             example_batcher,
             trainer,

@@ -9,12 +9,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import apache_beam as beam
+import tensorflow as tf
 import tensorflow_model_analysis as tfma
 from absl import logging
 from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
 from tfx import types
 from tfx.components.evaluator import constants
-from tfx.dsl.components.base import base_beam_executor
+from tfx.components.evaluator import executor as evaluator_executor
 from tfx.types import artifact_utils
 from tfx.utils import io_utils, json_utils, path_utils, proto_utils
 
@@ -109,7 +110,16 @@ def add_evaluation(
     )
 
 
-class Executor(base_beam_executor.BaseBeamExecutor):
+def _holds_model(artifact: types.Artifact) -> bool:
+    return tf.saved_model.contains_saved_model(
+        path_utils.serving_model_path(artifact.uri, path_utils.is_old_model_artifact(artifact))
+    )
+
+
+# A subclass of stock Evaluator's executor for one reason: TFX's Kubeflow V2 entrypoint rewrites
+# the blessing's model ids into the pipeline's artifact names (`refactor_model_blessing`) only for
+# that class, so the blessing carries on every backend exactly what stock's carries. `Do` is ours.
+class Executor(evaluator_executor.Executor):
     """Scores the splits with the candidate (and baseline), writes the evaluation and blessing."""
 
     def Do(
@@ -123,7 +133,8 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         baselines = input_dict.get(spec.BASELINE_MODEL_KEY) or []
         if len(baselines) > 1:
             raise ValueError(f'baseline_model: expected at most one model, got {len(baselines)}')
-        baseline = baselines[0] if baselines else None
+        # The empty model `LatestBlessedModel` hands on before the first push is no baseline.
+        baseline = baselines[0] if baselines and _holds_model(baselines[0]) else None
         eval_config = tfma.EvalConfig()
         proto_utils.json_to_proto(exec_properties[spec.EVAL_CONFIG_KEY], eval_config)
         check_model_specs(eval_config)

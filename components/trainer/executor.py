@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+import tensorflow as tf
 from tfx import types
 from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
@@ -22,6 +23,15 @@ if TYPE_CHECKING:
 # cluster through the pod's service account. A rehearsal on one machine, and the tests, set
 # `kubernetes.local.runner(...)` or a runner with their own `TrainingClient` to run the same job.
 tfjob_runner: client.TFJobRunner | None = None
+
+
+def _base_model_dir(base_models: list[types.Artifact]) -> str | None:
+    """The SavedModel to warm-start from: None without a base model, or when the base model is
+    the empty one `LatestBlessedModel` hands on before the first push."""
+    if not base_models:
+        return None
+    path = path_utils.serving_model_path(base_models[-1].uri)
+    return path if tf.saved_model.contains_saved_model(path) else None
 
 
 class Executor(base_executor.BaseExecutor):
@@ -42,9 +52,7 @@ class Executor(base_executor.BaseExecutor):
             transform_graph_dir=artifact_utils.get_single_uri(input_dict[spec.TRANSFORM_GRAPH_KEY]),
             serving_model_dir=path_utils.serving_model_path(model_uri),
             model_run_dir=artifact_utils.get_single_uri(output_dict[spec.MODEL_RUN_KEY]),
-            base_model_dir=(
-                path_utils.serving_model_path(base_models[-1].uri) if base_models else None
-            ),
+            base_model_dir=_base_model_dir(base_models),
         )
         label_key = exec_properties[spec.LABEL_KEY_KEY]
 
