@@ -52,7 +52,7 @@ def examplegen(result: Result) -> list[str]:
             vs_stock[name],
             vs_raw[name],
         ]
-        for name, v in variants.items()
+        for name, v in sorted(variants.items(), key=lambda item: list(names).index(item[0]))
     ]
     splits = ', '.join(
         f'{k.removeprefix("Split-")} {_n(v)}' for k, v in result['rows_per_split'].items()
