@@ -1,5 +1,5 @@
 """`tools/reliability_report.py`: which tests it picks, how it reads JUnit XML, and that it
-rewrites only the README text between the reliability markers."""
+rewrites only the page's text between the reliability markers."""
 
 import importlib.util
 import pathlib
@@ -71,10 +71,10 @@ def test_reads_results_and_docstrings_from_junit_xml(report, tmp_path):
 
 
 def test_rewrites_only_between_the_markers(report):
-    """Report tool: README text outside the reliability markers is left byte for byte"""
+    """Report tool: the page's text outside the reliability markers is left byte for byte"""
     text = f'# T\n\nbefore\n{report.START}\nold\n{report.END}\nafter\n'
     assert report.replace_section(text, 'new') == (
         f'# T\n\nbefore\n{report.START}\nnew\n{report.END}\nafter\n'
     )
-    with pytest.raises(ValueError, match='README needs'):
+    with pytest.raises(ValueError, match='the page needs'):
         report.replace_section('no markers', 'new')
