@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,7 +39,86 @@ VOCABULARY = 'vocabulary'
 IDENTITY = 'identity'
 BUCKETIZE = 'bucketize'
 HASH = 'hash'
-TRANSFORMS = (ZSCORE, VOCABULARY, IDENTITY, BUCKETIZE, HASH)
+DATETIME = 'datetime'
+TRANSFORMS = (ZSCORE, VOCABULARY, IDENTITY, BUCKETIZE, HASH, DATETIME)
+
+# The calendar parts a `datetime` feature can give, each one transformed feature named
+# `<feature>_<part>` (the cyclical day of year gives two, `_day_of_year_sin` and `_cos`).
+DATETIME_PARTS = (
+    'year',
+    'month',
+    'day',
+    'day_of_week',
+    'day_of_year',
+    'day_of_year_cyclical',
+    'hour',
+    'minute',
+)
+# What a date gives, and what a time adds (the proposal `asynctrain init` writes; measured on
+# datasets/seattle_weather, docs/datetime-and-compressed-input.md).
+DATE_PARTS = ('year', 'month', 'day', 'day_of_week', 'day_of_year_cyclical')
+TIME_PARTS = ('hour', 'minute')
+# The 0/1 feature every `datetime` feature also gives: 1 where the value is missing or does not
+# parse (its parts then take their fill), so a model can tell a fill from a real date and the
+# share of bad values shows in Transform's statistics.
+DATETIME_MISSING = 'missing'
+# Categorical parts: ids 0..n-1, and id n for a missing value.
+DATETIME_PART_IDS = {'month': 12, 'day': 31, 'day_of_week': 7, 'hour': 24, 'minute': 60}
+# `unit` of a numeric (epoch) datetime column.
+EPOCH_UNITS = {'seconds': 1, 'milliseconds': 1000}
+# The strptime directives `strptime` may use, and the regular expression each reads.
+STRPTIME_DIRECTIVES = {
+    'Y': r'(\d{4})',
+    'y': r'(\d{2})',
+    'm': r'(\d{1,2})',
+    'd': r'(\d{1,2})',
+    'H': r'(\d{1,2})',
+    'M': r'(\d{2})',
+    'S': r'(\d{2})',
+}
+_TIME_OF_DAY = r'(?:[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:[.,]\d+)?)?)?'
+# The text formats read without a `strptime`, as (regular expression, the field each group is):
+# ISO 8601 dates and datetimes (an offset or Z accepted and ignored), and YYYY/MM/DD. The same
+# expressions serve the Transform graph (RE2) and `asynctrain init` (Python's re).
+DATE_FORMATS = (
+    (r'(\d{4})-(\d{2})-(\d{2})' + _TIME_OF_DAY + r'(?:Z|[+-]\d{2}(?::?\d{2})?)?', 'YmdHMS'),
+    (r'(\d{4})/(\d{1,2})/(\d{1,2})' + _TIME_OF_DAY, 'YmdHMS'),
+)
+
+
+def strptime_pattern(strptime: str) -> tuple[str, str]:
+    """(regular expression, the field of each group) reading text in the `strptime` format.
+
+    Raises:
+      ValueError: a directive outside `STRPTIME_DIRECTIVES`, one given twice, or no year, month
+        or day.
+    """
+    pattern, fields, i = [], '', 0
+    while i < len(strptime):
+        char = strptime[i]
+        if char != '%':
+            pattern.append(re.escape(char))
+            i += 1
+            continue
+        directive = strptime[i + 1 : i + 2]
+        if directive == '%':
+            pattern.append('%')
+        elif directive in STRPTIME_DIRECTIVES:
+            year_twice = directive in 'Yy' and ('Y' in fields or 'y' in fields)
+            if directive in fields or year_twice:
+                raise ValueError(f'%{directive} given twice')
+            pattern.append(STRPTIME_DIRECTIVES[directive])
+            fields += directive
+        else:
+            raise ValueError(
+                f'unsupported directive %{directive}; allowed: '
+                + ' '.join(f'%{d}' for d in STRPTIME_DIRECTIVES)
+            )
+        i += 2
+    if not ('Y' in fields or 'y' in fields) or 'm' not in fields or 'd' not in fields:
+        raise ValueError('needs a year (%Y or %y), a month (%m) and a day (%d)')
+    return ''.join(pattern), fields
+
 
 GREATER_THAN_FRACTION = 'greater_than_fraction'
 LABEL_RULES = (GREATER_THAN_FRACTION,)
@@ -57,6 +137,8 @@ _ACCEPTED_TYPES = {
     IDENTITY: (schema_pb2.INT,),
     BUCKETIZE: _NUMERIC,
     HASH: (schema_pb2.BYTES, schema_pb2.INT),
+    # Text in a date format, or a number of seconds (milliseconds) since 1970-01-01 UTC.
+    DATETIME: (schema_pb2.BYTES, schema_pb2.INT, schema_pb2.FLOAT),
 }
 # Which raw schema types a label column of each task accepts.
 _LABEL_TYPES = {
@@ -79,6 +161,13 @@ class FeatureSpec:
       num_buckets: For `identity` (ids in [0, num_buckets), anything else -> num_buckets),
         `bucketize` (quantile buckets) and `hash` (a string's fingerprint modulo num_buckets; a
         missing value gets id num_buckets).
+      parts: For `datetime`: which of `DATETIME_PARTS` to give; empty: the date's parts
+        (`DATE_PARTS`), and `TIME_PARTS` too for a number or a `strptime` with `%H`.
+      strptime: For `datetime` on text in another format than ISO 8601 (`2014-03-05`,
+        `2014-03-05T08:15:00`, an offset or `Z` accepted and ignored: the wall-clock time is
+        kept) or `YYYY/MM/DD [HH:MM[:SS]]`: its strptime format, of the directives
+        `STRPTIME_DIRECTIVES` (`%Y` or `%y`, `%m` and `%d` required), e.g. `'%d.%m.%Y %H:%M'`.
+      unit: For `datetime` on a number: `seconds` or `milliseconds` since 1970-01-01 UTC.
     """
 
     name: str
@@ -87,6 +176,30 @@ class FeatureSpec:
     top_k: int = 1000
     oov_buckets: int = 1
     num_buckets: int = 10
+    parts: tuple[str, ...] = ()
+    strptime: str = ''
+    unit: str = 'seconds'
+
+    @property
+    def datetime_parts(self) -> tuple[str, ...]:
+        """For `datetime`: the parts given, `parts` or its default."""
+        if self.parts:
+            return self.parts
+        return DATE_PARTS + TIME_PARTS if '%H' in self.strptime else DATE_PARTS
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        """The transformed features this feature gives: its own name, or for `datetime` one
+        `<name>_<part>` per part and `<name>_missing`."""
+        if self.transform != DATETIME:
+            return (self.name,)
+        names = []
+        for part in self.datetime_parts:
+            if part == 'day_of_year_cyclical':
+                names += [f'{self.name}_day_of_year_sin', f'{self.name}_day_of_year_cos']
+            else:
+                names.append(f'{self.name}_{part}')
+        return (*names, f'{self.name}_{DATETIME_MISSING}')
 
     @property
     def is_categorical(self) -> bool:
@@ -182,8 +295,14 @@ class FeatureConfig:
 
     @property
     def names(self) -> tuple[str, ...]:
-        """The transformed features' names, in order (the label's not included)."""
+        """The raw features' names, in order (the label's not included); each is also its
+        transformed feature's name, but for a `datetime` feature's (see `output_names`)."""
         return tuple(spec.name for spec in self.features)
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        """The transformed features' names, in order (the label's not included)."""
+        return tuple(name for spec in self.features for name in spec.output_names)
 
     def feature(self, name: str) -> FeatureSpec:
         for spec in self.features:
@@ -296,11 +415,62 @@ def _check_feature(spec: FeatureSpec, types: Mapping[str, int], where: str) -> N
         )
     if spec.transform == ZSCORE and spec.fill != 'mean' and isinstance(spec.fill, str):
         yaml_config.fail(f'{where}: fill', f'expected "mean" or a number, got {spec.fill!r}')
+    _check_datetime(spec, types, where)
     for key in ('top_k', 'num_buckets'):
         if getattr(spec, key) < 1:
             yaml_config.fail(f'{where}: {key}', 'expected a positive integer')
     if spec.oov_buckets < 1:
         yaml_config.fail(f'{where}: oov_buckets', 'expected an integer >= 1')
+
+
+def _check_datetime(spec: FeatureSpec, types: Mapping[str, int], where: str) -> None:
+    if spec.transform != DATETIME:
+        for key in ('parts', 'strptime'):
+            if getattr(spec, key):
+                yaml_config.fail(f'{where}: {key}', 'only a datetime feature takes it')
+        return
+    for part in spec.parts:
+        if part not in DATETIME_PARTS:
+            yaml_config.fail(
+                f'{where}: parts', f'unknown part {part!r}; allowed: {list(DATETIME_PARTS)}'
+            )
+    if len(set(spec.parts)) != len(spec.parts):
+        yaml_config.fail(f'{where}: parts', f'a part listed twice: {list(spec.parts)}')
+    if spec.strptime:
+        if types[spec.name] != schema_pb2.BYTES:
+            yaml_config.fail(f'{where}: strptime', 'only a text (BYTES) column takes a format')
+        try:
+            strptime_pattern(spec.strptime)
+        except ValueError as e:
+            yaml_config.fail(f'{where}: strptime', f'{spec.strptime!r}: {e}')
+    if spec.unit not in EPOCH_UNITS:
+        yaml_config.fail(f'{where}: unit', f'got {spec.unit!r}; allowed: {list(EPOCH_UNITS)}')
+
+
+def _resolve_parts(spec: FeatureSpec, types: Mapping[str, int]) -> FeatureSpec:
+    """A datetime feature with its parts listed: a number (an instant) has a time of day too."""
+    if spec.transform != DATETIME or spec.parts:
+        return spec
+    parts = spec.datetime_parts
+    if types[spec.name] != schema_pb2.BYTES:
+        parts = DATE_PARTS + TIME_PARTS
+    return dataclasses.replace(spec, parts=parts)
+
+
+def _check_output_names(specs: list[FeatureSpec], types: Mapping[str, int]) -> None:
+    """A datetime feature's parts are features of their own: their names must be free."""
+    seen: dict[str, str] = {}
+    for i, spec in enumerate(specs):
+        for output in spec.output_names:
+            taken = seen.get(output) or (
+                'a column of the schema' if output != spec.name and output in types else ''
+            )
+            if taken:
+                yaml_config.fail(
+                    f'features[{i}] ({spec.name})',
+                    f'its transformed feature {output!r} is also {taken}',
+                )
+            seen[output] = f'a transformed feature of {spec.name!r}'
 
 
 def _parse(data: Any, schema: schema_pb2.Schema, with_module: bool) -> FeatureConfig:
@@ -321,15 +491,17 @@ def _parse(data: Any, schema: schema_pb2.Schema, with_module: bool) -> FeatureCo
     for i, item in enumerate(items):
         spec = yaml_config.build(FeatureSpec, item, f'features[{i}]')
         _check_feature(spec, types, f'features[{i}] ({spec.name})')
-        specs.append(spec)
+        specs.append(_resolve_parts(spec, types))
     names = tuple(s.name for s in specs)
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         yaml_config.fail('features', f'listed more than once: {duplicates}')
+    _check_output_names(specs, types)
+    outputs = tuple(name for s in specs for name in s.output_names)
     label = None
     if data.get('label') is not None:
         label = build_label(data['label'])
-        check_label(label, schema, names)
+        check_label(label, schema, tuple(dict.fromkeys(names + outputs)))
     return FeatureConfig(label=label, features=tuple(specs))
 
 

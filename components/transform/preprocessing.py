@@ -4,7 +4,8 @@ Transform analyzes the train split once (means, variances, vocabularies, quantil
 the transformed examples the Trainer reads, and exports the same graph for serving, so training
 never redoes preprocessing. Every transformed feature is a dense rank-1 tensor: float32 for
 `zscore`, int64 ids for the categorical transforms, with the id range recorded in the transformed
-schema's int_domain so the Trainer can size embeddings from it.
+schema's int_domain so the Trainer can size embeddings from it. A feature keeps its raw name, but
+a `datetime` one, which gives one feature per calendar part (`<name>_year`, `<name>_month`, ...).
 
 The label keeps its key (the derived rule's `name`, or the column's own name, spaces and all) and
 takes its task's form: int64 0/1 for binary, int64 class ids for multiclass (the class names, in
@@ -16,6 +17,7 @@ call `transform_label` to produce the same thing.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -24,6 +26,7 @@ import tensorflow_transform as tft
 from tensorflow_transform import schema_inference
 
 from components.trainer import config as trainer_config
+from components.transform import calendar_parts
 from components.transform import feature_config as fc
 
 # Keys of the Transform component's custom_config: the whole feature configuration (generated
@@ -132,12 +135,66 @@ def _with_domain(ids: tf.Tensor, cardinality: int) -> tf.Tensor:
     return ids
 
 
-_TRANSFORMS: Mapping[str, Callable[[Tensor, fc.FeatureSpec], tf.Tensor]] = {
-    fc.ZSCORE: _zscore,
-    fc.VOCABULARY: _vocabulary,
-    fc.IDENTITY: _identity,
-    fc.BUCKETIZE: _bucketize,
-    fc.HASH: _hash,
+def _standardized(values: tf.Tensor, valid: tf.Tensor) -> tf.Tensor:
+    """(value - mean) / std over the valid values of the train split; 0 (the mean) elsewhere."""
+    values = tf.cast(values, tf.float32)
+    present = tf.boolean_mask(values, valid)
+    mean = tft.mean(present)
+    std = tf.sqrt(tft.var(present))
+    scaled = tf.where(std > 0, (values - mean) / tf.where(std > 0, std, 1.0), 0.0)
+    return tf.where(valid, scaled, 0.0)
+
+
+def _datetime(x: Tensor, spec: fc.FeatureSpec) -> dict[str, tf.Tensor]:
+    """One transformed feature per calendar part (see `fc.DATETIME_PARTS`) and `_missing`.
+
+    The year and the numeric day of year are standardized over the train split; the cyclical
+    day of year is its angle's sine and cosine (31 December next to 1 January); month, day of
+    month, day of week, hour and minute are ids. A value that is missing or does not parse gives
+    the mean (0) for a numeric part, (0, 0) for the cyclical one, the extra id n for an id part,
+    and 1 in `_missing`.
+    """
+    if x.dtype == tf.string:
+        civil = calendar_parts.parse_text(_densify(x, ''), spec.strptime)
+    else:
+        present = _densify(_presence(x), False)
+        civil = calendar_parts.parse_epoch(_densify(x, 0), present, spec.unit)
+    valid = civil.valid
+    outputs = {}
+    for part in spec.datetime_parts:
+        if part == 'year':
+            # Shifted first: float32 squares of years near 2000 would lose the variance.
+            outputs[f'{spec.name}_year'] = _standardized(civil.year - 2000, valid)
+        elif part == 'day_of_year':
+            outputs[f'{spec.name}_day_of_year'] = _standardized(civil.day_of_year, valid)
+        elif part == 'day_of_year_cyclical':
+            angle = 2 * math.pi * tf.cast(civil.day_of_year - 1, tf.float32) / 365.25
+            outputs[f'{spec.name}_day_of_year_sin'] = tf.where(valid, tf.sin(angle), 0.0)
+            outputs[f'{spec.name}_day_of_year_cos'] = tf.where(valid, tf.cos(angle), 0.0)
+        else:
+            ids = fc.DATETIME_PART_IDS[part]
+            value = getattr(civil, part)
+            # Months and days of the month count from 1; every id counts from 0.
+            if part in ('month', 'day'):
+                value = value - 1
+            value = tf.where(valid, value, tf.constant(ids, tf.int64))
+            outputs[f'{spec.name}_{part}'] = _with_domain(value, ids + 1)
+    outputs[f'{spec.name}_{fc.DATETIME_MISSING}'] = _with_domain(tf.cast(~valid, tf.int64), 2)
+    return outputs
+
+
+def _single(transform: Callable[[Tensor, fc.FeatureSpec], tf.Tensor]):
+    """A one-feature transform as one that gives a dict, keyed by the feature's own name."""
+    return lambda x, spec: {spec.name: transform(x, spec)}
+
+
+_TRANSFORMS: Mapping[str, Callable[[Tensor, fc.FeatureSpec], dict[str, tf.Tensor]]] = {
+    fc.ZSCORE: _single(_zscore),
+    fc.VOCABULARY: _single(_vocabulary),
+    fc.IDENTITY: _single(_identity),
+    fc.BUCKETIZE: _single(_bucketize),
+    fc.HASH: _single(_hash),
+    fc.DATETIME: _datetime,
 }
 
 
@@ -189,10 +246,9 @@ def build_preprocessing_fn(config: fc.FeatureConfig) -> Callable[[dict], dict]:
     """Returns a `preprocessing_fn` applying `config` (for tests and in-process use)."""
 
     def preprocessing_fn(inputs: dict) -> dict:
-        outputs = {
-            spec.name: _TRANSFORMS[spec.transform](inputs[spec.name], spec)
-            for spec in config.features
-        }
+        outputs = {}
+        for spec in config.features:
+            outputs.update(_TRANSFORMS[spec.transform](inputs[spec.name], spec))
         outputs[config.label.key] = transform_label(inputs, config.label)
         return outputs
 
