@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export TF_USE_LEGACY_KERAS := 1
 export GRPC_FAIL_FAST := use_caller
 
-.PHONY: setup run test lock lint
+.PHONY: setup run test lock lint quick
 
 setup:
 	@bash tools/setup_env.sh
@@ -14,11 +14,17 @@ run: setup
 
 # Three pytest workers (the suite waits on subprocesses, Beam and gRPC: on 2 cores two workers
 # left a fifth of the CPU idle); an xdist_group's tests stay on one worker; the 25 slowest listed.
-# The JUnit XML feeds tools/reliability_report.py --from-xml (the README's reliability table).
+# The JUnit XML feeds tools/reliability_report.py --from-xml (the table of docs/reliability.md).
 PYTEST_ARGS ?= -n 3 --dist loadgroup --durations=25 --junitxml=runs/test-results.xml
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The inner loop: lint, then the unit tests (no `e2e` or `integration` marker, no benchmarks).
+QUICK_ARGS ?= -n 2 --dist loadgroup -m 'not e2e and not integration' --ignore=tests/benchmarks --durations=10
+
+quick: lint
+	$(PY) -m pytest $(QUICK_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .
