@@ -119,6 +119,8 @@ def training_input(result: Result) -> list[str]:
         label = _INPUT_NAMES.get(name, name)
         if name == 'naive':
             label += f' ({v["steps"]} steps)'
+        if 'first_epoch_examples_per_sec' in v:
+            label += f' (first epoch: {_n(v["first_epoch_examples_per_sec"])}/s)'
         ratio = f'{v["ratio_to_upper_bound"]:.2f}'
         rows.append(
             [label, _n(v['examples_per_sec']), f'**{ratio}**' if name == 'ours' else ratio, stall]
