@@ -8,7 +8,7 @@ parsing resumes on the next line. Every row ends up either converted or rejected
 """
 
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow import csv as pa_csv
 
-from components.example_gen import csv_dialect, csv_records
+from components.example_gen import compression, csv_dialect, csv_records
 from components.example_gen.feature_types import ARROW_TYPES, ColumnType
 
 _ARROW_BLOCK_BYTES = 4 << 20
@@ -317,13 +317,20 @@ def convert_file(
     label_column: str = '',
 ) -> list[ConvertedChunk]:
     """Converts one local file chunk by chunk, in one process (for tests and tools)."""
-    _, data_start, first_line = csv_records.locate_data(path, lambda p: open(p, 'rb'), dialect)
-    results = []
-    for chunk in csv_records.plan_chunks(
-        path, lambda p: open(p, 'rb'), dialect.quote_byte, data_start, first_line, chunk_bytes
-    ):
-        with open(path, 'rb') as f:
-            f.seek(chunk.start)
-            data = f.read(chunk.end - chunk.start)
-        results.append(convert_chunk(data, chunk.first_line, dialect, column_types, label_column))
-    return results
+    return list(iter_convert_file(path, dialect, column_types, chunk_bytes, label_column))
+
+
+def iter_convert_file(
+    path: str,
+    dialect: csv_dialect.CsvDialect,
+    column_types: Mapping[str, ColumnType],
+    chunk_bytes: int = 16 << 20,
+    label_column: str = '',
+) -> Iterator[ConvertedChunk]:
+    """`convert_file`'s chunks as they are converted, the file read once (compressed or not)."""
+    _, data_start, first_line = csv_records.locate_data(path, compression.open_local, dialect)
+    with compression.open_local(path) as f:
+        for chunk, data in csv_records.iter_chunks(
+            f, path, dialect.quote_byte, data_start, first_line, chunk_bytes, keep_data=True
+        ):
+            yield convert_chunk(data, chunk.first_line, dialect, column_types, label_column)

@@ -11,7 +11,7 @@ their cells. Neither imports TFX or Beam.
 """
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import BinaryIO, NamedTuple
 
 import numpy as np
@@ -153,40 +153,68 @@ def plan_chunks(
     split. An unbalanced quote keeps the parity odd until the next quote, so the chunk holding it
     grows; the chunk's parser then isolates the bad line (see `csv_convert`).
     """
-    chunks: list[Chunk] = []
+    with open_fn(path) as f:
+        return [
+            chunk
+            for chunk, _ in iter_chunks(f, path, quote_byte, data_start, first_line, target_bytes)
+        ]
+
+
+def iter_chunks(
+    f: BinaryIO,
+    path: str,
+    quote_byte: int | None,
+    data_start: int,
+    first_line: int,
+    target_bytes: int,
+    keep_data: bool = False,
+) -> Iterator[tuple[Chunk, bytes | None]]:
+    """The chunks of `plan_chunks`, read from the open file `f` in one pass, each with its bytes
+    when `keep_data` (a compressed file, which cannot be read again from an offset cheaply, is
+    converted this way: memory holds one chunk and one scan block, whatever the file's size)."""
+    chunk_index = 0
     chunk_start, chunk_line = data_start, first_line
     parity = 0
     block_start = data_start
     newlines_before_block = first_line - 1
-    with open_fn(path) as f:
-        f.seek(data_start)
-        while True:
-            block = f.read(_SCAN_BLOCK_BYTES)
-            if not block:
+    pending = bytearray()  # with keep_data: the bytes from chunk_start on
+    f.seek(data_start)
+    while True:
+        block = f.read(_SCAN_BLOCK_BYTES)
+        if not block:
+            break
+        if keep_data:
+            pending += block
+        buf = np.frombuffer(block, np.uint8)
+        newlines = _positions(buf, _NEWLINE)
+        quotes = _positions(buf, quote_byte)
+        if len(quotes):
+            even = ((np.searchsorted(quotes, newlines) + parity) & 1) == 0
+            parity = (parity + len(quotes)) & 1
+        else:
+            even = np.ones(len(newlines), bool)
+        cut_index = np.flatnonzero(even)
+        cuts = block_start + newlines[cut_index] + 1
+        cut_lines = newlines_before_block + cut_index + 2
+        while len(cuts):
+            i = np.searchsorted(cuts, chunk_start + target_bytes)
+            if i >= len(cuts):
                 break
-            buf = np.frombuffer(block, np.uint8)
-            newlines = _positions(buf, _NEWLINE)
-            quotes = _positions(buf, quote_byte)
-            if len(quotes):
-                even = ((np.searchsorted(quotes, newlines) + parity) & 1) == 0
-                parity = (parity + len(quotes)) & 1
-            else:
-                even = np.ones(len(newlines), bool)
-            cut_index = np.flatnonzero(even)
-            cuts = block_start + newlines[cut_index] + 1
-            cut_lines = newlines_before_block + cut_index + 2
-            while len(cuts):
-                i = np.searchsorted(cuts, chunk_start + target_bytes)
-                if i >= len(cuts):
-                    break
-                cut, line = int(cuts[i]), int(cut_lines[i])
-                chunks.append(Chunk(path, len(chunks), chunk_start, cut, chunk_line))
-                chunk_start, chunk_line = cut, line
-            block_start += len(block)
-            newlines_before_block += len(newlines)
+            cut, line = int(cuts[i]), int(cut_lines[i])
+            data = None
+            if keep_data:
+                data = bytes(pending[: cut - chunk_start])
+                del pending[: cut - chunk_start]
+            yield Chunk(path, chunk_index, chunk_start, cut, chunk_line), data
+            chunk_index += 1
+            chunk_start, chunk_line = cut, line
+        block_start += len(block)
+        newlines_before_block += len(newlines)
     if block_start > chunk_start:
-        chunks.append(Chunk(path, len(chunks), chunk_start, block_start, chunk_line))
-    return chunks
+        yield (
+            Chunk(path, chunk_index, chunk_start, block_start, chunk_line),
+            bytes(pending) if keep_data else None,
+        )
 
 
 def locate_data(

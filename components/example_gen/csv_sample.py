@@ -2,7 +2,8 @@
 
 `asynctrain init` proposes a schema and preprocessing from this sample, so the dialect, the null
 markers and the type inference mean the same thing as when ExampleGen converts the files: the
-same header parsing, row splitting, cell parsing and inference lattice (INT < FLOAT < BYTES).
+same header parsing, row splitting, cell parsing and inference lattice (INT < FLOAT < BYTES), and
+the same compressed files read (`compression`: `.gz`, `.bz2`, ... by name).
 No TFX or Beam imports.
 """
 
@@ -17,7 +18,13 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from components.example_gen import csv_convert, csv_dialect, csv_records, feature_types
+from components.example_gen import (
+    compression,
+    csv_convert,
+    csv_dialect,
+    csv_records,
+    feature_types,
+)
 from components.example_gen.feature_types import ColumnType
 from components.yaml_config import ConfigError
 
@@ -67,9 +74,13 @@ def input_files(data_dir: str) -> list[str]:
 
 def _header(path: str, dialect: csv_dialect.CsvDialect) -> tuple[str, ...]:
     try:
-        names, _, _ = csv_records.locate_data(path, lambda p: open(p, 'rb'), dialect)
-    except (ValueError, UnicodeDecodeError, csv.Error) as e:
+        names, _, _ = csv_records.locate_data(path, compression.open_local, dialect)
+    except (ValueError, UnicodeDecodeError, csv.Error, EOFError) as e:
         raise ConfigError(f'{path}: not a CSV file with a header row: {e}') from None
+    except OSError as e:  # a `.gz` that is not gzip, a truncated `.bz2`, ...
+        raise ConfigError(
+            f'{path}: cannot be read as {compression.compression_of(path)}: {e}'
+        ) from None
     if len(names) < 2:
         raise ConfigError(
             f'{path}: not a CSV file of at least two columns with the delimiter '
@@ -100,20 +111,25 @@ def read_sample(
         if rows >= max_rows:
             complete = False
             break
+        chunks = csv_convert.iter_convert_file(path, dialect, as_text, chunk_bytes=4 << 20)
         try:
-            chunks = csv_convert.convert_file(path, dialect, as_text, chunk_bytes=4 << 20)
-        except (ValueError, UnicodeDecodeError, pa.ArrowInvalid) as e:
+            for chunk in chunks:
+                rejected += len(chunk.rejected)
+                take = min(len(chunk.lines), max_rows - rows)
+                if take < len(chunk.lines):
+                    complete = False
+                for name in names:
+                    parts[name].append(chunk.columns[name].slice(0, take))
+                rows += take
+                if rows >= max_rows:
+                    break  # rows past the sample are not read (nor, compressed, decompressed)
+        except (ValueError, UnicodeDecodeError, pa.ArrowInvalid, EOFError) as e:
             raise ConfigError(f'{path}: cannot be read as CSV: {e}') from None
-        for chunk in chunks:
-            rejected += len(chunk.rejected)
-            take = min(len(chunk.lines), max_rows - rows)
-            if take < len(chunk.lines):
-                complete = False
-            for name in names:
-                parts[name].append(chunk.columns[name].slice(0, take))
-            rows += take
-            if rows >= max_rows:
-                break
+        except OSError as e:
+            kind = compression.compression_of(path)
+            raise ConfigError(f'{path}: cannot be read as {kind}: {e}') from None
+        finally:
+            chunks.close()
     text = {name: pa.concat_arrays(arrays).cast(pa.string()) for name, arrays in parts.items()}
     types = {name: feature_types.infer_column_type(cells) for name, cells in text.items()}
     columns = {

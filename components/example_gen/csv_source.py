@@ -1,8 +1,10 @@
 """The Beam transform that converts CSV files to GZIP TFRecord tf.Example splits and a dead letter.
 
 Stages: glob and read headers (at construction, so a bad input fails before the pipeline runs),
-'PlanChunks' cuts every file into byte ranges of whole rows, 'Reshuffle' spreads chunks over
-workers, 'ConvertChunks' parses, encodes, splits and writes each chunk's rows as files of its
+'PlanChunks' cuts every file into byte ranges of whole rows (a compressed file, `.gz` and the
+others Beam detects by name, is one element: it cannot be read from an offset without
+decompressing all before it, so one worker streams it, chunk after chunk), 'Reshuffle' spreads
+chunks over workers, 'ConvertChunks' parses, encodes, splits and writes each chunk's rows as files of its
 own (one per split) and its rejected rows to the dead letter, and 'SumReports' adds the row
 counts into the summary file. Without a schema, 'InferColumnTypes' first reads every chunk to
 type the columns as stock does.
@@ -28,6 +30,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from components.example_gen import (
+    compression,
     csv_convert,
     csv_dialect,
     csv_records,
@@ -84,7 +87,8 @@ class CsvSourceConfig:
 
 
 def _open(path: str):
-    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    """The file's bytes, decompressed when its name says it is compressed (`compression`)."""
+    return FileSystems.open(path, compression_type=compression.compression_of(path))
 
 
 def _create(path: str):
@@ -135,18 +139,58 @@ def find_input_files(config: CsvSourceConfig) -> tuple[tuple[str, ...], list[_Fi
         for m in FileSystems.match([f.path for f in files])
         for m in m.metadata_list
     }
-    if all(sizes[f.path] <= f.data_start for f in files):
+    if not any(_has_data(f, sizes[f.path]) for f in files):
         raise ValueError('input is empty: no data rows in ' + ', '.join(f.path for f in files))
     return headers[0][1], files
+
+
+def _has_data(file: _FileInfo, size: int) -> bool:
+    """Whether any byte follows the header (a compressed file's size says nothing of that)."""
+    if not compression.is_compressed(file.path):
+        return size > file.data_start
+    with _open(file.path) as f:
+        f.seek(file.data_start)
+        return bool(f.read(1))
+
+
+# The `end` of the one element planned for a compressed file: read it to its end as a stream.
+TO_END = -1
 
 
 def _plan(
     file: _FileInfo, dialect: csv_dialect.CsvDialect, chunk_bytes: int
 ) -> Iterable[tuple[str, int, csv_records.Chunk]]:
+    if compression.is_compressed(file.path):
+        # No offsets to cut at without decompressing the whole file: one reader converts it all.
+        yield (
+            file.split,
+            file.file_index,
+            csv_records.Chunk(file.path, 0, file.data_start, TO_END, file.first_line),
+        )
+        return
     for chunk in csv_records.plan_chunks(
         file.path, _open, dialect.quote_byte, file.data_start, file.first_line, chunk_bytes
     ):
         yield file.split, file.file_index, chunk
+
+
+def _chunks_with_data(
+    planned: csv_records.Chunk, dialect: csv_dialect.CsvDialect, chunk_bytes: int
+) -> Iterable[tuple[csv_records.Chunk, bytes]]:
+    """A planned chunk with its bytes; for a compressed file, each chunk of it in turn."""
+    if planned.end != TO_END:
+        yield planned, _read_chunk(planned)
+        return
+    with _open(planned.path) as f:
+        yield from csv_records.iter_chunks(
+            f,
+            planned.path,
+            dialect.quote_byte,
+            planned.start,
+            planned.first_line,
+            chunk_bytes,
+            keep_data=True,
+        )
 
 
 def _read_chunk(chunk: csv_records.Chunk) -> bytes:
@@ -166,12 +210,18 @@ def _infer_chunk_types(
     element: tuple[str, int, csv_records.Chunk],
     dialect: csv_dialect.CsvDialect,
     names: tuple[str, ...],
+    chunk_bytes: int,
 ) -> dict[str, ColumnType]:
     """Types of one chunk's columns, parsed as UTF-8 text; bad rows do not vote."""
-    _, _, chunk = element
+    _, _, planned = element
     as_text = {name: ColumnType.BYTES for name in names}
-    converted = csv_convert.convert_chunk(_read_chunk(chunk), chunk.first_line, dialect, as_text)
-    return {name: feature_types.infer_column_type(converted.columns[name]) for name in names}
+    per_chunk = []
+    for chunk, data in _chunks_with_data(planned, dialect, chunk_bytes):
+        converted = csv_convert.convert_chunk(data, chunk.first_line, dialect, as_text)
+        per_chunk.append(
+            {name: feature_types.infer_column_type(converted.columns[name]) for name in names}
+        )
+    return feature_types.merge_column_types(per_chunk)
 
 
 class _ConvertChunk(beam.DoFn):
@@ -183,10 +233,22 @@ class _ConvertChunk(beam.DoFn):
     def process(
         self, element: tuple[str, int, csv_records.Chunk], column_types: dict[str, ColumnType]
     ) -> Iterable[dead_letter.ChunkReport]:
-        input_split, file_index, chunk = element
+        input_split, file_index, planned = element
+        config = self._config
+        for chunk, data in _chunks_with_data(planned, config.dialect, config.chunk_bytes):
+            yield self._convert(input_split, file_index, chunk, data, column_types)
+
+    def _convert(
+        self,
+        input_split: str,
+        file_index: int,
+        chunk: csv_records.Chunk,
+        data: bytes,
+        column_types: dict[str, ColumnType],
+    ) -> dead_letter.ChunkReport:
         config = self._config
         converted = csv_convert.convert_chunk(
-            _read_chunk(chunk), chunk.first_line, config.dialect, column_types, config.label_column
+            data, chunk.first_line, config.dialect, column_types, config.label_column
         )
         encoded = example_encoder.encode_examples(
             converted.columns,
@@ -242,7 +304,7 @@ class _ConvertChunk(beam.DoFn):
             (chunk.path, row.line, dead_letter.describe(chunk.path, row))
             for row in converted.rejected[: dead_letter.FIRST_REJECTED_KEPT]
         ]
-        yield dead_letter.ChunkReport(
+        return dead_letter.ChunkReport(
             converted.num_rows + len(converted.rejected), len(converted.rejected), written, first
         )
 
@@ -305,7 +367,8 @@ class CsvToExampleFiles(beam.PTransform):
         else:
             column_types = beam.pvalue.AsSingleton(
                 chunks
-                | 'InferColumnTypes' >> beam.Map(_infer_chunk_types, config.dialect, self._names)
+                | 'InferColumnTypes'
+                >> beam.Map(_infer_chunk_types, config.dialect, self._names, config.chunk_bytes)
                 | 'MergeColumnTypes' >> beam.CombineGlobally(_merge_types)
             )
         return chunks, column_types
@@ -340,29 +403,27 @@ class _ChunkToExamples(beam.DoFn):
     def process(
         self, element: tuple[str, int, csv_records.Chunk], column_types: dict[str, ColumnType]
     ) -> Iterable[bytes]:
-        input_split, file_index, chunk = element
-        converted = csv_convert.convert_chunk(
-            _read_chunk(chunk),
-            chunk.first_line,
-            self._config.dialect,
-            column_types,
-            self._config.label_column,
-        )
-        if converted.rejected:
-            lines = ''.join(
-                dead_letter.to_json_line(chunk.path, row) + '\n' for row in converted.rejected
+        input_split, file_index, planned = element
+        config = self._config
+        for chunk, data in _chunks_with_data(planned, config.dialect, config.chunk_bytes):
+            converted = csv_convert.convert_chunk(
+                data, chunk.first_line, config.dialect, column_types, config.label_column
             )
-            _write_atomically(
-                os.path.join(
-                    self._config.dead_letter_dir,
-                    f'rejected-{input_split}-{file_index:05d}-{chunk.index:05d}.jsonl',
-                ),
-                lines.encode('utf-8'),
-            )
-        encoded = example_encoder.encode_examples(converted.columns, column_types)
-        data = encoded.buffer.tobytes()
-        for start, end in zip(encoded.starts.tolist(), encoded.ends.tolist()):
-            yield data[start:end]
+            if converted.rejected:
+                lines = ''.join(
+                    dead_letter.to_json_line(chunk.path, row) + '\n' for row in converted.rejected
+                )
+                _write_atomically(
+                    os.path.join(
+                        config.dead_letter_dir,
+                        f'rejected-{input_split}-{file_index:05d}-{chunk.index:05d}.jsonl',
+                    ),
+                    lines.encode('utf-8'),
+                )
+            encoded = example_encoder.encode_examples(converted.columns, column_types)
+            buffer = encoded.buffer.tobytes()
+            for start, end in zip(encoded.starts.tolist(), encoded.ends.tolist()):
+                yield buffer[start:end]
 
 
 class CsvToSerializedExamples(CsvToExampleFiles):
