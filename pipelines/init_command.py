@@ -8,7 +8,10 @@
 It reads the CSV files of DIR with ExampleGen's own reader (all of a small input; the first
 `--max-rows` rows of a large one), infers the schema with TFDV, proposes the task, one transform
 per column and the evaluation threshold, writes `schema.pbtxt`, `features.yaml` and
-`config.yaml` into SPEC_DIR (anywhere), and prints what it decided and the next command.
+`config.yaml` into SPEC_DIR (anywhere), and prints what it decided and the next command. DIR may
+hold compressed files (`.gz`, `.bz2`, ...), read as ExampleGen reads them. As for `asynctrain
+run`, TensorFlow's and the other libraries' output goes to a log file (under the system's
+temporary directory, `asynctrain/logs/init-*.log`), not to the console, unless `--verbose`.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 
 from components.yaml_config import ConfigError
 
@@ -41,9 +45,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         '--max-rows', type=int, default=None, help='rows sampled from a large input (100,000)'
     )
+    parser.add_argument(
+        '--verbose',
+        action='store_true',
+        help="show TensorFlow's and TFDV's output on the console too (it always goes to the log "
+        'file)',
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    from components import console
+
+    # TensorFlow's import-time lines (TFDV infers the schema) and every other library's go to a
+    # log file, as for `asynctrain run`; the console shows init's own lines.
+    log_path = console.new_log_path(os.path.join(tempfile.gettempdir(), 'asynctrain'), 'init')
+    with console.quiet(log_path, getattr(args, 'verbose', False)):
+        code, output = _init(args)
+    print(output, file=sys.stderr if code else sys.stdout)
+    return code
+
+
+def _init(args: argparse.Namespace) -> tuple[int, str]:
+    """(exit code, what to print: the decisions, or the error)."""
     from components.example_gen import csv_dialect, csv_sample
     from pipelines import spec_draft, spec_files
 
@@ -52,8 +75,7 @@ def run(args: argparse.Namespace) -> int:
             delimiter=args.delimiter, null_markers=tuple(args.null_marker)
         )
     except ValueError as e:
-        print(f'asynctrain init: --delimiter: {e}', file=sys.stderr)
-        return 2
+        return 2, f'asynctrain init: --delimiter: {e}'
     try:
         files = csv_sample.input_files(args.data)
         sample = csv_sample.read_sample(
@@ -65,11 +87,9 @@ def run(args: argparse.Namespace) -> int:
         training = spec_draft.plan_training(sample)
         bad_rows = spec_draft.plan_bad_rows(sample, args.label)
     except ConfigError as e:
-        print(f'asynctrain init: {e}', file=sys.stderr)
-        return 2
+        return 2, f'asynctrain init: {e}'
     if not any(plan.transform for plan in columns):
-        print('asynctrain init: no column is usable as a feature', file=sys.stderr)
-        return 2
+        return 2, 'asynctrain init: no column is usable as a feature'
     os.makedirs(args.output, exist_ok=True)
     paths = {
         name: os.path.join(args.output, name)
@@ -88,8 +108,7 @@ def run(args: argparse.Namespace) -> int:
         training,
         bad_rows,
     )
-    print(describe(sample, task, columns, threshold, training, bad_rows, paths))
-    return 0
+    return 0, describe(sample, task, columns, threshold, training, bad_rows, paths)
 
 
 def describe(sample, task, columns, threshold, training, bad_rows, paths: dict) -> str:

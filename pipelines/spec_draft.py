@@ -7,7 +7,9 @@ Pure functions over a `csv_sample.CsvSample`; writing the files is `spec_files`.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import math
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -15,6 +17,7 @@ import pyarrow.compute as pc
 
 from components.example_gen.csv_sample import CsvSample
 from components.example_gen.feature_types import ColumnType
+from components.transform import feature_config as fc
 from components.yaml_config import ConfigError
 
 # An int label with at most this many distinct values is a class label.
@@ -193,6 +196,8 @@ def plan_columns(sample: CsvSample, label: str) -> list[ColumnPlan]:
         elif distinct == 1:
             value = present[0].as_py()
             plans.append(ColumnPlan(name, None, {}, f'left out: constant ({value!r} everywhere)'))
+        elif dates := plan_datetime(name, present, column_type):
+            plans.append(dates)
         elif (
             column_type != ColumnType.FLOAT
             and distinct == len(present) == sample.rows
@@ -242,6 +247,83 @@ def plan_columns(sample: CsvSample, label: str) -> list[ColumnPlan]:
     return plans
 
 
+# A text column is read as dates when at least this share of its cells parse as one of the
+# formats the `datetime` transform reads without a `strptime` (the rest become missing).
+MIN_DATE_SHARE = 0.95
+# A numeric column is read as epoch seconds (or milliseconds) when its name says it is a time and
+# every value falls between these instants (1980-01-01 and 2100-01-01, UTC).
+EPOCH_NAME = re.compile(r'(time|date|timestamp|epoch|(^|_)ts$|_at$)', re.IGNORECASE)
+MIN_EPOCH_SECONDS, MAX_EPOCH_SECONDS = 315_532_800, 4_102_444_800
+
+
+def _parse_date(text: str) -> datetime.datetime | None:
+    """`text` as the `datetime` transform reads it without a `strptime`, or None."""
+    for pattern, fields in fc.DATE_FORMATS:
+        match = re.fullmatch(pattern, text.strip())
+        if match:
+            values = dict(zip(fields, match.groups()))
+            try:
+                return datetime.datetime(
+                    *(int(values[f] or 0) for f in 'YmdHM'), int(values['S'] or 0) % 60
+                )
+            except ValueError:
+                return None
+    return None
+
+
+def plan_datetime(name: str, present: pa.Array, column_type: ColumnType) -> ColumnPlan | None:
+    """A `datetime` plan for a column of dates (text) or of epoch instants (numbers named as
+    times), with the parts its resolution has; None for any other column."""
+    if column_type == ColumnType.BYTES:
+        values = [v for v in pc.unique(present).to_pylist()]
+        parsed = {v: _parse_date(v) for v in values}
+        counts = pc.value_counts(present)
+        good = sum(
+            int(c.as_py()) for v, c in zip(counts.field(0), counts.field(1)) if parsed[v.as_py()]
+        )
+        if not len(present) or good < MIN_DATE_SHARE * len(present):
+            return None
+        moments = sorted(m for m in parsed.values() if m)
+        bad = len(present) - good
+        with_time = any(m.hour or m.minute for m in moments)
+        what = f'dates{" and times" if with_time else ""} from {moments[0]:%Y-%m-%d} to {moments[-1]:%Y-%m-%d}'
+        tail = f', {bad} cells that do not parse become missing' if bad else ''
+    elif column_type in (ColumnType.INT, ColumnType.FLOAT) and EPOCH_NAME.search(name):
+        numbers = np.asarray(present.to_numpy(zero_copy_only=False), np.float64)
+        unit = next(
+            (
+                unit
+                for unit, scale in fc.EPOCH_UNITS.items()
+                if len(numbers)
+                and (numbers >= MIN_EPOCH_SECONDS * scale).all()
+                and (numbers < MAX_EPOCH_SECONDS * scale).all()
+            ),
+            None,
+        )
+        if unit is None:
+            return None
+        seconds = numbers // fc.EPOCH_UNITS[unit]
+        with_time = bool((seconds % 86_400).any())
+        first, last = (
+            datetime.datetime.fromtimestamp(x, datetime.timezone.utc)
+            for x in (seconds.min(), seconds.max())
+        )
+        what = f'{unit} since 1970 (by its name and range: {first:%Y-%m-%d} to {last:%Y-%m-%d} UTC)'
+        tail = ''
+    else:
+        return None
+    parts = fc.DATE_PARTS + (fc.TIME_PARTS if with_time else ())
+    options = {'parts': list(parts)}
+    if column_type != ColumnType.BYTES:
+        options['unit'] = unit
+    return ColumnPlan(
+        name,
+        fc.DATETIME,
+        options,
+        f'{what}: calendar parts{" with the time of day" if with_time else ""}{tail}',
+    )
+
+
 # Smaller batches for small data (more updates per epoch); about this many passes over the train
 # split (2 of 3 rows with the default split), within these bounds on the step count.
 EPOCHS = 20
@@ -265,6 +347,10 @@ def plan_training(sample: CsvSample) -> TrainingPlan:
     )
 
 
+# The least `max_bad_fraction` proposed: 1 row in 100 may be bad before a run fails.
+MIN_BAD_FRACTION = 0.01
+
+
 @dataclasses.dataclass(frozen=True)
 class BadRowsPlan:
     """How many rejected rows a run tolerates.
@@ -280,19 +366,24 @@ class BadRowsPlan:
 
 def plan_bad_rows(sample: CsvSample, label: str) -> BadRowsPlan:
     """ExampleGen rejects a row without its label, and one it cannot read, into the dead letter
-    and fails the run when their share is above `max_bad_fraction`. None in the sample: 0, any bad
-    row fails. Some: twice the sample's share (rounded up), so the run accepts data like it."""
+    and fails the run when their share is above `max_bad_fraction`: twice the sample's share
+    (rounded up), so the run accepts data like it, and never less than MIN_BAD_FRACTION, so that
+    a later day's first bad row does not fail a run whose sample had none."""
     missing = sample.rows - len(sample.columns[label].drop_null())
     total = sample.rows + sample.rejected
     bad = missing + sample.rejected
+    floor = f'at least {MIN_BAD_FRACTION:.0%}, so a few bad rows of a later input go to the dead letter instead of failing the run'
     if not bad:
-        return BadRowsPlan(0.0, 'every row of the sample is readable and has its label')
+        return BadRowsPlan(
+            MIN_BAD_FRACTION,
+            f'every row of the sample is readable and has its label; {floor}',
+        )
     seen = bad / total
-    fraction = min(1.0, math.ceil(2 * seen * 1000) / 1000)
+    fraction = min(1.0, max(MIN_BAD_FRACTION, math.ceil(2 * seen * 1000) / 1000))
     return BadRowsPlan(
         fraction,
         f'{missing} rows without {label!r} and {sample.rejected} unreadable of {total:,} '
-        f'({seen:.2%}) go to the dead letter; twice that share is allowed',
+        f'({seen:.2%}) go to the dead letter; twice that share is allowed, {floor}',
     )
 
 

@@ -77,6 +77,7 @@ def write_features(path: str, task: TaskPlan, columns: list[ColumnPlan]) -> None
         '#   zscore      numeric -> (x - mean) / std over the train split; missing -> fill',
         '#   vocabulary  few distinct strings or ints -> id in the top_k most frequent values',
         '#   hash        very many distinct strings -> one of num_buckets hashed ids',
+        '#   datetime    dates, times or epoch instants -> calendar parts (<name>_year, _month, ...)',
         'label:',
         f'  column: {_yaml_scalar(task.column)}',
         f'  task: {task.task}  # {task.reason}',

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from components.example_gen import csv_dialect, csv_sample
+from components.transform import feature_config as fc
 from components.yaml_config import ConfigError
 from pipelines import init_command, spec_draft
 
@@ -168,3 +169,92 @@ def test_init_writes_reviewable_files_that_the_pipeline_config_accepts(tmp_path,
     assert [f.name for f in schema.feature] == list(HEADER)
     types = {f.name: f.type for f in schema.feature}
     assert (types['count'], types['weight (kg)'], types['user']) == (2, 3, 1)  # INT FLOAT BYTES
+
+
+def test_a_column_of_dates_is_proposed_as_calendar_parts_with_its_resolution(tmp_path):
+    rows = [
+        (
+            f'2014-{1 + i % 12:02d}-{1 + i % 28:02d}',  # dates, not ids
+            f'2014-03-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:00',  # datetimes
+            f'2012/01/{1 + i % 28:02d}' if i % 40 else 'unknown',  # 1 in 40 does not parse
+            f'{i:05d}-x',  # an id that is not a date
+            1_400_000_000 + 86_400 * i,  # epoch seconds, named as a time, midnight + a fraction
+            1_400_000_000 + 86_400 * i,  # the same numbers under a name that is not a time
+            i % 2,
+        )
+        for i in range(60)
+    ]
+    header = ('day', 'seen', 'slashed', 'code', 'created_at', 'amount', 'y')
+    sample = _sample(tmp_path, header, rows)
+    plans = {plan.name: plan for plan in spec_draft.plan_columns(sample, label='y')}
+
+    assert plans['day'].transform == 'datetime'
+    assert plans['day'].options == {'parts': list(fc.DATE_PARTS)}
+    assert plans['day'].reason.startswith('dates from 2014-01-01 to 2014-12-24: calendar parts')
+    assert plans['seen'].options == {'parts': [*fc.DATE_PARTS, *fc.TIME_PARTS]}
+    assert 'with the time of day' in plans['seen'].reason
+    assert plans['slashed'].transform == 'datetime'
+    assert plans['slashed'].reason.endswith(', 2 cells that do not parse become missing')
+    assert plans['code'].transform is None and 'an id' in plans['code'].reason
+    assert plans['created_at'].transform == 'datetime'
+    # 1,400,000,000 s is 2014-05-13 16:53:20 UTC: a time of day, in seconds.
+    assert plans['created_at'].options == {
+        'parts': [*fc.DATE_PARTS, *fc.TIME_PARTS],
+        'unit': 'seconds',
+    }
+    # Not named as a time: the same numbers are what they were before, an id.
+    assert plans['amount'].transform is None and 'an id' in plans['amount'].reason
+
+
+def test_a_text_column_with_too_many_values_that_are_not_dates_is_not_dates(tmp_path):
+    rows = [('2014-03-05' if i % 10 else 'soon', i % 3, i) for i in range(60)]
+    sample = _sample(tmp_path, ('when', 'k', 'y'), rows)
+    plans = {plan.name: plan for plan in spec_draft.plan_columns(sample, label='y')}
+    assert plans['when'].transform == 'vocabulary'  # 6 'soon' in 60: 90% parse, below 95%
+
+
+def test_max_bad_fraction_has_a_floor_when_the_sample_has_no_bad_row(tmp_path):
+    clean = spec_draft.plan_bad_rows(_sample(tmp_path / 'a', HEADER, _rows()), 'color')
+    assert clean.max_bad_fraction == spec_draft.MIN_BAD_FRACTION == 0.01
+    assert 'every row of the sample is readable and has its label' in clean.reason
+    assert 'at least 1%' in clean.reason
+    rows = [(i, '' if i % 10 == 0 else 'a', i) for i in range(100)]  # 10 of 100 unlabeled
+    some = spec_draft.plan_bad_rows(_sample(tmp_path / 'b', ('n', 'k', 'y'), rows), 'k')
+    assert some.max_bad_fraction == 0.2
+    assert "10 rows without 'k'" in some.reason
+
+
+@pytest.mark.integration
+def test_init_shows_only_its_own_lines_and_logs_tensorflows(tmp_path):
+    import gzip
+    import subprocess
+    import sys
+
+    from pipelines.config import REPO_ROOT
+
+    (tmp_path / 'data').mkdir()
+    text = '\n'.join([','.join(HEADER)] + [','.join(map(str, r)) for r in _rows()]) + '\n'
+    (tmp_path / 'data' / 'part.csv.gz').write_bytes(gzip.compress(text.encode()))
+    result = subprocess.run(
+        [
+            sys.executable,
+            '-m',
+            'pipelines',
+            'init',
+            '--data',
+            str(tmp_path / 'data'),
+            '--label',
+            'color',
+            '--output',
+            str(tmp_path / 'spec'),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ''
+    assert 'Unable to register' not in result.stdout
+    assert result.stdout.startswith('asynctrain init: read all rows of 1 file(s)\n')
+    assert "label 'color': multiclass" in result.stdout
