@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
             pipeline_root=args.pipeline_root or config.pipeline_root,
             beam_pipeline_args=tuple(beam_args) if beam_args else None,
         )
+        kubeflow_runner.check_target(config, args.target)
     except (ConfigError, ValueError) as error:
         print(f'asynctrain compile: {error}')
         return 2

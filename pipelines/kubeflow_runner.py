@@ -4,8 +4,12 @@ A thin runner, like the local one: it only adds the pipeline root, the container
 Beam arguments, then hands the pipeline to TFX's `KubeflowV2DagRunner`, which writes
 
 - `kubeflow`: the bare PipelineSpec as YAML, what the open-source KFP v2 backend accepts
-  (`kfp.Client.upload_pipeline`, `asynctrain schedule`);
+  (`kfp.Client.upload_pipeline`, `asynctrain schedule`): schema 2.1.0, container executors only,
+  parameters read as `parameterValues` (`kfp_rules` checks it before it is written);
 - `vertex`: the PipelineJob as JSON (PipelineSpec plus runtime config), what Vertex AI runs.
+
+Both are schema 2.1.0 (`use_pipeline_spec_2_1`): the only version the open-source API server
+stores, and one Vertex AI runs too.
 
 Compiling makes no network call and writes only the output file: the pipeline root is a string
 placed in the spec, never opened here.
@@ -24,7 +28,8 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx.components.util import udf_utils
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
-from pipelines.config import PipelineConfig
+from pipelines import kfp_rules
+from pipelines.config import ConfigError, PipelineConfig
 from pipelines.pipeline import create_pipeline
 
 TARGETS = ('kubeflow', 'vertex')
@@ -96,6 +101,16 @@ def _refuse_module_file_upload(pipeline: Any, pipeline_root: str) -> None:
                 )
 
 
+def check_target(config: PipelineConfig, target: str) -> None:
+    """ConfigError for a setting the target cannot run, named by its field."""
+    if target == 'kubeflow' and config.retraining.analyzer_cache:
+        raise ConfigError(
+            'retraining.analyzer_cache: true needs an ML Metadata resolver task, which '
+            'open-source Kubeflow Pipelines does not run ("resolver executors not implemented"); '
+            'set it to false for --target kubeflow (local runs and --target vertex support it)'
+        )
+
+
 def compile_pipeline(config: PipelineConfig, options: CompileOptions) -> dict[str, Any]:
     """Writes the compiled pipeline to `options.output` and returns what was written.
 
@@ -104,13 +119,16 @@ def compile_pipeline(config: PipelineConfig, options: CompileOptions) -> dict[st
     PipelineJob's runtime config, which that backend never sees). For `vertex` it is the
     PipelineJob: the PipelineSpec plus `runtimeConfig.gcsOutputDirectory`.
     """
+    check_target(config, options.target)
     if options.beam_pipeline_args is not None:
         config = dataclasses.replace(config, beam_pipeline_args=tuple(options.beam_pipeline_args))
     pipeline = create_pipeline(config, pipeline_root=options.pipeline_root)
     _refuse_module_file_upload(pipeline, options.pipeline_root)
     runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
         config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
-            display_name=config.pipeline_name, default_image=options.image
+            display_name=config.pipeline_name,
+            default_image=options.image,
+            use_pipeline_spec_2_1=True,
         )
     )
     job = runner.run(pipeline, write_out=False)
@@ -118,6 +136,8 @@ def compile_pipeline(config: PipelineConfig, options: CompileOptions) -> dict[st
         document = {**job['pipelineSpec'], 'defaultPipelineRoot': options.pipeline_root}
         # Fails here, not at upload, if the document is not a PipelineSpec this kfp can read.
         json_format.ParseDict(document, pipeline_spec_pb2.PipelineSpec())
+        # And here, not on the cluster, if the open-source backend would refuse it.
+        kfp_rules.check(document)
         text = f'# PIPELINE DEFINITION\n# Name: {config.pipeline_name}\n' + yaml.safe_dump(
             document, sort_keys=True
         )

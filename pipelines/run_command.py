@@ -2,6 +2,9 @@
 
 The console shows asynctrain's own lines only; TensorFlow's, gRPC's, absl's and libprotobuf's go
 to the run's log file (`console`), from the first import of TensorFlow on. `--verbose` shows them.
+
+`asynctrain run --compiled pipeline.yaml` runs a compiled Kubeflow pipeline instead, task by task
+as open-source KFP would (`compiled_run`), each task's output in its own log.
 """
 
 from __future__ import annotations
@@ -40,6 +43,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help='pipeline configuration as YAML (fields of PipelineConfig)',
     )
+    compiled = parser.add_argument_group(
+        'a compiled pipeline (asynctrain compile --target kubeflow), run as open-source KFP would'
+    )
+    compiled.add_argument(
+        '--compiled',
+        metavar='PIPELINE_YAML',
+        default=None,
+        help='run this compiled PipelineSpec task by task instead of the config (refused with '
+        "the KFP backend's reasons when a cluster would refuse it)",
+    )
+    compiled.add_argument(
+        '--pipeline-root',
+        metavar='DIR',
+        default=None,
+        help="with --compiled: replaces the spec's defaultPipelineRoot",
+    )
+    compiled.add_argument(
+        '--run-id', default=None, help='with --compiled: the run id (default: run-<time>-<hex>)'
+    )
+    compiled.add_argument(
+        '--tfjob-local',
+        action='store_true',
+        help="with --compiled: the Trainer's TFJob (distribution.cluster: tfjob) runs as local "
+        'processes instead of on a cluster',
+    )
+    compiled.add_argument(
+        '--fresh-processes',
+        action='store_true',
+        help='with --compiled: start each task as a new process, as a pod would, instead of '
+        'forking it from one that imported the task modules once (slower, same code)',
+    )
     parser.add_argument(
         '--verbose',
         action='store_true',
@@ -49,6 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, 'compiled', None):
+        return run_compiled(args)
     try:
         config = load_config(args.config, data=args.data, work_dir=args.work_dir, date=args.date)
         # The dataset's spec too (no TensorFlow yet): a bad one fails before the work directory
@@ -98,3 +134,38 @@ def _run(config, log_path: str, verbose: bool) -> tuple[int, str, object]:
             + (f'\n  last lines that matter:{shown}' if lines else ''),
             None,
         )
+
+
+def run_compiled(args: argparse.Namespace) -> int:
+    """`--compiled`: exit 0 when every task succeeded, 1 when one failed, 2 when refused."""
+    for flag in ('data', 'work_dir', 'date', 'config'):
+        if getattr(args, flag, None):
+            print(
+                f'asynctrain run: --{flag.replace("_", "-")} does not apply with --compiled: the '
+                'compiled spec holds its configuration (compile again to change it)',
+                file=sys.stderr,
+            )
+            return 2
+    from pipelines import compiled_run, kfp_rules
+
+    try:
+        result = compiled_run.run_compiled(
+            args.compiled,
+            pipeline_root=args.pipeline_root,
+            run_id=args.run_id,
+            tfjob_local=args.tfjob_local,
+            fresh_processes=args.fresh_processes,
+        )
+    except (kfp_rules.SpecRefused, ValueError, OSError) as e:
+        print(f'asynctrain run: {args.compiled}: {e}', file=sys.stderr)
+        return 2
+    except compiled_run.CompiledTaskFailed as e:
+        shown = ''.join(f'\n    {line}' for line in e.cause)
+        print(
+            f'asynctrain run: {e}\n  log: {e.log_path}'
+            + (f'\n  last lines that matter:{shown}' if shown else ''),
+            file=sys.stderr,
+        )
+        return 1
+    print('\n' + result.format())
+    return 0
