@@ -53,6 +53,8 @@ from components.transform import preprocessing
 from pipelines.config import UPPER_BOUND_METRICS, PipelineConfig
 from pipelines.dataset_spec import resolve_label
 
+# Node id of the latest blessed model (warm start and the Evaluator's baseline).
+LATEST_BLESSED_MODEL = 'latest_blessed_model'
 # Node id of the analyzer-cache resolver, the one node that needs ML Metadata (local runs only).
 LATEST_TRANSFORM_CACHE = 'latest_transform_cache'
 
@@ -225,7 +227,7 @@ def create_pipeline(
     if config.retraining.warm_start or config.evaluation.baseline == 'latest_blessed':
         latest_blessed_model = LatestBlessedModel(
             examples=example_gen.outputs['examples'], push_destination=config.serving_dir
-        )
+        ).with_id(LATEST_BLESSED_MODEL)
         retraining_nodes.append(latest_blessed_model)
         if config.retraining.warm_start:
             base_model = latest_blessed_model.outputs['model']

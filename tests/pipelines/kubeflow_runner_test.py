@@ -19,7 +19,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx.dsl.components.base import base_component
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
-from pipelines import cli, kubeflow_runner
+from pipelines import cli, kfp_rules, kubeflow_runner
 from pipelines.config import load_config
 from pipelines.pipeline import PREPROCESSING_FN, create_pipeline
 
@@ -35,7 +35,8 @@ def config_file(tmp_path_factory):
             {
                 'pipeline_name': 'taxi-daily',
                 'beam_pipeline_args': ['--direct_num_workers=2'],
-                'retraining': {'warm_start': True, 'analyzer_cache': True},
+                'retraining': {'warm_start': True},
+                'evaluation': {'baseline': 'latest_blessed'},
             }
         )
     )
@@ -44,17 +45,14 @@ def config_file(tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def expected_components(config_file):
-    """Component id -> executor class path, for every node of the TFX pipeline that runs code.
-
-    Resolver nodes (e.g. the latest blessed model) have no executor; they compile to KFP
-    `resolver` tasks, checked separately.
-    """
+    """Component id -> executor class path, for every node of the TFX pipeline: with warm start
+    and the latest-blessed baseline on, still no resolver node (none runs on open-source KFP)."""
     pipeline = create_pipeline(load_config(str(config_file)), pipeline_root=ROOT)
     expected = {}
     for component in pipeline.components:
-        if isinstance(component, base_component.BaseComponent):
-            executor = component.executor_spec.executor_class
-            expected[component.id] = f'{executor.__module__}.{executor.__name__}'
+        assert isinstance(component, base_component.BaseComponent), component.id
+        executor = component.executor_spec.executor_class
+        expected[component.id] = f'{executor.__module__}.{executor.__name__}'
     return expected
 
 
@@ -99,19 +97,29 @@ def test_kubeflow_yaml_loads_as_a_pipeline_spec_naming_every_component(
 
     assert spec.pipeline_info.name == 'taxi-daily'
     assert spec.default_pipeline_root == ROOT
-    assert spec.schema_version == '2.0.0'
+    # The only version the open-source API server stores; nothing it would refuse.
+    assert spec.schema_version == '2.1.0'
+    assert kfp_rules.refusals(document) == []
     assert spec.sdk_version == 'tfx-1.16.0'
-    assert set(expected_components) <= set(spec.root.dag.tasks)
-    assert {'StatisticsGen', 'Transform', 'Trainer', 'Evaluator', 'Pusher'} <= set(
-        expected_components
-    )
-    # Every other task is an ML Metadata query (a resolver), which runs no image of its own.
+    assert set(expected_components) == set(spec.root.dag.tasks)
+    assert {
+        'StatisticsGen',
+        'Transform',
+        'latest_blessed_model',
+        'Trainer',
+        'Evaluator',
+        'Pusher',
+    } <= set(expected_components)
+    # Every task runs a container: no resolver (Vertex AI only) for the latest blessed model.
     deployment = json_format.MessageToDict(spec.deployment_spec)['executors']
-    resolver_tasks = set(spec.root.dag.tasks) - set(expected_components)
-    assert any('latest_blessed_model' in t for t in resolver_tasks), resolver_tasks
-    assert any('latest_transform_cache' in t for t in resolver_tasks), resolver_tasks
-    for task in resolver_tasks:
-        assert set(deployment[spec.components[task].executor_label]) == {'resolver'}, task
+    assert {kind for executor in deployment.values() for kind in executor} == {'container'}
+    trainer_inputs = spec.root.dag.tasks['Trainer'].inputs.artifacts
+    assert trainer_inputs['base_model'].task_output_artifact.producer_task == 'latest_blessed_model'
+    evaluator_inputs = spec.root.dag.tasks['Evaluator'].inputs.artifacts
+    assert (
+        evaluator_inputs['baseline_model'].task_output_artifact.producer_task
+        == 'latest_blessed_model'
+    )
     containers = _executor_args(spec)
     for component_id, executor_class in expected_components.items():
         assert spec.root.dag.tasks[component_id].component_ref.name == component_id
@@ -120,13 +128,18 @@ def test_kubeflow_yaml_loads_as_a_pipeline_spec_naming_every_component(
         container = containers[label]
         assert container['image'] == IMAGE
         assert container['command'] == list(kubeflow_v2_dag_runner.KUBEFLOW_TFX_CMD)
-        assert container['args'] == [
+        args = container['args']
+        assert args[:4] == [
             '--executor_class_path',
             executor_class,
             '--json_serialized_invocation_args',
             '{{$}}',
-            '--direct_num_workers=2',  # the config's Beam arguments
         ], component_id
+        # Schema 2.1: the entrypoint reads parameterValues with the types of the inputs spec.
+        assert args[4] == '--json_serialized_inputs_spec_args'
+        inputs_spec = json_format.MessageToDict(spec.components[component_id].input_definitions)
+        assert json.loads(args[5]) == inputs_spec, component_id
+        assert args[6:] == ['--direct_num_workers=2'], component_id  # the config's Beam args
 
 
 def test_kubeflow_yaml_carries_the_components_parameters(kubeflow_yaml):
@@ -134,8 +147,9 @@ def test_kubeflow_yaml_carries_the_components_parameters(kubeflow_yaml):
         yaml.safe_load(kubeflow_yaml.read_text()), pipeline_spec_pb2.PipelineSpec()
     )
     transform = json_format.MessageToDict(spec.root.dag.tasks['Transform'])
+    # `runtimeValue.constant`: the legacy `constantValue` is what the open-source driver refuses.
     assert transform['inputs']['parameters']['preprocessing_fn'] == {
-        'runtimeValue': {'constantValue': {'stringValue': PREPROCESSING_FN}}
+        'runtimeValue': {'constant': PREPROCESSING_FN}
     }
     assert (
         transform['inputs']['artifacts']['examples']['taskOutputArtifact']['outputArtifactKey']
@@ -143,9 +157,7 @@ def test_kubeflow_yaml_carries_the_components_parameters(kubeflow_yaml):
     )
     evaluator = json_format.MessageToDict(spec.root.dag.tasks['Evaluator'])
     eval_config = json.loads(
-        evaluator['inputs']['parameters']['eval_config']['runtimeValue']['constantValue'][
-            'stringValue'
-        ]
+        evaluator['inputs']['parameters']['eval_config']['runtimeValue']['constant']
     )
     metrics = {m['class_name']: m for spec in eval_config['metrics_specs'] for m in spec['metrics']}
     assert metrics['AUC']['threshold']['value_threshold']['lower_bound'] == 0.6  # the blessing rule
@@ -187,15 +199,8 @@ def test_vertex_json_loads_as_a_pipeline_job_with_beam_args_replaced(
     for component_id, executor_class in expected_components.items():
         container = containers[f'{component_id}_executor']
         assert container['image'] == IMAGE
-        assert container['args'] == [
-            '--executor_class_path',
-            executor_class,
-            '--json_serialized_invocation_args',
-            '{{$}}',
-            '--runner=DataflowRunner',
-            '--project=p',
-            '--region=r',
-        ]
+        assert container['args'][:2] == ['--executor_class_path', executor_class]
+        assert container['args'][-3:] == ['--runner=DataflowRunner', '--project=p', '--region=r']
 
 
 def test_compiling_makes_no_network_call(tmp_path, config_file, monkeypatch):
@@ -293,3 +298,26 @@ def test_image_and_pipeline_root_default_to_the_local_tag_and_the_configs_root(
     images = {c['image'] for c in _executor_args(spec).values()}
     assert images == {f'asynctrain:{importlib.metadata.version("asynctrain")}'}
     assert f'image asynctrain:{importlib.metadata.version("asynctrain")}' in capsys.readouterr().out
+
+
+def test_the_analyzer_cache_is_refused_for_kubeflow_by_its_field_and_kept_for_vertex(
+    tmp_path, capsys
+):
+    config_file = tmp_path / 'cache.yaml'
+    config_file.write_text(yaml.safe_dump({'retraining': {'analyzer_cache': True}}))
+    base = ['compile', '--image', IMAGE, '--pipeline-root', ROOT, '--config', str(config_file)]
+
+    code = cli.main([*base, '--target', 'kubeflow', '--output', str(tmp_path / 'p.yaml')])
+
+    assert code == 2
+    printed = capsys.readouterr().out
+    assert 'retraining.analyzer_cache: true needs an ML Metadata resolver task' in printed
+    assert 'resolver executors not implemented' in printed
+    assert not (tmp_path / 'p.yaml').exists()
+    # Vertex AI runs resolver tasks: the cache's resolver compiles there.
+    assert cli.main([*base, '--target', 'vertex', '--output', str(tmp_path / 'p.json')]) == 0
+    job = json.loads((tmp_path / 'p.json').read_text())
+    executors = job['pipelineSpec']['deploymentSpec']['executors']
+    assert [label for label, e in executors.items() if 'resolver' in e] == [
+        'latest_transform_cache_executor'
+    ]
