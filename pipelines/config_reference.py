@@ -5,7 +5,7 @@ frozen dataclasses whose `Attributes:` docstrings document each field. This modu
 dataclasses from each file's root (`PipelineConfig`, `FeatureConfig`, `TFJobSettings`) and writes
 one table per section: every field with its type, its default (or `required`), its allowed values
 and its documentation. Allowed values come from the constant a field's documentation names
-(`One of \\`OPTIMIZERS\\``), read from the field's own module, so the page cannot list a value the
+("One of `OPTIMIZERS`"), read from the field's own module, so the page cannot list a value the
 code no longer accepts. `asynctrain docs` writes the page; a test fails when the committed page
 differs from `render()`.
 """
@@ -49,7 +49,7 @@ FILES = (
     ),
 )
 # Fields whose documentation spells the allowed values out in words: the constant that holds them,
-# in the field's own module. Every other choice field names its constant (`One of \`X\``).
+# in the field's own module. Every other choice field names its constant ("One of `X`").
 ALLOWED_CONSTANTS = {
     ('LabelSettings', 'task'): 'TASK_TYPES',
     ('LabelSettings', 'loss'): 'REGRESSION_LOSSES',
