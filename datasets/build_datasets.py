@@ -1,18 +1,21 @@
-"""Writes the CSVs under datasets/*/data/ from the public copies bundled in two PyPI packages.
+"""Writes the CSVs under datasets/*/data/ from the public copies bundled in three PyPI packages.
 
 Provenance, not part of the pipeline: the committed CSVs are what this wrote, and rerunning it
-rewrites them byte for byte. It needs `palmerpenguins` and `scikit-learn`, which are not
-dependencies of asynctrain; run it from a throwaway environment:
+rewrites them byte for byte (the gzipped one too: no name or time in its gzip header). It needs
+`palmerpenguins`, `scikit-learn` and `vega_datasets`, which are not dependencies of asynctrain;
+run it from a throwaway environment:
 
     python3.10 -m venv /tmp/dsvenv
-    /tmp/dsvenv/bin/pip install palmerpenguins==0.1.6 scikit-learn==1.7.2
+    /tmp/dsvenv/bin/pip install palmerpenguins==0.1.6 scikit-learn==1.7.2 vega_datasets==0.9.0
     /tmp/dsvenv/bin/python datasets/build_datasets.py
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
 import importlib.resources
+import io
 import pathlib
 
 DATASETS = pathlib.Path(__file__).resolve().parent
@@ -32,11 +35,16 @@ BREAST_CANCER_COLUMNS = 10
 
 
 def _write(path: pathlib.Path, header: list[str], rows: list[list[str]]) -> None:
+    """A CSV file; gzipped when `path` ends in `.gz` (mtime 0 and no file name in the header)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, 'w', newline='', encoding='utf-8') as f:
-        writer = csv.writer(f, lineterminator='\n')
-        writer.writerow(header)
-        writer.writerows(rows)
+    text = io.StringIO(newline='')
+    writer = csv.writer(text, lineterminator='\n')
+    writer.writerow(header)
+    writer.writerows(rows)
+    data = text.getvalue().encode('utf-8')
+    if path.suffix == '.gz':
+        data = gzip.compress(data, compresslevel=9, mtime=0)
+    path.write_bytes(data)
 
 
 def _number(value: float) -> str:
@@ -97,6 +105,31 @@ def breast_cancer() -> int:
     return len(rows)
 
 
+def seattle_weather() -> int:
+    """Seattle's daily weather 2012-2015 as vega_datasets ships it: `date` as YYYY/MM/DD."""
+    source = importlib.resources.files('vega_datasets') / '_data' / 'seattle-weather.csv'
+    with source.open(newline='', encoding='utf-8') as f:
+        reader = csv.reader(f)
+        header = next(reader)
+        rows = list(reader)
+    _write(DATASETS / 'seattle_weather' / 'data' / 'seattle_weather.csv', header, rows)
+    return len(rows)
+
+
+def digits() -> int:
+    """Handwritten digits, 8x8 pixels of 0-16 each and the digit, as one gzipped CSV."""
+    from sklearn.datasets import load_digits
+
+    data = load_digits()
+    header = [*(f'pixel_{i // 8}_{i % 8}' for i in range(64)), 'digit']
+    rows = [
+        [*(_number(v) for v in image), str(int(target))]
+        for image, target in zip(data.data, data.target)
+    ]
+    _write(DATASETS / 'digits' / 'data' / 'digits.csv.gz', header, rows)
+    return len(rows)
+
+
 if __name__ == '__main__':
-    for build in (penguins, diabetes, breast_cancer):
+    for build in (penguins, diabetes, breast_cancer, seattle_weather, digits):
         print(f'{build.__name__}: {build()} rows')
