@@ -1,7 +1,8 @@
 """`asynctrain bench input`: does training wait for input? Five input pipelines, one model.
 
 Data: a sample of the bundled taxi CSV is transformed by the stock Transform executor running our
-`preprocessing_fn` (as the pipeline does), and its transformed train split is resampled, with
+`preprocessing_fn` (as the pipeline does; `--transformed-examples` and `--transform-graph` give an
+earlier Transform's output instead), and its transformed train split is resampled, with
 replacement and whole rows at a time, to `--examples` transformed tf.Examples written as sharded
 GZIP TFRecords: real transformed values, the pipeline's record layout, at any size in seconds.
 The pipeline's ExampleBatcher writer then rewrites them once, shuffled and pre-batched (each
@@ -44,6 +45,7 @@ Compare ratios, not absolute rates: the machine may be shared, and here input an
 the same CPU cores, so they can overlap only as far as cores are idle.
 
     asynctrain bench input [--examples N] [--steps N] [--batch-size N] [--output DIR]
+                           [--transformed-examples DIR --transform-graph DIR]
 
 The data, the batched writer's check and the variants' runners live in `input_variants`.
 """
@@ -62,6 +64,7 @@ from benchmarks.input_variants import (
     DEFAULT_SAMPLE_ROWS,
     STEPS_PER_EXECUTION,
     TransformedExamples,
+    add_transform_output_arguments,
     cached_dataset,
     in_memory_batches,
     in_memory_dataset,
@@ -75,6 +78,7 @@ from benchmarks.input_variants import (
     train_in_loop,
     train_naive,
     train_with_fit,
+    transform_output_from_args,
     write_batched_examples,
 )
 
@@ -142,6 +146,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help='taxi rows transformed by the Transform executor, then resampled '
         f'(default {DEFAULT_SAMPLE_ROWS})',
     )
+    add_transform_output_arguments(parser)
     parser.add_argument(
         '--output',
         default=DEFAULT_OUTPUT,
@@ -284,10 +289,19 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        transform_output = transform_output_from_args(args)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
     output = os.path.abspath(args.output)
     shutil.rmtree(output, ignore_errors=True)
     os.makedirs(output)
-    _log(f'transforming {args.sample_rows:,} taxi rows, resampling to {args.examples:,} examples')
+    _log(
+        f'resampling {transform_output.transformed_examples} to {args.examples:,} examples'
+        if transform_output
+        else f'transforming {args.sample_rows:,} taxi rows, resampling to {args.examples:,} examples'
+    )
     from components import tf_environment
     from components.trainer.training import data as data_lib
 
@@ -295,7 +309,12 @@ def run(args: argparse.Namespace) -> int:
     # variant alike (`model.fit` too). Tracing is outside the timed steps either way.
     tf_environment.configure_autograph()
 
-    data = make_transformed_examples(os.path.join(output, 'data'), args.examples, args.sample_rows)
+    data = make_transformed_examples(
+        os.path.join(output, 'data'),
+        args.examples,
+        args.sample_rows,
+        transform_output=transform_output,
+    )
     _log(
         f'data: {data.num_examples:,} examples, {data.bytes / 2**20:.0f} MiB in '
         f'{data.num_files} GZIP files, {data.seconds:.1f} s'
@@ -411,7 +430,11 @@ def run(args: argparse.Namespace) -> int:
             'examples': data.num_examples,
             'files': data.num_files,
             'bytes': data.bytes,
-            'sample_rows_transformed': args.sample_rows,
+            # Taxi rows this run transformed, or the earlier Transform output it resampled.
+            'sample_rows_transformed': None if transform_output else args.sample_rows,
+            'transformed_examples': transform_output.transformed_examples
+            if transform_output
+            else None,
             'generation_seconds': data.seconds,
         },
         # The ExampleBatcher's artifact of the same train split (and of the eval split, whose

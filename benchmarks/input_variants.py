@@ -9,6 +9,7 @@ its write time and a check that it reads back as the same examples.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 import shutil
@@ -45,15 +46,66 @@ class TransformedExamples:
     seconds: float
 
 
+@dataclasses.dataclass(frozen=True)
+class TransformOutput:
+    """An earlier Transform run's output, to resample instead of running Transform again.
+
+    Attributes:
+      transformed_examples: Its `transformed_examples` artifact's directory (`Split-train/` and
+        `Split-eval/`, GZIP TFRecords of transformed tf.Examples).
+      transform_graph: Its `transform_graph` artifact's directory (`transform_fn/`,
+        `transformed_metadata/` and the raw `metadata/`).
+    """
+
+    transformed_examples: str
+    transform_graph: str
+
+
+def add_transform_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--transformed-examples` and `--transform-graph`: the benches' data from an earlier
+    Transform run (a pipeline run's, say) instead of `--sample-rows` rows transformed afresh."""
+    for flag, what in (
+        ('--transformed-examples', 'transformed examples (Split-train/, Split-eval/)'),
+        ('--transform-graph', 'transform graph'),
+    ):
+        parser.add_argument(
+            flag,
+            metavar='DIR',
+            help=f"an earlier Transform's {what} of the taxi features: resampled instead of "
+            'transforming --sample-rows taxi rows; give both flags or neither',
+        )
+
+
+def transform_output_from_args(args: argparse.Namespace) -> TransformOutput | None:
+    """The `TransformOutput` the two flags name, or None when neither is given.
+
+    Raises:
+      ValueError: only one of the flags is given, or a directory is missing.
+    """
+    examples, graph = args.transformed_examples, args.transform_graph
+    if examples is None and graph is None:
+        return None
+    if examples is None or graph is None:
+        raise ValueError('--transformed-examples and --transform-graph: give both or neither')
+    for flag, path in (('--transformed-examples', examples), ('--transform-graph', graph)):
+        if not os.path.isdir(path):
+            raise ValueError(f'{flag}: no directory at {path}')
+    return TransformOutput(os.path.abspath(examples), os.path.abspath(graph))
+
+
 def make_transformed_examples(
     output_dir: str,
     num_examples: int,
     sample_rows: int = DEFAULT_SAMPLE_ROWS,
     num_files: int = 8,
     seed: int = 0,
+    transform_output: TransformOutput | None = None,
 ) -> TransformedExamples:
     """Transforms `sample_rows` taxi rows with the stock Transform executor and our
     `preprocessing_fn`, then writes `num_examples` rows resampled from its train split.
+
+    With `transform_output`, its train split is resampled instead (no Transform run; it is only
+    read) and its eval split copied, and `sample_rows` is unused.
 
     Resampling is vectorized (Arrow `take`, tfx-bsl's C++ encoder), so a million examples take
     seconds rather than the minutes a Beam run over a million raw rows would.
@@ -67,22 +119,27 @@ def make_transformed_examples(
     from components.transform import feature_config as fc
 
     started = time.monotonic()
-    schema = fc.load_schema(str(runs.TAXI_SCHEMA))
     config = fc.load_feature_config(str(runs.TAXI_FEATURES), str(runs.TAXI_SCHEMA))
-    raw_uri = runs.write_span(
-        os.path.join(output_dir, 'raw'),
-        1,
-        runs.resample_span(runs.read_taxi_table(schema), 1, sample_rows, seed),
-    )
-    transform = runs.run_transform(
-        [runs.examples_artifact(raw_uri, 1)],
-        runs.schema_artifact(runs.TAXI_SCHEMA, os.path.join(output_dir, 'schema')),
-        os.path.join(output_dir, 'transform'),
-        config,
-        disable_analyzer_cache=True,
-        disable_statistics=True,
-    )
-    transformed = transform.transformed_examples[0]
+    if transform_output is None:
+        raw_uri = runs.write_span(
+            os.path.join(output_dir, 'raw'),
+            1,
+            runs.resample_span(
+                runs.read_taxi_table(fc.load_schema(str(runs.TAXI_SCHEMA))), 1, sample_rows, seed
+            ),
+        )
+        transform = runs.run_transform(
+            [runs.examples_artifact(raw_uri, 1)],
+            runs.schema_artifact(runs.TAXI_SCHEMA, os.path.join(output_dir, 'schema')),
+            os.path.join(output_dir, 'transform'),
+            config,
+            disable_analyzer_cache=True,
+            disable_statistics=True,
+        )
+        transform_output = TransformOutput(
+            transform.transformed_examples[0], transform.transform_graph
+        )
+    transformed = transform_output.transformed_examples
     sample = example_coder.ExamplesToRecordBatchDecoder().DecodeBatch(
         runs.read_tfrecord_gzip(os.path.join(transformed, 'Split-train', '*'))
     )
@@ -108,7 +165,7 @@ def make_transformed_examples(
     size = sum(os.path.getsize(os.path.join(train_dir, f)) for f in os.listdir(train_dir))
     return TransformedExamples(
         examples_dir=examples_dir,
-        transform_graph=transform.transform_graph,
+        transform_graph=transform_output.transform_graph,
         label_key=config.label.name,
         num_examples=num_examples,
         num_files=num_files,

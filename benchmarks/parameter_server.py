@@ -1,8 +1,8 @@
 """`asynctrain bench ps`: how asynchronous parameter-server training scales, config by config.
 
 The Trainer's own training loop (`components.trainer.training.loop.Trainer`, in-process cluster)
-trains the default model on transformed taxi examples (made as `bench input` makes them) under
-ParameterServerStrategy, for every combination of:
+trains the default model on transformed taxi examples (made as `bench input` makes them, or from
+an earlier Transform's output) under ParameterServerStrategy, for every combination of:
 
 - `steps_per_execution` 1, 10, 100 (steps per scheduled `tf.function` call);
 - 1 and 2 workers;
@@ -27,6 +27,7 @@ contention here rather than capacity; the figures show the per-step overheads (s
 per shard) that more machines would not remove.
 
     asynctrain bench ps [--steps N] [--repeats N] [--batch-size N] [--examples N] [--output DIR]
+                        [--transformed-examples DIR --transform-graph DIR]
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import shutil
 import sys
 import time
 
-from benchmarks import report
+from benchmarks import input_variants, report
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'ps')
 DEFAULT_STEPS = 200
@@ -98,6 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_SAMPLE_ROWS,
         help=f'taxi rows transformed, then resampled (default {DEFAULT_SAMPLE_ROWS})',
     )
+    input_variants.add_transform_output_arguments(parser)
     parser.add_argument(
         '--output',
         default=DEFAULT_OUTPUT,
@@ -287,18 +289,30 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        transform_output = input_variants.transform_output_from_args(args)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
     load_at_start = list(os.getloadavg())
     output = os.path.abspath(args.output)
     shutil.rmtree(output, ignore_errors=True)
     os.makedirs(output)
     started = time.monotonic()
-    _log(f'transforming {args.sample_rows:,} taxi rows, resampling to {args.examples:,} examples')
+    _log(
+        f'resampling {transform_output.transformed_examples} to {args.examples:,} examples'
+        if transform_output
+        else f'transforming {args.sample_rows:,} taxi rows, resampling to {args.examples:,} examples'
+    )
     from benchmarks import input_pipeline
     from components.trainer import config as config_lib
     from components.trainer.cluster import servers as cluster_lib
 
     data = input_pipeline.make_transformed_examples(
-        os.path.join(output, 'data'), args.examples, args.sample_rows
+        os.path.join(output, 'data'),
+        args.examples,
+        args.sample_rows,
+        transform_output=transform_output,
     )
     _log(f'data: {data.num_examples:,} examples in {data.seconds:.1f} s')
     from benchmarks import parameter_server_fit as fit_lib
@@ -358,6 +372,9 @@ def run(args: argparse.Namespace) -> int:
         'repeats': args.repeats,
         'batch_size': args.batch_size,
         'examples': data.num_examples,
+        # Taxi rows this run transformed, or the earlier Transform output it resampled.
+        'sample_rows_transformed': None if transform_output else args.sample_rows,
+        'transformed_examples': transform_output.transformed_examples if transform_output else None,
         'model_hidden_units': list(config_lib.ModelConfig().hidden_units),
         'configs': configs,
         'held_out_batches': len(held_out),

@@ -9,7 +9,7 @@ from pipelines import cli
 pytestmark = pytest.mark.integration
 
 
-def test_bench_reports_every_pipeline_against_the_upper_bound(tmp_path, capsys):
+def test_bench_reports_every_pipeline_against_the_upper_bound(tmp_path, capsys, transformed_taxi):
     output = tmp_path / 'bench'
     code = cli.main(
         [
@@ -25,8 +25,10 @@ def test_bench_reports_every_pipeline_against_the_upper_bound(tmp_path, capsys):
             '2',
             '--rounds',
             '2',
-            '--sample-rows',
-            '120',
+            '--transformed-examples',
+            transformed_taxi.examples,
+            '--transform-graph',
+            transformed_taxi.transform_graph,
             '--sweep',
             '16',
             '32,16',
@@ -40,6 +42,9 @@ def test_bench_reports_every_pipeline_against_the_upper_bound(tmp_path, capsys):
     assert result['data']['examples'] == 3000 and result['data']['files'] == 8
     assert result['batch_size'] == 256
     assert result['data']['bytes'] > 0
+    # Resampled from the Transform output it was given; no Transform of its own.
+    assert result['data']['transformed_examples'] == transformed_taxi.examples
+    assert result['data']['sample_rows_transformed'] is None
     # The pre-batched copy of the train split: 3000 examples in records of 256, read back equal.
     batched = result['batched']
     assert batched['examples_per_record'] == 256 and batched['records'] == 12

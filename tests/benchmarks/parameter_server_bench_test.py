@@ -9,7 +9,9 @@ from pipelines import cli
 pytestmark = pytest.mark.integration
 
 
-def test_bench_reports_every_config_with_staleness_and_model_fit(tmp_path, capsys):
+def test_bench_reports_every_config_with_staleness_and_model_fit(
+    tmp_path, capsys, transformed_taxi
+):
     output = tmp_path / 'bench'
     code = cli.main(
         [
@@ -26,8 +28,10 @@ def test_bench_reports_every_config_with_staleness_and_model_fit(tmp_path, capsy
             '2',
             '--examples',
             '2000',
-            '--sample-rows',
-            '120',
+            '--transformed-examples',
+            transformed_taxi.examples,
+            '--transform-graph',
+            transformed_taxi.transform_graph,
             '--output',
             str(output),
         ]
@@ -40,6 +44,9 @@ def test_bench_reports_every_config_with_staleness_and_model_fit(tmp_path, capsy
     assert len(configs) == 6
     assert (result['batch_size'], result['repeats'], result['held_out_batches']) == (256, 1, 8)
     assert len(result['load_average_start']) == len(result['load_average_end']) == 3
+    # Resampled from the Transform output it was given; no Transform of its own.
+    assert result['transformed_examples'] == transformed_taxi.examples
+    assert result['sample_rows_transformed'] is None and result['examples'] == 2000
     assert {
         (c['num_workers'], c['num_ps'], c['partitioner'], c['steps_per_execution']) for c in configs
     } == {
@@ -80,3 +87,15 @@ def test_bench_reports_every_config_with_staleness_and_model_fit(tmp_path, capsy
     png = (output / 'parameter_server.png').read_bytes()
     assert png.startswith(b'\x89PNG\r\n\x1a\n') and len(png) > 5000
     assert '[bench ps' in capsys.readouterr().out
+
+
+def test_bench_wants_both_or_neither_of_an_earlier_transforms_outputs(tmp_path, capsys):
+    only_graph = ['--transform-graph', str(tmp_path)]
+    missing = ['--transformed-examples', str(tmp_path / 'none'), '--transform-graph', str(tmp_path)]
+    output = ['--output', str(tmp_path / 'bench')]
+
+    assert cli.main(['bench', 'ps', *only_graph, *output]) == 2
+    assert 'give both or neither' in capsys.readouterr().err
+    assert cli.main(['bench', 'input', *missing, *output]) == 2
+    assert f'--transformed-examples: no directory at {tmp_path / "none"}' in capsys.readouterr().err
+    assert not (tmp_path / 'bench').exists()
