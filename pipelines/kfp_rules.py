@@ -8,7 +8,8 @@ Read from the backend's own source (kubeflow/pipelines, `backend/src/`), every 2
   `v2/compiler/argocompiler/dag.go`);
 - its driver resolves a task's parameter from `runtimeValue.constant`, a task output or a
   pipeline input; the legacy `runtimeValue.constantValue` is "not implemented"
-  (`v2/driver/resolve.go`), and it hands the executor `parameterValues` only.
+  (`v2/driver/resolve.go`; `v2/driver/driver.go` up to 2.5), and it hands the executor
+  `parameterValues` only.
 
 `asynctrain compile` checks what it writes with `refusals`, and `asynctrain run --compiled`
 refuses such a spec before running anything, each with the backend's reason.

@@ -17,6 +17,7 @@ from typing import Any
 from ml_metadata.proto import metadata_store_pb2
 from tfx.orchestration import metadata
 
+from components.latest_blessed_model.spec import PUSHED_MODEL_PROPERTY
 from components.trainer.training.run_files import REPORT_FILE
 from pipelines.config import PipelineConfig
 
@@ -55,7 +56,8 @@ class RunSummary:
       pushed_model: Directory of the pushed model, or None if nothing was pushed.
       span: The span ExampleGen read (days since 1970-01-01 for dated input).
       model: Directory of the model the Trainer produced.
-      base_model: Directory of the blessed model the Trainer warm-started from, if any.
+      base_model: The pushed model the Trainer warm-started from (the push directory that
+        `LatestBlessedModel` copied), or None when it trained from scratch.
       tensorboard_dir: The Trainer's ModelRun directory: its TensorBoard summaries and, when
         asked for, its profiler trace.
     """
@@ -220,7 +222,7 @@ def read_summary(config: PipelineConfig, started: float) -> RunSummary:
         pushed_model=pushed_path,
         span=_custom(examples, 'span') if examples is not None else None,
         model=model.uri if model is not None else None,
-        base_model=base_model.uri if base_model is not None else None,
+        base_model=(_custom(base_model, PUSHED_MODEL_PROPERTY) or None) if base_model else None,
         tensorboard_dir=model_run.uri if model_run is not None else None,
     )
 

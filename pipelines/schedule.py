@@ -20,6 +20,8 @@ import kfp
 import kfp_server_api
 import yaml
 
+from pipelines import kfp_rules
+
 # KFP's ScheduledWorkflow controller parses schedules with robfig/cron: seconds come first.
 _CRON_FIELDS = (
     ('second', 0, 59, {}),
@@ -101,6 +103,15 @@ class RecurringRun:
     experiment_id: str
 
 
+def load_checked_spec(pipeline_file: str) -> dict:
+    """The compiled spec in `pipeline_file`; kfp_rules.SpecRefused when the open-source backend
+    would refuse it (an older compile's schema 2.0.0, a resolver task)."""
+    with open(pipeline_file) as f:
+        spec = yaml.safe_load(f)
+    kfp_rules.check(spec)
+    return spec
+
+
 def schedule(
     client: kfp.Client,
     *,
@@ -113,11 +124,16 @@ def schedule(
     service_account: str | None = None,
     version_name: str | None = None,
 ) -> RecurringRun:
-    """Uploads `pipeline_file` and creates a recurring run of it on `client`'s KFP server."""
+    """Uploads `pipeline_file` and creates a recurring run of it on `client`'s KFP server.
+
+    Raises:
+      ValueError: a wrong cron field, named.
+      kfp_rules.SpecRefused: the open-source backend would refuse the spec (nothing is sent).
+    """
     validate_cron(cron)
+    spec = load_checked_spec(pipeline_file)
     if pipeline_name is None:
-        with open(pipeline_file) as f:
-            pipeline_name = yaml.safe_load(f)['pipelineInfo']['name']
+        pipeline_name = spec['pipelineInfo']['name']
     version_name = (
         version_name
         or f'{pipeline_name}-{datetime.datetime.now(datetime.timezone.utc):%Y%m%d-%H%M%S}'
@@ -186,6 +202,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         validate_cron(args.cron)
+        # Before the client: kfp.Client's constructor already calls the server.
+        load_checked_spec(args.pipeline)
+    except kfp_rules.SpecRefused as error:
+        print(f'asynctrain schedule: {args.pipeline}: {error}')
+        return 2
     except ValueError as error:
         print(f'asynctrain schedule: {error}')
         return 2

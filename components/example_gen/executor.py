@@ -19,10 +19,10 @@ from absl import logging
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from tfx import types
-from tfx.components.example_gen import utils
+from tfx.components.example_gen import driver, input_processor, utils
 from tfx.components.example_gen.base_example_gen_executor import BaseExampleGenExecutor
 from tfx.components.util import examples_utils
-from tfx.proto import example_gen_pb2
+from tfx.proto import example_gen_pb2, range_config_pb2
 from tfx.types import artifact_utils
 from tfx.utils import proto_utils
 
@@ -131,6 +131,46 @@ def _CsvToSerializedExamples(  # pylint: disable=invalid-name
     return pipeline | 'CsvToExamples' >> csv_source.CsvToSerializedExamples(config)
 
 
+_SPAN_PLACEHOLDERS = ('{SPAN}', '{VERSION}', '{YYYY}', '{MM}', '{DD}')
+
+
+def resolve_input_span(exec_properties: dict[str, Any], examples: types.Artifact) -> dict[str, Any]:
+    """What TFX's `FileBasedDriver` does before the executor, done here when no driver ran.
+
+    A local run resolves `{SPAN}` or `{YYYY}{MM}{DD}` patterns in the driver. Compiled for
+    Kubeflow, TFX runs that driver only for its own `FileBasedExampleGen` subclasses, and as a
+    container lifecycle hook the open-source backend does not run; so when the patterns still hold
+    placeholders, the span and version are resolved here with TFX's own input processor (the
+    newest span, or the one `range_config` names) and recorded on `examples` as the driver would.
+    Returns exec_properties with the resolved patterns, span, version and fingerprint.
+    """
+    input_config = example_gen_pb2.Input()
+    proto_utils.json_to_proto(exec_properties[spec.INPUT_CONFIG_KEY], input_config)
+    if not any(p in s.pattern for s in input_config.splits for p in _SPAN_PLACEHOLDERS):
+        return exec_properties
+    range_config = None
+    if exec_properties.get(spec.RANGE_CONFIG_KEY):
+        range_config = range_config_pb2.RangeConfig()
+        proto_utils.json_to_proto(exec_properties[spec.RANGE_CONFIG_KEY], range_config)
+    processor = input_processor.FileBasedInputProcessor(
+        exec_properties[spec.INPUT_BASE_KEY], input_config.splits, range_config
+    )
+    span, version = processor.resolve_span_and_version()
+    fingerprint = processor.get_input_fingerprint(span, version)
+    for split in input_config.splits:
+        split.pattern = processor.get_pattern_for_span_version(split.pattern, span, version)
+    resolved = {
+        **exec_properties,
+        spec.INPUT_CONFIG_KEY: proto_utils.proto_to_json(input_config),
+        utils.SPAN_PROPERTY_NAME: span,
+        utils.VERSION_PROPERTY_NAME: version,
+        utils.FINGERPRINT_PROPERTY_NAME: fingerprint,
+    }
+    driver.update_output_artifact(exec_properties=resolved, output_artifact=examples.mlmd_artifact)
+    logging.info('Resolved span %s (version %s): %s', span, version, input_config.splits)
+    return resolved
+
+
 class Executor(BaseExampleGenExecutor):
     """Converts CSV files to GZIP TFRecord tf.Example splits plus a dead letter."""
 
@@ -145,6 +185,7 @@ class Executor(BaseExampleGenExecutor):
     ) -> None:
         self._log_startup(input_dict, output_dict, exec_properties)
         examples = artifact_utils.get_single_instance(output_dict[spec.EXAMPLES_KEY])
+        exec_properties = resolve_input_span(exec_properties, examples)
         config = config_from_exec_properties(exec_properties, examples.uri)
         with self._make_beam_pipeline() as pipeline:
             _ = pipeline | 'CsvToExampleFiles' >> csv_source.CsvToExampleFiles(config)

@@ -71,10 +71,11 @@ def test_three_days_train_on_the_new_span_warm_start_and_push_only_when_blessed(
         for s in summaries
     )
 
-    # Day 1 starts cold; each later day warm-starts from the latest blessed model.
+    # Day 1 starts cold; each later day warm-starts from the latest blessed model: the copy that
+    # the previous day pushed.
     assert day1.base_model is None
-    assert day2.base_model == day1.model
-    assert day3.base_model == day2.model
+    assert day2.base_model == day1.pushed_model
+    assert day3.base_model == day2.pushed_model
     assert len({s.model for s in summaries}) == 3
 
     assert day1.blessed and day2.blessed

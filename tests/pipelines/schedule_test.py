@@ -29,7 +29,7 @@ pipelineInfo:
 root:
   dag:
     tasks: {}
-schemaVersion: 2.0.0
+schemaVersion: 2.1.0
 sdkVersion: tfx-1.16.0
 """
 
@@ -270,3 +270,16 @@ def test_an_api_error_is_reported_with_the_servers_answer(kfp_server, pipeline_f
     out = capsys.readouterr().out
     assert 'the KFP API at http://127.0.0.1:' in out
     assert '403' in out and 'service account asynctrain-pipeline not allowed' in out
+
+
+def test_a_spec_the_open_source_backend_refuses_is_not_uploaded(kfp_server, tmp_path, capsys):
+    old = tmp_path / 'old.yaml'
+    old.write_text(PIPELINE_YAML.replace('schemaVersion: 2.1.0', 'schemaVersion: 2.0.0'))
+
+    assert schedule_lib.run(_args(kfp_server, old)) == 2
+
+    printed = capsys.readouterr().out
+    assert 'KFP only supports schema version 2.1.0, but the pipeline spec has version 2.0.0' in (
+        printed
+    )
+    assert kfp_server.requests == []

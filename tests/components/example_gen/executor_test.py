@@ -195,3 +195,44 @@ def test_constructor_rejects_bad_parameters_naming_them():
     assert gen.exec_properties[spec.NULL_MARKERS_KEY] == '["NA"]'
     assert gen.exec_properties[spec.QUOTE_CHAR_KEY] == ''
     assert gen.outputs[spec.EXAMPLES_KEY].type == standard_artifacts.Examples
+
+
+def test_a_dated_pattern_no_driver_resolved_is_resolved_by_the_executor(tmp_path):
+    """As compiled for Kubeflow, where no TFX driver runs before the executor: the newest span
+    (or the one range_config names) is read, and recorded on the artifact as the driver would."""
+    from tfx.components.example_gen import utils as example_gen_utils
+    from tfx.proto import range_config_pb2
+
+    base = tmp_path / 'data'
+    for day in ('2024-05-01', '2024-05-02'):
+        (base / day).mkdir(parents=True)
+        (base / day / 'part.csv').write_text('a\n1\n')
+    pattern = '{YYYY}-{MM}-{DD}/*.csv'
+    input_config = example_gen_pb2.Input(
+        splits=[example_gen_pb2.Input.Split(name='single_split', pattern=pattern)]
+    )
+    properties = {
+        'input_base': str(base),
+        'input_config': proto_utils.proto_to_json(input_config),
+    }
+    examples = standard_artifacts.Examples()
+
+    resolved = executor.resolve_input_span(properties, examples)
+
+    newest = example_gen_utils.date_to_span_number(2024, 5, 2)
+    assert resolved['span'] == newest == examples.get_int_custom_property('span')
+    assert json.loads(resolved['input_config'])['splits'][0]['pattern'] == '2024-05-02/*.csv'
+    assert resolved['input_fingerprint'].startswith('split:single_split,num_files:1')
+
+    first = example_gen_utils.date_to_span_number(2024, 5, 1)
+    range_config = range_config_pb2.RangeConfig(
+        static_range=range_config_pb2.StaticRange(start_span_number=first, end_span_number=first)
+    )
+    named = executor.resolve_input_span(
+        {**properties, 'range_config': proto_utils.proto_to_json(range_config)},
+        standard_artifacts.Examples(),
+    )
+    assert json.loads(named['input_config'])['splits'][0]['pattern'] == '2024-05-01/*.csv'
+    # Patterns a driver already resolved (a local run) are left as they are.
+    plain = {**properties, 'input_config': resolved['input_config']}
+    assert executor.resolve_input_span(plain, standard_artifacts.Examples()) is plain

@@ -108,6 +108,8 @@ def test_replicas_write_into_the_artifacts_and_read_the_config_the_executor_wrot
     config = _tfjob_config()
 
     base_model = tmp_path / 'Trainer' / 'model' / '3'
+    # A base model holds a SavedModel (an empty Model artifact is no base model).
+    _export_a_saved_model(base_model / 'Format-Serving')
 
     model, model_run = _run_do(tmp_path, config, base_model=base_model)
 
