@@ -15,15 +15,17 @@ Beam arguments given with `--beam-arg` (repeatable) or after `--` replace the co
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 
-from pipelines import kubeflow_runner
+from pipelines import compile_options
 from pipelines.config import ConfigError, load_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         '--target',
-        choices=kubeflow_runner.TARGETS,
+        choices=compile_options.TARGETS,
         default='kubeflow',
         help='kubeflow: PipelineSpec YAML for open-source KFP; vertex: PipelineJob JSON',
     )
@@ -32,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         '--image',
-        help=f'container image of every step: {kubeflow_runner.DEFAULT_IMAGE_HINT}; '
+        help=f'container image of every step: {compile_options.DEFAULT_IMAGE_HINT}; '
         'default the local tag asynctrain:<version>',
     )
     parser.add_argument(
@@ -56,18 +58,29 @@ def run(args: argparse.Namespace) -> int:
     beam_args = [*(args.beam_arg or []), *(getattr(args, 'beam_args', None) or [])]
     try:
         config = load_config(args.config)
-        options = kubeflow_runner.CompileOptions(
+        options = compile_options.CompileOptions(
             target=args.target,
             output=args.output,
-            image=args.image or kubeflow_runner.default_image(),
+            image=args.image or compile_options.default_image(),
             pipeline_root=args.pipeline_root or config.pipeline_root,
             beam_pipeline_args=tuple(beam_args) if beam_args else None,
         )
-        kubeflow_runner.check_target(config, args.target)
+        compile_options.check_target(config, args.target)
     except (ConfigError, ValueError) as error:
         print(f'asynctrain compile: {error}')
         return 2
-    document = kubeflow_runner.compile_pipeline(config, options)
+    from components import console
+
+    # TensorFlow's import-time lines and TFX's logs go to a file, as for `asynctrain run`.
+    log_path = console.new_log_path(os.path.join(tempfile.gettempdir(), 'asynctrain'), 'compile')
+    try:
+        with console.quiet(log_path):
+            from pipelines import kubeflow_runner
+
+            document = kubeflow_runner.compile_pipeline(config, options)
+    except ValueError as error:  # kfp_rules.SpecRefused, a module file with a remote root
+        print(f'asynctrain compile: {error}\n  log: {log_path}')
+        return 2
     tasks = document.get('pipelineSpec', document)['root']['dag']['tasks']
     print(
         f'wrote {args.output}: {args.target} pipeline {config.pipeline_name!r}, {len(tasks)} steps, '

@@ -18,7 +18,6 @@ placed in the spec, never opened here.
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 import json
 from typing import Any
 
@@ -29,54 +28,15 @@ from tfx.components.util import udf_utils
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from pipelines import kfp_rules
-from pipelines.config import ConfigError, PipelineConfig
+from pipelines.compile_options import (  # noqa: F401 (the runner's API)
+    DEFAULT_IMAGE_HINT,
+    TARGETS,
+    CompileOptions,
+    check_target,
+    default_image,
+)
+from pipelines.config import PipelineConfig
 from pipelines.pipeline import create_pipeline
-
-TARGETS = ('kubeflow', 'vertex')
-_EXTENSIONS = {'kubeflow': ('.yaml', '.yml'), 'vertex': ('.json',)}
-# The image `KubeflowV2DagRunner` would use otherwise lacks this project's code.
-DEFAULT_IMAGE_HINT = 'REGISTRY/asynctrain:TAG (built from kubeflow/Dockerfile)'
-
-
-@dataclasses.dataclass(frozen=True)
-class CompileOptions:
-    """Runner settings that the pipeline definition does not hold.
-
-    Attributes:
-      target: `kubeflow` (PipelineSpec YAML) or `vertex` (PipelineJob JSON).
-      output: File to write; `.yaml`/`.yml` for kubeflow, `.json` for vertex.
-      image: Container image of every step (kubeflow/Dockerfile), e.g. `gcr.io/p/asynctrain:1`.
-      pipeline_root: Where the steps write artifacts, e.g. `gs://bucket/asynctrain`; the cluster
-        must be able to write there.
-      beam_pipeline_args: Replace the config's Beam arguments for every Beam-based step when not
-        None (e.g. `--runner=DataflowRunner`, `--project=...`).
-    """
-
-    target: str
-    output: str
-    image: str
-    pipeline_root: str
-    beam_pipeline_args: tuple[str, ...] | None = None
-
-    def __post_init__(self):
-        if self.target not in TARGETS:
-            raise ValueError(f'target: {self.target!r} is not allowed; allowed: {list(TARGETS)}')
-        if not self.output.endswith(_EXTENSIONS[self.target]):
-            raise ValueError(
-                f'output: the {self.target} target writes {" or ".join(_EXTENSIONS[self.target])} '
-                f'files, got {self.output!r}'
-            )
-        if not self.image or ':' not in self.image.rsplit('/', 1)[-1] and '@' not in self.image:
-            raise ValueError(
-                f'image: expected a tagged image reference like {DEFAULT_IMAGE_HINT}, got {self.image!r}'
-            )
-        if not self.pipeline_root:
-            raise ValueError('pipeline_root: required, e.g. gs://bucket/asynctrain')
-
-
-def default_image() -> str:
-    """`asynctrain:<installed version>`, a local tag of the kubeflow/Dockerfile image (kind, minikube)."""
-    return f'asynctrain:{importlib.metadata.version("asynctrain")}'
 
 
 def _refuse_module_file_upload(pipeline: Any, pipeline_root: str) -> None:
@@ -99,16 +59,6 @@ def _refuse_module_file_upload(pipeline: Any, pipeline_root: str) -> None:
                     'compiling; build the module into the image (kubeflow/Dockerfile) and leave '
                     'preprocessing_module unset, or compile with a local --pipeline-root'
                 )
-
-
-def check_target(config: PipelineConfig, target: str) -> None:
-    """ConfigError for a setting the target cannot run, named by its field."""
-    if target == 'kubeflow' and config.retraining.analyzer_cache:
-        raise ConfigError(
-            'retraining.analyzer_cache: true needs an ML Metadata resolver task, which '
-            'open-source Kubeflow Pipelines does not run ("resolver executors not implemented"); '
-            'set it to false for --target kubeflow (local runs and --target vertex support it)'
-        )
 
 
 def compile_pipeline(config: PipelineConfig, options: CompileOptions) -> dict[str, Any]:

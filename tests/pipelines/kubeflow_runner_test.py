@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import socket
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -320,4 +323,32 @@ def test_the_analyzer_cache_is_refused_for_kubeflow_by_its_field_and_kept_for_ve
     executors = job['pipelineSpec']['deploymentSpec']['executors']
     assert [label for label, e in executors.items() if 'resolver' in e] == [
         'latest_transform_cache_executor'
+    ]
+
+
+def test_compile_prints_its_own_line_only(tmp_path):
+    """TensorFlow's and TFX's lines go to the log file, as for `asynctrain run`."""
+    output = tmp_path / 'pipeline.yaml'
+    done = subprocess.run(
+        [
+            os.path.join(os.path.dirname(sys.executable), 'asynctrain'),
+            'compile',
+            '--target',
+            'kubeflow',
+            '--output',
+            str(output),
+            '--image',
+            IMAGE,
+            '--pipeline-root',
+            ROOT,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ''
+    assert done.stdout.splitlines() == [
+        f"wrote {output}: kubeflow pipeline 'asynctrain-taxi', 9 steps, image {IMAGE}, "
+        f'pipeline root {ROOT}'
     ]
