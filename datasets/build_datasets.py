@@ -116,20 +116,20 @@ def seattle_weather() -> int:
     return len(rows)
 
 
-def digits() -> int:
-    """Handwritten digits, 8x8 pixels of 0-16 each and the digit, as one gzipped CSV."""
-    from sklearn.datasets import load_digits
+def wine() -> int:
+    """Forina's wines: 13 chemical measurements and the cultivar, as one gzipped CSV."""
+    from sklearn.datasets import load_wine
 
-    data = load_digits()
-    header = [*(f'pixel_{i // 8}_{i % 8}' for i in range(64)), 'digit']
+    data = load_wine()
+    header = [*data.feature_names, 'cultivar']
     rows = [
-        [*(_number(v) for v in image), str(int(target))]
-        for image, target in zip(data.data, data.target)
+        [*(_number(v) for v in features), str(data.target_names[target])]
+        for features, target in zip(data.data, data.target)
     ]
-    _write(DATASETS / 'digits' / 'data' / 'digits.csv.gz', header, rows)
+    _write(DATASETS / 'wine' / 'data' / 'wine.csv.gz', header, rows)
     return len(rows)
 
 
 if __name__ == '__main__':
-    for build in (penguins, diabetes, breast_cancer, seattle_weather, digits):
+    for build in (penguins, diabetes, breast_cancer, seattle_weather, wine):
         print(f'{build.__name__}: {build()} rows')

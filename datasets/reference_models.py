@@ -4,6 +4,8 @@ the run's own train/eval split: what each dataset README's table reports.
     asynctrain run --config SPEC/config.yaml --work-dir WORK
     .venv/bin/python -m datasets.reference_models --config SPEC/config.yaml --work-dir WORK
 
+Without a finished run in WORK, it writes the split the run would have (ExampleGen's transform,
+the same config) and reports the reference and the baseline only.
 The reference is scikit-learn's HistGradientBoosting (the version TFX's dependencies install in
 .venv; printed), default settings, `random_state=0`, fit on the examples ExampleGen wrote to
 `Split-train` and scored on `Split-eval`, on the raw columns the features.yaml uses: a number as
@@ -30,13 +32,44 @@ from pipelines.config import load_config
 _CALENDAR = ('year', 'month', 'day', 'hour', 'minute', 'day_of_week', 'day_of_year')
 
 
-def read_split(config, split: str) -> list[dict]:
-    """Every example ExampleGen wrote to `split`, as {feature: value or None}."""
-    (examples,) = glob.glob(
-        os.path.join(config.pipeline_root, 'CsvExampleGen', 'examples', '*', f'Split-{split}')
+def examples_dir(config, work_dir: str) -> str:
+    """The run's ExampleGen output; without a run, ExampleGen's transform writes the same splits
+    (the config's schema, null markers, label and 2:1 hash split) under `work_dir`/examples."""
+    found = glob.glob(os.path.join(config.pipeline_root, 'CsvExampleGen', 'examples', '*'))
+    if found:
+        (examples,) = found
+        return examples
+    import apache_beam as beam
+
+    from components.example_gen import csv_dialect, csv_source, feature_types
+    from pipelines import pipeline
+
+    examples = os.path.join(work_dir, 'examples')
+    source = csv_source.CsvSourceConfig(
+        input_splits=((('single_split', os.path.join(config.data_dir, '*'))),),
+        output_splits=tuple(
+            (s.name, s.hash_buckets) for s in pipeline.output_config(config).split_config.splits
+        ),
+        examples_dir=examples,
+        dead_letter_dir=os.path.join(examples, 'dead_letter'),
+        summary_path=os.path.join(examples, 'summary.json'),
+        dialect=csv_dialect.CsvDialect(
+            delimiter=config.example_gen.delimiter, null_markers=config.example_gen.null_markers
+        ),
+        column_types=feature_types.column_types_from_schema(
+            feature_types.load_schema(config.schema_path)
+        ),
+        label_column=dataset_spec.load(config)[1].column,
     )
+    with beam.Pipeline() as p:
+        _ = p | csv_source.CsvToExampleFiles(source)
+    return examples
+
+
+def read_split(examples: str, split: str) -> list[dict]:
+    """Every example ExampleGen wrote to `split`, as {feature: value or None}."""
     rows = []
-    paths = sorted(glob.glob(os.path.join(examples, '*.gz')))
+    paths = sorted(glob.glob(os.path.join(examples, f'Split-{split}', '*.gz')))
     for record in tf.data.TFRecordDataset(paths, compression_type='GZIP'):
         example = tf.train.Example.FromString(record.numpy())
         row = {}
@@ -113,7 +146,8 @@ def compare(config_path: str, work_dir: str) -> dict:
     config = load_config(config_path, work_dir=work_dir)
     features, label = dataset_spec.load(config)
     features = fc.FeatureConfig(label=label, features=features.features)
-    train, evaluation = read_split(config, 'train'), read_split(config, 'eval')
+    examples = examples_dir(config, work_dir)
+    train, evaluation = read_split(examples, 'train'), read_split(examples, 'eval')
     x_train, categorical, categories = feature_matrix(features, train)
     x_eval, _, _ = feature_matrix(features, evaluation, categories)
     y_train, y_eval = _label(features, train), _label(features, evaluation)
@@ -141,7 +175,9 @@ def compare(config_path: str, work_dir: str) -> dict:
             values, counts = np.unique(y_train, return_counts=True)
             baseline = float((y_eval == values[counts.argmax()]).mean())
             metric = 'Accuracy'
-    ours = run_summary.read_summary(config, started=0.0).eval_metric
+    ours = None
+    if os.path.exists(config.metadata_path):
+        ours = run_summary.read_summary(config, started=0.0).eval_metric
     return {
         'metric': metric,
         'ours': ours[1] if ours else None,
@@ -156,14 +192,18 @@ def compare(config_path: str, work_dir: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--config', required=True, help="the run's config.yaml")
-    parser.add_argument('--work-dir', required=True, help="the finished run's work directory")
+    parser.add_argument(
+        '--work-dir',
+        required=True,
+        help="the finished run's work directory; without a run, its split is written there",
+    )
     args = parser.parse_args()
     result = compare(args.config, args.work_dir)
+    ours = 'no run' if result['ours'] is None else f'{result["ours"]:.4f}'
     print(
         f'{result["metric"]} on eval ({result["train_rows"]} train rows, {result["eval_rows"]} '
-        f'eval rows): ours {result["ours"]:.4f}, HistGradientBoosting (scikit-learn '
-        f'{result["sklearn"]}) {result["reference"]:.4f}, trivial baseline '
-        f'{result["baseline"]:.4f}'
+        f'eval rows): ours {ours}, HistGradientBoosting (scikit-learn {result["sklearn"]}) '
+        f'{result["reference"]:.4f}, trivial baseline {result["baseline"]:.4f}'
     )
 
 
