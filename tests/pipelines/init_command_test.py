@@ -260,3 +260,38 @@ def test_init_shows_only_its_own_lines_and_logs_tensorflows(tmp_path):
     assert 'Unable to register' not in result.stdout
     assert result.stdout.startswith('asynctrain init: read all rows of 1 file(s)\n')
     assert "label 'color': multiclass" in result.stdout
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    'name, label, transforms',
+    [
+        ('seattle_weather', 'weather', {'date': 'datetime', 'precipitation': 'zscore'}),
+        ('wine', 'cultivar', {'alcohol': 'zscore', 'proline': 'zscore'}),
+    ],
+)
+def test_the_committed_date_and_gzip_datasets_are_what_init_proposes(
+    tmp_path, capsys, monkeypatch, name, label, transforms
+):
+    from pipelines import dataset_spec
+    from pipelines.config import REPO_ROOT, load_config
+
+    committed = REPO_ROOT / 'datasets' / name
+    args = argparse.Namespace(
+        data=str(committed / 'data'),
+        label=label,
+        output=str(tmp_path / 'spec'),
+        task='auto',
+        delimiter=',',
+        null_marker=[],
+        positive=None,
+        max_rows=None,
+    )
+    assert init_command.run(args) == 0
+    capsys.readouterr()
+    for spec_file in ('schema.pbtxt', 'features.yaml'):
+        assert (tmp_path / 'spec' / spec_file).read_text() == (committed / spec_file).read_text()
+    monkeypatch.chdir(REPO_ROOT)
+    features, _ = dataset_spec.load(load_config(str(committed / 'config.yaml')))
+    for column, transform in transforms.items():
+        assert features.feature(column).transform == transform
