@@ -18,6 +18,7 @@ through untouched. No TFX imports.
 import dataclasses
 import json
 import os
+import zlib
 
 # Beam 2.59's type-hint checks understand typing's generics, not collections.abc's, in the
 # signatures of functions handed to Beam.
@@ -181,16 +182,27 @@ def _chunks_with_data(
     if planned.end != TO_END:
         yield planned, _read_chunk(planned)
         return
-    with _open(planned.path) as f:
-        yield from csv_records.iter_chunks(
-            f,
-            planned.path,
-            dialect.quote_byte,
-            planned.start,
-            planned.first_line,
-            chunk_bytes,
-            keep_data=True,
-        )
+    try:
+        with _open(planned.path) as f:
+            yield from csv_records.iter_chunks(
+                f,
+                planned.path,
+                dialect.quote_byte,
+                planned.start,
+                planned.first_line,
+                chunk_bytes,
+                keep_data=True,
+            )
+            # Beam's CompressedFile reads a truncated archive to its last whole block without a
+            # word; its decompressor knows whether the compressed stream ended.
+            decompressor = getattr(f, '_decompressor', None)
+            if getattr(decompressor, 'eof', True) is False:
+                raise EOFError('the file ends before its compressed stream does (truncated?)')
+    except (OSError, EOFError, zlib.error) as e:
+        # A truncated or corrupt archive: the rows converted so far are written; the run fails
+        # naming the file rather than with the decompressor's bare message.
+        kind = compression.compression_of(planned.path)
+        raise OSError(f'{planned.path}: cannot be read as {kind}: {e}') from e
 
 
 def _read_chunk(chunk: csv_records.Chunk) -> bytes:

@@ -144,3 +144,21 @@ def test_a_gz_file_that_is_not_gzip_fails_init_naming_the_file(tmp_path):
     shutil.copy(os.path.join(FIXTURES, 'crlf.csv'), tmp_path / 'export.csv.gz')
     with pytest.raises(ConfigError, match=r'export\.csv\.gz: cannot be read as gzip: '):
         csv_sample.read_sample([str(tmp_path / 'export.csv.gz')], csv_dialect.CsvDialect())
+
+
+def test_a_truncated_gz_file_fails_the_conversion_naming_the_file(tmp_path):
+    (tmp_path / 'in').mkdir()
+    with open(os.path.join(FIXTURES, 'quoted_delimiters_newlines.csv'), 'rb') as f:
+        packed = gzip.compress(f.read() * 50)
+    (tmp_path / 'in' / 'part-0001.csv.gz').write_bytes(packed[: len(packed) // 2])
+    config = csv_source.CsvSourceConfig(
+        input_splits=(('input', str(tmp_path / 'in' / '*')),),
+        output_splits=(),
+        examples_dir=str(tmp_path / 'out'),
+        dead_letter_dir=str(tmp_path / 'out' / 'dead_letter'),
+        summary_path=str(tmp_path / 'out' / 'summary.json'),
+        column_types=TYPES,
+    )
+    with pytest.raises(Exception, match=r'part-0001\.csv\.gz: cannot be read as gzip: '):
+        with test_pipeline.TestPipeline() as pipeline:
+            _ = pipeline | csv_source.CsvToExampleFiles(config)
