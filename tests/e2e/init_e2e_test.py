@@ -11,18 +11,32 @@ line (`init` in the test's process, `run` in a process of its own) and asserts:
   clears it, so the model beats that baseline by the proposed margin;
 - the pushed model serves raw CSV rows (label left out) with the task's outputs, scoring them
   beyond the same threshold.
+
+The penguins run also stands for the input of a daily export: its CSV is gzipped
+(`penguins_raw.csv.gz`) and its `Date Egg` column holds dates. init must read the gzipped file
+as the plain one (the same schema and features), propose `datetime` for the dates, and the run's
+ExampleGen must write exactly the examples of the plain file, with the dead letter naming the
+gzipped file and each unlabeled row's line; the dates train as calendar parts (the Transform
+output has them) and the pushed model serves rows with the date as text, a bad date included.
 """
 
 from __future__ import annotations
 
+import glob
+import gzip
+import json
+import os
 import re
 
+import apache_beam as beam
 import numpy as np
 import pytest
 import tensorflow as tf
 import yaml
 
-from components.example_gen.feature_types import load_schema
+from components.example_gen import csv_dialect, csv_source
+from components.example_gen import spec as example_gen_spec
+from components.example_gen.feature_types import column_types_from_schema, load_schema
 from pipelines import cli, run_summary
 from pipelines.config import load_config
 from tests.e2e.e2e_helpers import (
@@ -48,6 +62,8 @@ EXPECTED = {
         'bound': 'min_value',
         'null_markers': ['NA'],
         'classes': PENGUIN_SPECIES,
+        'gzipped': True,
+        'dates': {'Date Egg': ('2007-11-09', '2009-12-01')},
     },
     'diabetes': {
         'task': 'regression',
@@ -118,6 +134,9 @@ def test_init_then_run_trains_the_chosen_task_beyond_the_proposed_threshold_and_
     dataset, expected = DATASETS[name], EXPECTED[name]
     spec_dir, work_dir = tmp_path / 'spec', tmp_path / 'work'
     null_markers = [arg for marker in expected['null_markers'] for arg in ('--null-marker', marker)]
+    data_dir = dataset.directory / 'data'
+    if expected.get('gzipped'):
+        data_dir = _gzipped_copy(dataset, tmp_path / 'data')
 
     # init in this process (it only reads the CSV and writes three files: no process of its own
     # needed to keep TensorFlow's state apart); run in one of its own, as a user runs it.
@@ -125,7 +144,7 @@ def test_init_then_run_trains_the_chosen_task_beyond_the_proposed_threshold_and_
         [
             'init',
             '--data',
-            str(dataset.directory / 'data'),
+            str(data_dir),
             '--label',
             dataset.label,
             '--output',
@@ -158,6 +177,13 @@ def test_init_then_run_trains_the_chosen_task_beyond_the_proposed_threshold_and_
     assert written['trainer']['training']['batch_size'] == 32
     assert written['trainer']['training']['train_steps'] >= 100
 
+    for column, (first, last) in expected.get('dates', {}).items():
+        (date,) = [f for f in features['features'] if f['name'] == column]
+        assert date['transform'] == 'datetime', date
+        assert re.search(rf'^  {column} +datetime +dates from {first} to {last}', init.out, re.M)
+    if expected.get('gzipped'):
+        _check_init_reads_the_plain_file_alike(dataset, spec_dir, tmp_path, null_markers, capsys)
+
     run = run_cli('run', '--config', str(spec_dir / 'config.yaml'), '--work-dir', str(work_dir))
 
     output = f'stdout:\n{run.stdout[-4000:]}\nstderr:\n{run.stderr[-4000:]}'
@@ -184,3 +210,111 @@ def test_init_then_run_trains_the_chosen_task_beyond_the_proposed_threshold_and_
     outputs = _serve(summary.pushed_model, str(spec_dir / 'schema.pbtxt'), dataset.label, rows)
     served = _served_metric(name, outputs, rows)
     assert _beyond(expected['bound'], served, threshold), (served, threshold)
+
+    if expected.get('gzipped'):
+        _check_examples_are_the_plain_files(dataset, config, tmp_path)
+        _check_dead_letter_names_the_gzipped_file(dataset, config)
+    for column in expected.get('dates', {}):
+        _check_dates_train_as_calendar_parts(name, column, config, summary, spec_dir, rows)
+
+
+def _gzipped_copy(dataset, directory) -> str:
+    """The dataset's CSV as the one gzipped file of `directory`, as a daily export arrives."""
+    (csv_path,) = glob.glob(str(dataset.directory / 'data' / '*.csv'))
+    directory.mkdir()
+    with open(csv_path, 'rb') as f:
+        (directory / (os.path.basename(csv_path) + '.gz')).write_bytes(gzip.compress(f.read()))
+    return str(directory)
+
+
+def _check_init_reads_the_plain_file_alike(dataset, spec_dir, tmp_path, null_markers, capsys):
+    """init on the plain CSV proposes the same schema and features as on the gzipped one."""
+    plain_dir = tmp_path / 'spec-plain'
+    code = cli.main(
+        [
+            'init',
+            '--data',
+            str(dataset.directory / 'data'),
+            '--label',
+            dataset.label,
+            '--output',
+            str(plain_dir),
+            *null_markers,
+        ]
+    )
+    capsys.readouterr()
+    assert code == 0
+    for name in ('schema.pbtxt', 'features.yaml'):
+        assert (plain_dir / name).read_text() == (spec_dir / name).read_text(), name
+
+
+def _examples(directory: str) -> dict[str, list[bytes]]:
+    examples = {}
+    for split in ('train', 'eval'):
+        paths = sorted(glob.glob(os.path.join(directory, f'Split-{split}', '*.gz')))
+        records = tf.data.TFRecordDataset(paths, compression_type='GZIP')
+        examples[split] = sorted(record.numpy() for record in records)
+    return examples
+
+
+def _examples_dir(config) -> str:
+    (examples,) = glob.glob(os.path.join(config.pipeline_root, 'CsvExampleGen', 'examples', '*'))
+    return examples
+
+
+def _check_examples_are_the_plain_files(dataset, config, tmp_path) -> None:
+    """The run's examples from the gzipped file are those of the plain file, split alike."""
+    out = tmp_path / 'plain-examples'
+    plain = csv_source.CsvSourceConfig(
+        input_splits=(('single_split', str(dataset.directory / 'data' / '*.csv')),),
+        output_splits=(('train', 2), ('eval', 1)),
+        examples_dir=str(out),
+        dead_letter_dir=str(out / 'dead_letter'),
+        summary_path=str(out / 'summary.json'),
+        dialect=csv_dialect.CsvDialect(null_markers=config.example_gen.null_markers),
+        column_types=column_types_from_schema(load_schema(config.schema_path)),
+        label_column=dataset.label,
+    )
+    with beam.Pipeline() as pipeline:
+        _ = pipeline | csv_source.CsvToExampleFiles(plain)
+    run_examples, plain_examples = _examples(_examples_dir(config)), _examples(str(out))
+    assert sum(len(examples) for examples in run_examples.values()) == dataset.rows[1]
+    assert run_examples == plain_examples
+
+
+def _check_dead_letter_names_the_gzipped_file(dataset, config) -> None:
+    dead_letter = os.path.join(_examples_dir(config), example_gen_spec.DEAD_LETTER_DIR_NAME)
+    records = []
+    for path in sorted(glob.glob(os.path.join(dead_letter, 'rejected-*.jsonl'))):
+        with open(path, encoding='utf-8') as f:
+            records.extend(json.loads(line) for line in f if line.strip())
+    assert sorted(r['line'] for r in records) == list(dataset.unlabeled_lines)
+    (csv_path,) = glob.glob(str(dataset.directory / 'data' / '*.csv'))
+    with open(csv_path, encoding='utf-8') as f:
+        lines = f.read().splitlines()
+    for record in records:
+        assert record['file'].endswith(os.path.basename(csv_path) + '.gz'), record
+        assert record['raw'] == lines[record['line'] - 1]
+
+
+def _check_dates_train_as_calendar_parts(name, column, config, summary, spec_dir, rows) -> None:
+    """The date's parts are transformed features the model was trained on, and the pushed
+    model serves rows with the date as text, a date that does not parse included."""
+    import tensorflow_transform as tft
+
+    (transform_graph,) = glob.glob(
+        os.path.join(config.pipeline_root, 'Transform', 'transform_graph', '*')
+    )
+    transformed = tft.TFTransformOutput(transform_graph).transformed_feature_spec()
+    for part in ('year', 'month', 'day', 'day_of_week', 'missing'):
+        assert f'{column}_{part}' in transformed, sorted(transformed)
+    assert column not in transformed
+    schema_path = str(spec_dir / 'schema.pbtxt')
+    label = DATASETS[name].label
+    outputs = _serve(summary.pushed_model, schema_path, label, rows[:20])
+    # The same rows with their dates unreadable: still served (each date as missing), and the
+    # date mattered to the model: some probabilities move.
+    unreadable = [{**row, column: 'not a date'} for row in rows[:20]]
+    undated = _serve(summary.pushed_model, schema_path, label, unreadable)
+    np.testing.assert_allclose(undated['probabilities'].sum(axis=1), 1.0, rtol=1e-5)
+    assert not np.allclose(undated['probabilities'], outputs['probabilities'], atol=1e-6)
