@@ -40,7 +40,10 @@ IDENTITY = 'identity'
 BUCKETIZE = 'bucketize'
 HASH = 'hash'
 DATETIME = 'datetime'
-TRANSFORMS = (ZSCORE, VOCABULARY, IDENTITY, BUCKETIZE, HASH, DATETIME)
+# The transforms that give one transformed feature under the feature's own name.
+TRANSFORMS = (ZSCORE, VOCABULARY, IDENTITY, BUCKETIZE, HASH)
+# Every transform features.yaml takes: those, and `datetime`, which gives one feature per part.
+ALL_TRANSFORMS = (*TRANSFORMS, DATETIME)
 
 # The calendar parts a `datetime` feature can give, each one transformed feature named
 # `<feature>_<part>` (the cyclical day of year gives two, `_day_of_year_sin` and `_cos`).
@@ -154,7 +157,7 @@ class FeatureSpec:
 
     Attributes:
       name: The raw feature's name in the schema.
-      transform: One of `TRANSFORMS`.
+      transform: One of `ALL_TRANSFORMS`.
       fill: For `zscore`: value for a missing feature, `'mean'` or a number.
       top_k: For `vocabulary`: keep the top_k most frequent values of the train split.
       oov_buckets: For `vocabulary`: hashed ids for values outside the vocabulary and missing ones.
@@ -402,10 +405,10 @@ def check_label(
 def _check_feature(spec: FeatureSpec, types: Mapping[str, int], where: str) -> None:
     if spec.name not in types:
         yaml_config.fail(where, f'unknown feature {spec.name!r}: not in the schema')
-    if spec.transform not in TRANSFORMS:
+    if spec.transform not in ALL_TRANSFORMS:
         yaml_config.fail(
             f'{where}: transform',
-            f'unsupported transform {spec.transform!r}; allowed: {list(TRANSFORMS)}',
+            f'unsupported transform {spec.transform!r}; allowed: {list(ALL_TRANSFORMS)}',
         )
     if types[spec.name] not in _ACCEPTED_TYPES[spec.transform]:
         yaml_config.fail(

@@ -198,3 +198,66 @@ def test_a_bad_schema_names_its_file(tmp_path):
     schema.write_text('feature { nam: "x" }\n')
     with pytest.raises(fc.FeatureConfigError, match='schema.pbtxt: not a valid Schema text proto'):
         fc.load_feature_config(str(TAXI / 'features.yaml'), str(schema))
+
+
+DATED = _schema(day='BYTES', ts='INT', day_year='FLOAT', y='FLOAT')
+
+
+@pytest.mark.parametrize(
+    'feature, message',
+    [
+        (
+            {'name': 'day', 'transform': 'datetime', 'parts': ['year', 'season']},
+            "features[0] (day): parts: unknown part 'season'; allowed: ['year', 'month',",
+        ),
+        (
+            {'name': 'ts', 'transform': 'datetime', 'strptime': '%Y-%m-%d'},
+            'features[0] (ts): strptime: only a text (BYTES) column takes a format',
+        ),
+        (
+            {'name': 'day', 'transform': 'datetime', 'strptime': '%Y-%m'},
+            "features[0] (day): strptime: '%Y-%m': needs a year (%Y or %y), a month (%m) and a day",
+        ),
+        (
+            {'name': 'day', 'transform': 'datetime', 'strptime': '%Y-%m-%d %I'},
+            "strptime: '%Y-%m-%d %I': unsupported directive %I; allowed: %Y %y %m %d %H %M %S",
+        ),
+        (
+            {'name': 'ts', 'transform': 'datetime', 'unit': 'days'},
+            "features[0] (ts): unit: got 'days'; allowed: ['seconds', 'milliseconds']",
+        ),
+        (
+            {'name': 'day', 'transform': 'datetime', 'parts': ['year']},
+            "features[0] (day): its transformed feature 'day_year' is also a column of the schema",
+        ),
+        (
+            {'name': 'y', 'transform': 'zscore', 'parts': ['year']},
+            'features[0] (y): parts: only a datetime feature takes it',
+        ),
+    ],
+)
+def test_bad_datetime_features_fail_naming_the_feature_and_field(feature, message):
+    label = {'column': 'y', 'task': 'regression'} if feature['name'] != 'y' else None
+    data = {'label': label or {'column': 'day_year', 'task': 'regression'}, 'features': [feature]}
+    with pytest.raises(fc.FeatureConfigError) as error:
+        fc.parse_feature_config(data, DATED, 'f.yaml')
+    assert message in str(error.value)
+
+
+def test_a_datetime_feature_lists_its_parts_and_its_outputs():
+    config = fc.parse_feature_config(
+        {
+            'label': {'column': 'y', 'task': 'regression'},
+            'features': [
+                {'name': 'day', 'transform': 'datetime', 'parts': ['month', 'day_of_week']},
+                {'name': 'ts', 'transform': 'datetime'},
+            ],
+        },
+        DATED,
+    )
+    assert config.feature('day').output_names == ('day_month', 'day_day_of_week', 'day_missing')
+    # A number is an instant: its default parts have the time of day.
+    assert config.feature('ts').parts == (*fc.DATE_PARTS, *fc.TIME_PARTS)
+    assert 'ts_day_of_year_sin' in config.output_names
+    assert config.names == ('day', 'ts')
+    assert fc.from_dict(fc.to_dict(config)) == config
