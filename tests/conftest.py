@@ -31,10 +31,12 @@ def _temporary_directory(tmp_path_factory) -> None:
 # longest single tests first keeps a worker from picking one up when the others are nearly done.
 # The bench input and bench ps tests, cut on 2026-12-02, are that run's figure times the ratio of
 # the test alone after to before the cut on one (busier) machine: ps 204/289 s, input 141/202 s.
+# The compiled-run e2e tests (each two or more whole pipeline runs) are placed by estimate.
 SLOWEST_FILES = {
     'tests/benchmarks/pipeline_bench_test.py': 387,
     'tests/e2e/daily_retraining_e2e_test.py': 368,
     'tests/benchmarks/transform_bench_test.py': 318,
+    'tests/e2e/compiled_run_e2e_test.py': 300,
     'tests/e2e/daily_blessing_e2e_test.py': 241,
     'tests/e2e/local_pipeline_e2e_test.py': 171,
     'tests/benchmarks/parameter_server_bench_test.py': 152,
