@@ -125,8 +125,7 @@ def write_config(
         f'  max_bad_fraction: {bad_rows.max_bad_fraction}  # {bad_rows.reason}',
         'trainer:',
         f'  # {training.reason}',
-        f'  training: {{batch_size: {training.batch_size}, train_steps: {training.train_steps}, '
-        f'learning_rate: {training.learning_rate}}}',
+        f'  training: {{batch_size: {training.batch_size}, train_steps: {training.train_steps}}}',
         'evaluation:',
         f"  # The {task.task} task's metric; the model is pushed only if it clears this bar.",
         f'  metric: {threshold.metric}',
