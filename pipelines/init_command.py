@@ -84,7 +84,7 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
         task = spec_draft.plan_task(sample, args.label, args.task, args.positive)
         columns = spec_draft.plan_columns(sample, args.label)
         threshold = spec_draft.plan_threshold(sample, task)
-        training = spec_draft.plan_training(sample)
+        training = spec_draft.plan_training(sample, task.task)
         bad_rows = spec_draft.plan_bad_rows(sample, args.label)
     except ConfigError as e:
         return 2, f'asynctrain init: {e}'

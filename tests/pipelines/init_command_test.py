@@ -293,3 +293,12 @@ def test_the_committed_date_and_gzip_datasets_are_what_init_proposes(
     features, _ = dataset_spec.load(load_config(str(committed / 'config.yaml')))
     for column, transform in transforms.items():
         assert features.feature(column).transform == transform
+
+
+def test_a_class_label_trains_40_passes_and_a_regression_label_20(tmp_path):
+    sample = _sample(tmp_path, HEADER, _rows(n=960))  # 640 training rows, batches of 32
+    assert spec_draft.plan_training(sample, 'multiclass').train_steps == 800
+    assert spec_draft.plan_training(sample, 'binary').train_steps == 800
+    regression = spec_draft.plan_training(sample, 'regression')
+    assert regression.train_steps == 400
+    assert regression.reason.startswith('400 steps of 32: about 20 passes over the ~640 training')
