@@ -36,6 +36,15 @@ COMPONENTS = sorted(
         'Transform',
     ]
 )
+
+
+def components_for(config) -> list[str]:
+    """COMPONENTS, plus `latest_blessed_model` where the config warm-starts or compares with the
+    latest blessed model (the node that reads the push destination), sorted the same way."""
+    retraining = config.retraining.warm_start or config.evaluation.baseline == 'latest_blessed'
+    return sorted(COMPONENTS + ['latest_blessed_model'] * retraining)
+
+
 NULL_MARKERS = ('', 'NA')
 # Names TFMA may give each blessing metric in the run summary (lower case).
 METRIC_NAMES = {
