@@ -330,6 +330,8 @@ def _run_tasks(
     pipeline_inputs = kfp_driver.pipeline_inputs(spec)
     env = dict(os.environ)
     published: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    # Each task's output parameters, as the launcher publishes them from its executor output.
+    output_parameters: dict[str, dict[str, Any]] = {}
     next_id = 1
     finished = []
     for index, task_name in enumerate(order, start=1):
@@ -338,7 +340,7 @@ def _run_tasks(
         executor = executors[component['executorLabel']]
         prefix = f'[{index}/{len(order)}] {task_name}'
         parameters = kfp_driver.input_parameters(
-            task_name, task, component, pipeline_inputs, {}, run
+            task_name, task, component, pipeline_inputs, output_parameters, run
         )
         inputs = {
             key: published[value['taskOutputArtifact']['producerTask']][
@@ -351,6 +353,7 @@ def _run_tasks(
         log_path = os.path.join(log_dir, f'{task_name}.log')
         if 'importer' in executor:
             merged = _import(executor['importer'], parameters, outputs)
+            executor_output = {}
             seconds = 0.0
             print(f'{prefix}: imported', file=out, flush=True)
         else:
@@ -368,6 +371,7 @@ def _run_tasks(
                 with open(output_file, encoding='utf-8') as f:
                     executor_output = json.load(f)
             merged = kfp_driver.merge_executor_output(outputs, executor_output)
+        output_parameters[task_name] = executor_output.get('parameterValues', {})
         published[task_name] = {}
         for key, artifacts in merged.items():
             published[task_name][key] = []

@@ -12,13 +12,13 @@ from pipelines import compiled_run
 
 TYPE = {'instanceSchema': 'title: tfx.Examples\ntype: object\n'}
 # Writes its ExecutorInput to <outputFile dir>/input.json and an executor output that moves the
-# `out` artifact's metadata on; exits with argv[2].
+# `out` artifact's metadata and an output parameter `count` on; exits with argv[2].
 WRITER = (
     'import json, os, sys; x = json.loads(sys.argv[1]); d = os.path.dirname(x["outputs"]["outputFile"]);'
     'open(os.path.join(d, "input.json"), "w").write(sys.argv[1]);'
     'outs = x["outputs"]["artifacts"];'
     'open(x["outputs"]["outputFile"], "w").write(json.dumps({"artifacts": {k: {"artifacts": '
-    '[{"metadata": {"rows": 3, "ok": True}}]} for k in outs}}));'
+    '[{"metadata": {"rows": 3, "ok": True}}]} for k in outs}, "parameterValues": {"count": 7}}));'
     'print("task log line"); sys.exit(int(sys.argv[2]))'
 )
 
@@ -82,7 +82,11 @@ def test_python_is_this_interpreter_and_only_the_whole_input_placeholder_runs():
 
 def test_a_downstream_task_receives_the_published_artifact(tmp_path):
     path = tmp_path / 'spec.json'
-    path.write_text(json.dumps(_spec({'a': _task(), 'b': _task('a')})))
+    consumer = _task('a')
+    consumer['inputs']['parameters']['count'] = {
+        'taskOutputParameter': {'producerTask': 'a', 'outputParameterKey': 'count'}
+    }
+    path.write_text(json.dumps(_spec({'a': _task(), 'b': consumer})))
 
     run = compiled_run.run_compiled(
         str(path), pipeline_root=str(tmp_path / 'root'), run_id='r', log_dir=str(tmp_path / 'logs')
@@ -98,7 +102,8 @@ def test_a_downstream_task_receives_the_published_artifact(tmp_path):
     (received_file,) = (tmp_path / 'root' / 'p' / 'r' / 'b').glob('*/input.json')
     received = json.loads(received_file.read_text())
     assert received['inputs']['artifacts']['examples']['artifacts'] == [produced]
-    assert received['inputs']['parameterValues'] == {'n': 2.0}
+    # A constant, and the producer's output parameter from its executor output.
+    assert received['inputs']['parameterValues'] == {'n': 2.0, 'count': 7}
     assert 'task log line' in (tmp_path / 'logs' / 'b.log').read_text()
     assert json.loads((tmp_path / 'logs' / 'run.json').read_text())['run_root'] == run.run_root
 
