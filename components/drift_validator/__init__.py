@@ -1,0 +1,1 @@
+"""DriftValidator: today's data statistics against those of the served model's training data."""
