@@ -9,11 +9,12 @@ What TFDV reports, as measured with TFDV 1.16 (`tests/components/drift_validator
   threshold (strictly) also gets an `anomaly_info` entry whose reason is
   `COMPARATOR_L_INFTY_HIGH` or `COMPARATOR_JENSEN_SHANNON_DIVERGENCE_HIGH`. So `compared` below
   holds real distances for every compared feature, not only for the drifted ones.
-- A feature with no values on one side gets no distance that means anything: absent from the
-  previous data, TFDV reports `COMPARATOR_CONTROL_DATA_MISSING` (numeric), or an L-infinity
-  distance to an empty distribution (categorical); absent today, TFDV reports nothing at all
-  unless the schema requires the feature (then `SCHEMA_MISSING_COLUMN`, ExampleValidator's
-  business). This module therefore decides presence itself (see `compare`).
+- A feature with no values on one side gets no distance that means anything: missing from the
+  previous statistics, TFDV reports `COMPARATOR_CONTROL_DATA_MISSING`; listed there with no
+  values, nothing (numeric) or an L-infinity distance to an empty distribution (categorical);
+  absent today, nothing at all unless the schema requires the feature (then
+  `SCHEMA_MISSING_COLUMN`, ExampleValidator's business). This module therefore decides presence
+  itself (see `compare`).
 - L-infinity reads the value frequencies (`string_stats`). StatisticsGen computes those for an
   int feature only when it is given the schema; without it the int feature has numeric
   statistics alone and TFDV returns an L-infinity distance of 0.0 whatever the data. Such a
