@@ -198,6 +198,56 @@ class RetrainingSettings:
     analyzer_cache: bool = False
 
 
+DRIFT_ACTIONS = ('stop', 'no_push')
+
+
+@dataclasses.dataclass(frozen=True)
+class DriftSettings:
+    """Each run's data compared with the data the served model was trained on.
+
+    The train split's statistics (StatisticsGen's) are compared feature by feature with those the
+    latest pushed model carries (the Trainer stores them in the model), with TFDV's drift
+    comparators: Jensen-Shannon divergence on quantile histograms for numeric features, L-infinity
+    distance between value frequencies for categorical ones; both run from 0 (same) to 1. The
+    first run, with no pushed model, is judged on the schema alone. See docs/drift.md.
+
+    Attributes:
+      enabled: Compare each run's data with the served model's training data.
+      numeric_threshold: Jensen-Shannon divergence above which a numeric feature has drifted.
+        0.3: consecutive 1,500-row days of the bundled taxi data stay under 0.13 for fare, tips,
+        trip miles and seconds, while fares sent in cents instead of dollars score 1.0.
+      categorical_threshold: L-infinity distance above which a categorical feature has drifted:
+        the largest change in any one value's share. 0.1: the same taxi days stay under 0.08; a
+        value that held a tenth of the rows and vanished scores 0.1.
+      features: Per-feature thresholds that replace the default for that feature (schema names);
+        `asynctrain init` proposes them for features that vary much from one part of the data
+        to the next.
+      action: What unaccepted drift does: `stop` fails the run before Transform and training,
+        naming the features; `no_push` trains and evaluates, but the Evaluator withholds its
+        blessing, so nothing is pushed. Either keeps the model out of serving.
+      accept: Features whose drift this run accepts (a known, intended change), or `all`; set for
+        one run with `asynctrain run --accept-drift FEATURE[,FEATURE]`.
+    """
+
+    enabled: bool = True
+    numeric_threshold: float = 0.3
+    categorical_threshold: float = 0.1
+    features: dict[str, float] = dataclasses.field(default_factory=dict)
+    action: str = 'stop'
+    accept: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        thresholds = [
+            ('drift.numeric_threshold', self.numeric_threshold),
+            ('drift.categorical_threshold', self.categorical_threshold),
+        ] + [(f'drift.features.{name}', value) for name, value in self.features.items()]
+        for field, value in thresholds:
+            if isinstance(value, bool) or not 0.0 < value <= 1.0:
+                yaml_config.fail(field, f'expected a distance in (0, 1], got {value!r}')
+        if self.action not in DRIFT_ACTIONS:
+            yaml_config.fail('drift.action', f'got {self.action!r}; allowed: {list(DRIFT_ACTIONS)}')
+
+
 @dataclasses.dataclass(frozen=True)
 class TransformSettings:
     """The Transform component's options that are the pipeline's to choose.
@@ -230,6 +280,7 @@ class PipelineConfig:
       evaluation: The blessing rule.
       transform: The Transform component's options.
       retraining: What a daily run carries over from the previous run.
+      drift: Each run's data compared with the served model's training data.
       beam_pipeline_args: Passed to every Beam-based component untouched (runner, workers).
       enable_cache: Reuse a component's outputs when its inputs and settings are unchanged.
       date: One day's cycle, `YYYY-MM-DD`: ExampleGen reads that day's span only (the input
@@ -247,6 +298,7 @@ class PipelineConfig:
     evaluation: EvaluationSettings = dataclasses.field(default_factory=EvaluationSettings)
     transform: TransformSettings = dataclasses.field(default_factory=TransformSettings)
     retraining: RetrainingSettings = dataclasses.field(default_factory=RetrainingSettings)
+    drift: DriftSettings = dataclasses.field(default_factory=DriftSettings)
     # Empty: Beam's DirectRunner in memory, one worker. Any argument at all makes TFX build an sdist
     # of its own source for remote Beam workers in every Beam component (about 3 s and 49 MB
     # left in the temporary directory each); DirectRunner workers never read it.

@@ -10,6 +10,7 @@ as open-source KFP would (`compiled_run`), each task's output in its own log.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from pipelines import dataset_spec
@@ -36,6 +37,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="one day's cycle: ExampleGen reads that day's span "
         '(the input pattern must hold {YYYY}{MM}{DD})',
+    )
+    parser.add_argument(
+        '--accept-drift',
+        metavar='FEATURE[,FEATURE]',
+        default=None,
+        help='accept the data drift of these features (or "all") for this run only: a known, '
+        'intended change; the model trained on it is pushed when blessed, and later runs '
+        'compare with it (drift.accept)',
     )
     parser.add_argument(
         '--config',
@@ -82,11 +91,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def with_accepted_drift(config, accept: str | None):
+    """`config` with `--accept-drift`'s features added to `drift.accept`."""
+    if accept is None:
+        return config
+    names = tuple(name.strip() for name in accept.split(',') if name.strip())
+    if not names:
+        raise ConfigError('--accept-drift: expected feature names separated by commas, or all')
+    drift = dataclasses.replace(config.drift, accept=tuple(config.drift.accept) + names)
+    return dataclasses.replace(config, drift=drift)
+
+
 def run(args: argparse.Namespace) -> int:
     if getattr(args, 'compiled', None):
         return run_compiled(args)
     try:
         config = load_config(args.config, data=args.data, work_dir=args.work_dir, date=args.date)
+        config = with_accepted_drift(config, getattr(args, 'accept_drift', None))
         # The dataset's spec too (no TensorFlow yet): a bad one fails before the work directory
         # or its log exists.
         dataset_spec.load(config)

@@ -17,6 +17,7 @@ from typing import Any
 from ml_metadata.proto import metadata_store_pb2
 from tfx.orchestration import metadata
 
+from components.drift_validator import spec as drift_spec
 from components.latest_blessed_model.spec import PUSHED_MODEL_PROPERTY
 from components.trainer.training.run_files import REPORT_FILE
 from pipelines.config import PipelineConfig
@@ -24,6 +25,8 @@ from pipelines.config import PipelineConfig
 # Properties our ExampleGen records on the examples artifact.
 ROW_COUNT_PROPERTIES = ('rows_read', 'rows_written', 'rows_rejected')
 RESOLVER_TYPE = 'tfx.dsl.components.common.resolver.Resolver'
+# DriftValidator's node id (its class name, as create_pipeline leaves it).
+DRIFT_VALIDATOR = 'DriftValidator'
 
 
 def rows_text(rows: dict) -> str:
@@ -60,6 +63,8 @@ class RunSummary:
         `LatestBlessedModel` copied), or None when it trained from scratch.
       tensorboard_dir: The Trainer's ModelRun directory: its TensorBoard summaries and, when
         asked for, its profiler trace.
+      drift: DriftValidator's verdict, where it ran: `first_run`, `drifted` (unaccepted drifts:
+        feature, comparator, distance, threshold), `accepted` (feature names), `compared_with`.
     """
 
     executed: list[str]
@@ -73,6 +78,7 @@ class RunSummary:
     model: str | None = None
     base_model: str | None = None
     tensorboard_dir: str | None = None
+    drift: dict[str, Any] | None = None
 
     def format(self) -> str:
         lines = [f'components executed: {len(self.executed)}, from cache: {len(self.cached)}']
@@ -97,10 +103,42 @@ class RunSummary:
                 f'{profile["steps"]} steps); input_wait_fraction '
                 f'{self.training["input_wait_fraction"]:.3f}'
             )
+        if self.drift is not None:
+            lines.append(drift_text(self.drift))
         lines.append(f'pushed model: {self.pushed_model or "none (not blessed)"}')
         if self.tensorboard_dir:
             lines.append(f'tensorboard: tensorboard --logdir {self.tensorboard_dir}')
         return '\n'.join(lines)
+
+
+def drift_text(drift: dict[str, Any]) -> str:
+    """The drift line of a summary: what was compared and what drifted, with its distance."""
+    if drift['first_run']:
+        return "drift: nothing to compare with yet; today's data judged on the schema alone"
+    parts = []
+    for item in drift['drifted']:
+        if item.get('distance') is None:
+            parts.append(f'{item["feature"]} (present on one side only)')
+        else:
+            parts.append(
+                f'{item["feature"]} ({item["comparator"]} {item["distance"]:.3f} > '
+                f'{item["threshold"]:.3f})'
+            )
+    text = 'drift: ' + ('; '.join(parts) if parts else 'no feature over its threshold')
+    if drift['accepted']:
+        text += f'; accepted for this run: {", ".join(drift["accepted"])}'
+    return text + f' (against {drift["compared_with"]})'
+
+
+def _drift(anomalies: metadata_store_pb2.Artifact | None) -> dict[str, Any] | None:
+    if anomalies is None:
+        return None
+    return {
+        'first_run': bool(_custom(anomalies, drift_spec.FIRST_RUN_PROPERTY)),
+        'drifted': json.loads(_custom(anomalies, drift_spec.DRIFTED_FEATURES_PROPERTY) or '[]'),
+        'accepted': json.loads(_custom(anomalies, drift_spec.ACCEPTED_FEATURES_PROPERTY) or '[]'),
+        'compared_with': _custom(anomalies, drift_spec.COMPARED_WITH_PROPERTY) or '',
+    }
 
 
 def _custom(artifact: metadata_store_pb2.Artifact, key: str) -> Any:
@@ -202,6 +240,11 @@ def read_summary(config: PipelineConfig, started: float) -> RunSummary:
         model_run = _latest(store, 'ModelRun', 'Trainer', config.pipeline_name)
         pushed = _latest(store, 'PushedModel', 'Pusher', config.pipeline_name)
         model = _latest(store, 'Model', 'Trainer', config.pipeline_name)
+        drift = (
+            _latest(store, 'ExampleAnomalies', DRIFT_VALIDATOR, config.pipeline_name)
+            if config.drift.enabled
+            else None
+        )
         base_model = _input_of_latest_execution(
             store, config.pipeline_name, 'Trainer', 'base_model'
         )
@@ -224,6 +267,7 @@ def read_summary(config: PipelineConfig, started: float) -> RunSummary:
         model=model.uri if model is not None else None,
         base_model=(_custom(base_model, PUSHED_MODEL_PROPERTY) or None) if base_model else None,
         tensorboard_dir=model_run.uri if model_run is not None else None,
+        drift=_drift(drift),
     )
 
 

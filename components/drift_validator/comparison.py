@@ -206,7 +206,9 @@ def drift_schema(
         if comparator == L_INFINITY:
             feature.drift_comparator.infinity_norm.threshold = threshold
         else:
-            feature.drift_comparator.jensen_shannon_divergence.threshold = threshold
+            divergence = feature.drift_comparator.jensen_shannon_divergence
+            divergence.threshold = threshold
+            divergence.source.type = schema_pb2.HistogramSelection.QUANTILES
     return copy
 
 

@@ -5,6 +5,8 @@ once."""
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
 
+from components import model_statistics
+
 STATISTICS_KEY = standard_component_specs.STATISTICS_KEY
 SCHEMA_KEY = standard_component_specs.SCHEMA_KEY
 BASELINE_MODEL_KEY = 'baseline_model'
@@ -25,12 +27,10 @@ NO_PUSH = 'no_push'
 ACTIONS = (STOP, NO_PUSH)
 ACCEPT_ALL = 'all'
 
-# The split compared: what the model trains on.
-SPLIT = 'train'
-# Where a model carries the statistics of its training data (the train split's StatisticsGen
-# output, as written by the Trainer), relative to its serving model directory. `assets.extra`
-# travels with the SavedModel through the Pusher, and TensorFlow Serving ignores it.
-MODEL_STATISTICS_PATH = 'assets.extra/statistics/FeatureStats.pb'
+# The split compared (what the model trains on), and where a model carries the statistics of
+# its training data relative to its serving model directory (`components.model_statistics`).
+SPLIT = model_statistics.SPLIT
+MODEL_STATISTICS_PATH = model_statistics.MODEL_STATISTICS_PATH
 # The output's file in each split directory, as ExampleValidator names it (TFDV's Anomalies).
 ANOMALIES_FILE_NAME = 'SchemaDiff.pb'
 

@@ -60,6 +60,7 @@ class Evaluator(base_beam_component.BaseBeamComponent):
         baseline_model: channel.BaseChannel | None = None,
         example_splits: list[str] | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        drift_anomalies: channel.BaseChannel | None = None,
     ):
         """Constructs an Evaluator.
 
@@ -70,6 +71,8 @@ class Evaluator(base_beam_component.BaseBeamComponent):
           baseline_model: The model the change thresholds compare against, if any.
           example_splits: The splits evaluated together; stock's default, `['eval']`.
           batch_size: Serialized examples per signature call.
+          drift_anomalies: DriftValidator's output when its action is `no_push`: unaccepted
+            drift withholds the blessing, whatever the metrics.
         """
         metrics.metric_specs(eval_config)
         executor.check_model_specs(eval_config)
@@ -83,6 +86,7 @@ class Evaluator(base_beam_component.BaseBeamComponent):
                 examples=examples,
                 model=model,
                 baseline_model=baseline_model,
+                drift_anomalies=drift_anomalies,
                 eval_config=eval_config,
                 example_splits=json.dumps(splits),
                 batch_size=batch_size,

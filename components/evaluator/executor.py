@@ -4,6 +4,7 @@ as stock Evaluator records it."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +20,7 @@ from tfx.components.evaluator import executor as evaluator_executor
 from tfx.types import artifact_utils
 from tfx.utils import io_utils, json_utils, path_utils, proto_utils
 
+from components.drift_validator import spec as drift_spec
 from components.evaluator import metrics, results, scoring, spec
 
 
@@ -170,7 +172,33 @@ class Executor(evaluator_executor.Executor):
             logging.info('No threshold configured: the model is not validated.')
             return
         blessing = artifact_utils.get_single_instance(output_dict[spec.BLESSING_KEY])
-        _record_blessing(blessing, model, baseline, validation.validation_ok, exec_properties)
+        drifted = _blocking_drift(input_dict.get(spec.DRIFT_ANOMALIES_KEY) or [])
+        if drifted and validation.validation_ok:
+            logging.info('Not blessed: unaccepted data drift in %s.', ', '.join(drifted))
+        _record_blessing(
+            blessing, model, baseline, validation.validation_ok and not drifted, exec_properties
+        )
+        if drifted:
+            blessing.set_string_custom_property(WITHHELD_FOR_DRIFT_PROPERTY, json.dumps(drifted))
+
+
+# Custom property of a blessing withheld for data drift: JSON list of the drifted features.
+WITHHELD_FOR_DRIFT_PROPERTY = 'withheld_for_drift'
+
+
+def _blocking_drift(anomalies: Sequence[types.Artifact]) -> list[str]:
+    """The features of unaccepted drift that DriftValidator recorded ([] when none)."""
+    features = []
+    for artifact in anomalies:
+        # Read whatever its value type: through KFP's artifact metadata an int comes back a float.
+        if artifact.has_custom_property(drift_spec.BLOCKING_PROPERTY) and int(
+            artifact.get_custom_property(drift_spec.BLOCKING_PROPERTY)
+        ):
+            drifts = json.loads(
+                artifact.get_string_custom_property(drift_spec.DRIFTED_FEATURES_PROPERTY) or '[]'
+            )
+            features += [drift['feature'] for drift in drifts]
+    return features
 
 
 def _split_patterns(examples: types.Artifact, splits: Sequence[str]) -> list[str]:

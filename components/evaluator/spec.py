@@ -19,6 +19,9 @@ EVALUATION_KEY = standard_component_specs.EVALUATION_KEY
 BLESSING_KEY = standard_component_specs.BLESSING_KEY
 # JSON list of the splits evaluated together (stock's key; stock's default, ["eval"]).
 EXAMPLE_SPLITS_KEY = standard_component_specs.EXAMPLE_SPLITS_KEY
+# Optional: DriftValidator's anomalies; with unaccepted drift (its `blocking` property) and the
+# `no_push` action, the model is not blessed whatever its metrics.
+DRIFT_ANOMALIES_KEY = 'drift_anomalies'
 # Serialized examples per signature call.
 BATCH_SIZE_KEY = 'batch_size'
 
@@ -35,6 +38,9 @@ class EvaluatorSpec(ComponentSpec):
         EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),
         MODEL_KEY: ChannelParameter(type=standard_artifacts.Model),
         BASELINE_MODEL_KEY: ChannelParameter(type=standard_artifacts.Model, optional=True),
+        DRIFT_ANOMALIES_KEY: ChannelParameter(
+            type=standard_artifacts.ExampleAnomalies, optional=True
+        ),
     }
     OUTPUTS = {
         EVALUATION_KEY: ChannelParameter(type=standard_artifacts.ModelEvaluation),

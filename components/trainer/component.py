@@ -52,6 +52,7 @@ class Trainer(base_component.BaseComponent):
         label_key: str,
         config: config_lib.TrainerConfig | None = None,
         base_model: channel.BaseChannel | None = None,
+        statistics: channel.BaseChannel | None = None,
     ):
         """Constructs a Trainer.
 
@@ -65,6 +66,9 @@ class Trainer(base_component.BaseComponent):
           label_key: The transformed label feature (the feature configuration's label name).
           config: The training configuration; defaults to `TrainerConfig()`.
           base_model: Optional Model (e.g. the latest blessed one) to warm-start from.
+          statistics: Optional StatisticsGen output of the examples' raw data: its train split's
+            statistics are copied into the exported model (`components.model_statistics`), so
+            that a later run can compare its data with what this model was trained on.
         """
         config = config or config_lib.TrainerConfig()
         if not isinstance(config, config_lib.TrainerConfig):
@@ -76,6 +80,7 @@ class Trainer(base_component.BaseComponent):
             transform_graph=transform_graph,
             schema=schema,
             base_model=base_model,
+            statistics=statistics,
             config=json.dumps(config_lib.to_dict(config), sort_keys=True),
             label_key=label_key,
             model=channel.Channel(type=standard_artifacts.Model),

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING, Any
 
 import tensorflow as tf
@@ -13,6 +14,7 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
+from components import model_statistics
 from components.trainer import config as config_lib
 from components.trainer import spec
 
@@ -32,6 +34,14 @@ def _base_model_dir(base_models: list[types.Artifact]) -> str | None:
         return None
     path = path_utils.serving_model_path(base_models[-1].uri)
     return path if tf.saved_model.contains_saved_model(path) else None
+
+
+def _attach_statistics(statistics: list[types.Artifact], serving_model_dir: str) -> None:
+    """Copies the training data's train-split statistics into the exported model."""
+    if not statistics:
+        return
+    split_dir = artifact_utils.get_split_uri(statistics, model_statistics.SPLIT)
+    model_statistics.attach(os.path.join(split_dir, 'FeatureStats.pb'), serving_model_dir)
 
 
 class Executor(base_executor.BaseExecutor):
@@ -68,8 +78,8 @@ class Executor(base_executor.BaseExecutor):
                 execution_key=model_uri,
                 runner=tfjob_runner,
             )
-            return
+        else:
+            from components.trainer.cluster import launch
 
-        from components.trainer.cluster import launch
-
-        launch.train_and_export(**paths, trainer_config=trainer_config, label_key=label_key)
+            launch.train_and_export(**paths, trainer_config=trainer_config, label_key=label_key)
+        _attach_statistics(input_dict.get(spec.STATISTICS_KEY) or [], paths['serving_model_dir'])

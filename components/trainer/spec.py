@@ -11,6 +11,9 @@ EXAMPLES_KEY = standard_component_specs.EXAMPLES_KEY
 TRANSFORM_GRAPH_KEY = standard_component_specs.TRANSFORM_GRAPH_KEY
 SCHEMA_KEY = standard_component_specs.SCHEMA_KEY
 BASE_MODEL_KEY = standard_component_specs.BASE_MODEL_KEY
+# Optional: the training data's statistics (StatisticsGen's), carried in the exported model
+# (`components.model_statistics`) so that a later run can compare its data with them.
+STATISTICS_KEY = standard_component_specs.STATISTICS_KEY
 MODEL_KEY = standard_component_specs.MODEL_KEY
 MODEL_RUN_KEY = standard_component_specs.MODEL_RUN_KEY
 # The TrainerConfig as JSON (`config.to_dict`): execution parameters must be primitive or protos.
@@ -30,6 +33,7 @@ class TrainerSpec(ComponentSpec):
         TRANSFORM_GRAPH_KEY: ChannelParameter(type=standard_artifacts.TransformGraph),
         SCHEMA_KEY: ChannelParameter(type=standard_artifacts.Schema),
         BASE_MODEL_KEY: ChannelParameter(type=standard_artifacts.Model, optional=True),
+        STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics, optional=True),
     }
     OUTPUTS = {
         MODEL_KEY: ChannelParameter(type=standard_artifacts.Model),

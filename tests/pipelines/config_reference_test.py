@@ -56,6 +56,7 @@ def test_the_pipeline_config_has_every_nested_section_once():
         'evaluation',
         'transform',
         'retraining',
+        'drift',
     ]
 
 

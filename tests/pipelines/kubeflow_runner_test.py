@@ -349,6 +349,6 @@ def test_compile_prints_its_own_line_only(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stderr == ''
     assert done.stdout.splitlines() == [
-        f"wrote {output}: kubeflow pipeline 'asynctrain-taxi', 9 steps, image {IMAGE}, "
+        f"wrote {output}: kubeflow pipeline 'asynctrain-taxi', 11 steps, image {IMAGE}, "
         f'pipeline root {ROOT}'
     ]

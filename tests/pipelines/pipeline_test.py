@@ -40,9 +40,13 @@ def test_components_are_wired_in_pipeline_order(config):
         'StatisticsGen': [example_gen],
         'ImportSchemaGen': [],
         'ExampleValidator': ['ImportSchemaGen', 'StatisticsGen'],
-        'Transform': sorted([example_gen, 'ImportSchemaGen']),
+        'latest_blessed_model': [example_gen],
+        'DriftValidator': ['ImportSchemaGen', 'StatisticsGen', 'latest_blessed_model'],
+        # Drift stops the run before Transform (the default action, `stop`).
+        'Transform': sorted([example_gen, 'DriftValidator', 'ImportSchemaGen']),
         'ExampleBatcher': ['Transform'],
-        'Trainer': ['ExampleBatcher', 'ImportSchemaGen', 'Transform'],
+        # The Trainer stores the training data's statistics in the model.
+        'Trainer': ['ExampleBatcher', 'ImportSchemaGen', 'StatisticsGen', 'Transform'],
         'Evaluator': sorted([example_gen, 'Trainer']),
         'Pusher': ['Evaluator', 'Trainer'],
     }
@@ -196,10 +200,77 @@ def test_transform_statistics_are_off_by_default_and_on_when_asked(config, tmp_p
 
 def test_retraining_inputs_are_off_by_default_so_a_rerun_is_a_cache_hit(config):
     components = {c.id: c for c in pipeline_lib.create_pipeline(config).components}
-    assert 'latest_blessed_model' not in components
     assert 'latest_transform_cache' not in components
     assert 'base_model' not in components['Trainer'].inputs
+    assert 'baseline_model' not in components['Evaluator'].inputs
     assert 'analyzer_cache' not in components['Transform'].inputs
+    # Without the cache Transform neither reads nor writes one.
+    assert 'updated_analyzer_cache' not in components['Transform'].outputs
+    # The latest blessed model feeds drift only (it is triggered by the examples, so a rerun on
+    # the same data is still a cache hit).
+    consumers = [
+        c.id for c in components.values() if components['latest_blessed_model'] in c.upstream_nodes
+    ]
+    assert consumers == ['DriftValidator']
+
+
+def test_drift_settings_reach_the_drift_validator(tmp_path):
+    config = load_config(
+        work_dir=str(tmp_path / 'work'),
+        drift={
+            'numeric_threshold': 0.25,
+            'categorical_threshold': 0.05,
+            'features': {'fare': 0.5},
+            'accept': ['tips'],
+        },
+    )
+    drift = _components(config)['DriftValidator'].exec_properties
+    assert (drift['numeric_threshold'], drift['categorical_threshold']) == (0.25, 0.05)
+    assert json.loads(drift['feature_thresholds']) == {'fare': 0.5}
+    assert json.loads(drift['accepted_features']) == ['tips']
+    assert drift['action'] == 'stop'
+
+
+def test_drift_no_push_trains_and_lets_the_evaluator_withhold_the_blessing(tmp_path):
+    config = load_config(work_dir=str(tmp_path / 'work'), drift={'action': 'no_push'})
+    components = _components(config)
+    assert components['DriftValidator'] not in components['Transform'].upstream_nodes
+    evaluator = components['Evaluator']
+    assert evaluator.inputs['drift_anomalies'].producer_component_id == 'DriftValidator'
+
+
+def test_drift_off_leaves_no_drift_nodes(tmp_path):
+    components = _components(load_config(work_dir=str(tmp_path / 'work'), drift={'enabled': False}))
+    assert 'DriftValidator' not in components and 'latest_blessed_model' not in components
+
+
+@pytest.mark.parametrize(
+    ('drift', 'field', 'named'),
+    [
+        ({'features': {'fares': 0.5}}, 'drift.features', "'fares'"),
+        ({'accept': ['fares']}, 'drift.accept', "'fares'"),
+    ],
+)
+def test_drift_names_outside_the_schema_are_refused_by_field(tmp_path, drift, field, named):
+    config = load_config(work_dir=str(tmp_path / 'work'), drift=drift)
+    with pytest.raises(ConfigError) as error:
+        pipeline_lib.create_pipeline(config)
+    assert str(error.value).startswith(f'{field}: ') and named in str(error.value)
+    assert 'fare' in str(error.value)  # the schema's features are listed
+
+
+@pytest.mark.parametrize(
+    ('drift', 'field'),
+    [
+        ({'numeric_threshold': 0}, 'drift.numeric_threshold'),
+        ({'categorical_threshold': 1.5}, 'drift.categorical_threshold'),
+        ({'features': {'fare': -0.1}}, 'drift.features.fare'),
+        ({'action': 'warn'}, 'drift.action'),
+    ],
+)
+def test_bad_drift_settings_are_refused_by_field(tmp_path, drift, field):
+    with pytest.raises(ConfigError, match=f'^{field}'):
+        load_config(work_dir=str(tmp_path / 'work'), drift=drift)
 
 
 def _penguins(tmp_path, features: str | None = PENGUIN_FEATURES) -> str:
