@@ -159,7 +159,7 @@ def _run(config, log_path: str, verbose: bool) -> tuple[int, str, object]:
 
 def run_compiled(args: argparse.Namespace) -> int:
     """`--compiled`: exit 0 when every task succeeded, 1 when one failed, 2 when refused."""
-    for flag in ('data', 'work_dir', 'date', 'config'):
+    for flag in ('data', 'work_dir', 'date', 'config', 'accept_drift'):
         if getattr(args, flag, None):
             print(
                 f'asynctrain run: --{flag.replace("_", "-")} does not apply with --compiled: the '

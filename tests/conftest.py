@@ -35,7 +35,6 @@ SLOWEST_FILES = {
     'tests/e2e/daily_retraining_e2e_test.py': 514,
     'tests/benchmarks/transform_bench_test.py': 371,
     'tests/e2e/compiled_run_e2e_test.py': 357,
-    'tests/e2e/daily_blessing_e2e_test.py': 271,
     'tests/e2e/init_e2e_test.py': 235,
     'tests/benchmarks/parameter_server_bench_test.py': 215,
     'tests/e2e/local_pipeline_e2e_test.py': 200,

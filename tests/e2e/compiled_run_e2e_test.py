@@ -5,10 +5,12 @@
   chief, workers and parameter server run as local processes. Every task succeeds, the blessing
   names the model as TFX's Kubeflow V2 entrypoint names it for stock Evaluator, and the pushed
   model serves raw rows with Transform's output gone.
-- Penguins, one compiled spec run on two days, as a daily recurring run would: day 1 has no
+- Penguins, one compiled spec run on three days, as a daily recurring run would: day 1 has no
   blessed model yet and is pushed; day 2 (train labels partly swapped, `penguin_days`) finds
   day 1's pushed model through `latest_blessed_model`, warm-starts from it, is judged against it
-  and, worse by more than `max_regression`, is not pushed.
+  and, worse by more than `max_regression` though above the absolute bound, is not pushed (the
+  blessing against the last blessed model); day 3's body masses arrive in kilograms: DriftValidator
+  compares them with day 1's data (the served model's) and stops the run before Transform.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import tensorflow_model_analysis as tfma
 import yaml
 from tensorflow_metadata.proto.v0 import schema_pb2
 
+from components import model_statistics
 from components.example_gen.feature_types import load_schema
 from pipelines import cli
 from pipelines.config import REPO_ROOT, bundled_data_dir
@@ -32,10 +35,12 @@ from tests.e2e.e2e_helpers import raw_example
 from tests.e2e.penguin_days import (
     DATASET,
     DAYS,
+    DRIFTED_FEATURE,
     MAX_REGRESSION,
     MIN_VALUE,
     NULL_MARKERS,
     write_days,
+    write_drifted_day,
 )
 
 pytestmark = pytest.mark.e2e
@@ -46,9 +51,11 @@ TASKS = [
     'CsvExampleGen',
     'ImportSchemaGen',
     'StatisticsGen',
+    'latest_blessed_model',
+    'DriftValidator',
+    'ExampleValidator',
     'Transform',
     'ExampleBatcher',
-    'ExampleValidator',
     'Trainer',
     'Evaluator',
     'Pusher',
@@ -157,7 +164,9 @@ def test_taxi_compiled_runs_every_task_with_the_trainer_as_a_local_tfjob(in_tmp,
     assert types['company'] == schema_pb2.BYTES  # raw text went in, not a vocabulary index
 
 
-def test_penguins_compiled_once_run_two_days_warm_starts_and_keeps_a_worse_day_out(in_tmp):
+def test_penguins_compiled_once_run_daily_warm_starts_keeps_a_worse_day_out_stops_on_drift(
+    in_tmp, capsys
+):
     data = in_tmp / 'data'
     write_days(str(data), str(in_tmp / 'scratch'))
     day2_data = in_tmp / 'later' / DAYS[1]
@@ -222,3 +231,49 @@ def test_penguins_compiled_once_run_two_days_warm_starts_and_keeps_a_worse_day_o
     assert blessing['blessed'] == 0
     assert second['Pusher']['pushed_model']['metadata']['pushed'] == 0
     assert os.listdir(work_dir / 'serving_model') == [os.path.basename(day1_push)]
+
+    # Both days scored the same clean eval examples; day 2 cleared the absolute bound and failed
+    # on the change against the baseline only, whose accuracy is day 1's model's, re-measured.
+    assert _eval_split(first) == _eval_split(second) and len(_eval_split(first)) == 128
+    for run in (first, second):
+        rows = run['CsvExampleGen']['examples']['metadata']
+        assert (rows['rows_read'], rows['rows_written'], rows['rows_rejected']) == (344, 339, 5)
+    assert day2_accuracy >= MIN_VALUE
+    day1_evaluation = tfma.load_eval_result(first['Evaluator']['evaluation']['uri'])
+    ((_, day1_metrics),) = day1_evaluation.slicing_metrics
+    assert day1_accuracy == pytest.approx(day1_metrics['']['']['accuracy']['doubleValue'], abs=1e-6)
+    # Day 2's data is day 1's with labels swapped in pairs: no drift against it.
+    drift = second['DriftValidator']['anomalies']['metadata']
+    assert drift['first_run'] == 0 and json.loads(drift['drifted_features']) == []
+    assert drift['compared_with'] == os.path.join(
+        second['latest_blessed_model']['model']['uri'],
+        'Format-Serving',
+        model_statistics.MODEL_STATISTICS_PATH,
+    )
+
+    # Day 3, drifted: stopped at DriftValidator, before Transform, naming the feature; compared
+    # with day 1's data, since day 1's model is still the one served.
+    write_drifted_day(str(data))
+    capsys.readouterr()
+    code, _ = _compile_and_run(in_tmp, config, 'penguins', '--run-id', 'day3')
+    printed = capsys.readouterr()
+    assert code == 1
+    assert 'task DriftValidator failed' in printed.err
+    assert f'{DRIFTED_FEATURE} (jensen_shannon_divergence ' in printed.err
+    assert '[7/11] Transform' not in printed.out
+    drift_log = _task_log_at(in_tmp, 'day3', 'DriftValidator')
+    assert f'--accept-drift {DRIFTED_FEATURE}' in drift_log
+    assert os.listdir(work_dir / 'serving_model') == [os.path.basename(day1_push)]
+
+
+def _eval_split(outputs: dict) -> set[bytes]:
+    """The serialized examples of the eval split of a run's CsvExampleGen output."""
+    uri = outputs['CsvExampleGen']['examples']['uri']
+    paths = sorted(glob.glob(os.path.join(uri, 'Split-eval', '*.gz')))
+    return {r.numpy() for r in tf.data.TFRecordDataset(paths, compression_type='GZIP')}
+
+
+def _task_log_at(root, run_id: str, task: str) -> str:
+    (path,) = glob.glob(str(root / 'runs' / 'compiled' / '*' / run_id / f'{task}.log'))
+    with open(path) as f:
+        return f.read()

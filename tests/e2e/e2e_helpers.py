@@ -22,10 +22,12 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 
 from pipelines.config import REPO_ROOT
 
-# Every component of `create_pipeline`, sorted as the run summary lists them.
+# Every component of the default `create_pipeline` (drift on), sorted as the run summary lists
+# them: `latest_blessed_model` reads the push destination for DriftValidator.
 COMPONENTS = sorted(
     [
         'CsvExampleGen',
+        'DriftValidator',
         'Evaluator',
         'ExampleBatcher',
         'ExampleValidator',
@@ -34,15 +36,21 @@ COMPONENTS = sorted(
         'StatisticsGen',
         'Trainer',
         'Transform',
+        'latest_blessed_model',
     ]
 )
 
 
 def components_for(config) -> list[str]:
-    """COMPONENTS, plus `latest_blessed_model` where the config warm-starts or compares with the
-    latest blessed model (the node that reads the push destination), sorted the same way."""
-    retraining = config.retraining.warm_start or config.evaluation.baseline == 'latest_blessed'
-    return sorted(COMPONENTS + ['latest_blessed_model'] * retraining)
+    """The components `config`'s pipeline runs, sorted the same way: COMPONENTS without
+    DriftValidator when drift is off, and without `latest_blessed_model` when nothing reads it
+    (no drift, no warm start, no baseline)."""
+    names = set(COMPONENTS)
+    if not config.drift.enabled:
+        names.discard('DriftValidator')
+        if not (config.retraining.warm_start or config.evaluation.baseline == 'latest_blessed'):
+            names.discard('latest_blessed_model')
+    return sorted(names)
 
 
 NULL_MARKERS = ('', 'NA')

@@ -1,7 +1,15 @@
-"""Penguins over two days, for the daily e2e tests (local runner and compiled KFP spec): day 1
-the committed CSV, day 2 the same rows with the labels of train-split Adelie and Chinstrap rows
-partly swapped, so a model trained on day 2 can no longer tell these two species apart while
-both days evaluate on the same clean eval split (see daily_blessing_e2e_test.py's docstring)."""
+"""Penguins over days, for the daily e2e test of a compiled KFP spec: day 1 the committed CSV,
+day 2 the same rows with the labels of train-split Adelie and Chinstrap rows partly swapped, so a
+model trained on day 2 can no longer tell these two species apart while both days evaluate on the
+same clean eval split, and a drifted day whose body masses are in kilograms.
+
+Only rows that land in the train split are corrupted: were the eval rows corrupted too, both
+models would score worse alike and the comparison with the baseline would show nothing.
+ExampleGen assigns a split by hashing the example's bytes, which include the label, so a swapped
+row is kept only if its corrupted version still hashes to train; `splits` computes every row's
+split exactly as ExampleGen does (the same reader, encoder and hash). The swaps go in pairs, so
+the label's distribution is the same both days: day 2 shows no drift.
+"""
 
 from __future__ import annotations
 
@@ -26,6 +34,9 @@ NULL_MARKERS = ('NA',)
 HASH_BUCKETS = (2, 1)  # train, eval: the config's default split
 TRAIN, EVAL = 0, 1
 DAYS = ('2024-05-01', '2024-05-02')
+# A third day whose body masses arrive in kilograms instead of grams: drift.
+DRIFTED_DAY = '2024-05-03'
+DRIFTED_FEATURE = 'Body Mass (g)'
 MIN_VALUE = 0.6  # accuracy; the majority class scores 0.4453 on eval (datasets/penguins/README.md)
 MAX_REGRESSION = 0.05
 # At least this many train rows must carry a swapped label for the drop to be clear.
@@ -85,6 +96,15 @@ def corrupt_train_labels(
         swapped[i] if original.get(i) == TRAIN and corrupted_splits.get(i) == TRAIN else row
         for i, row in enumerate(rows)
     ]
+
+
+def write_drifted_day(root: str) -> None:
+    """`<root>/DRIFTED_DAY/penguins_raw.csv`: day 1's rows with DRIFTED_FEATURE in kilograms."""
+    header, rows = read_rows()
+    for row in rows:
+        if row[DRIFTED_FEATURE] not in ('', *NULL_MARKERS):
+            row[DRIFTED_FEATURE] = str(float(row[DRIFTED_FEATURE]) / 1000)
+    write_rows(os.path.join(root, DRIFTED_DAY, 'penguins_raw.csv'), header, rows)
 
 
 def write_days(root: str, scratch: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:

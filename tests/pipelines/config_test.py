@@ -154,3 +154,14 @@ def test_a_file_error_names_the_file_and_the_field(tmp_path):
     with pytest.raises(ConfigError) as error:
         load_config(str(path))
     assert str(error.value) == (f"{path}: trainer.training.batch_size: expected int, got 'big'")
+
+
+def test_accept_drift_adds_its_features_to_the_configs_for_one_run():
+    from pipelines.run_command import with_accepted_drift
+
+    config = load_config(drift={'accept': ['tips']})
+    assert with_accepted_drift(config, None) is config
+    assert with_accepted_drift(config, 'fare, company').drift.accept == ('tips', 'fare', 'company')
+    assert with_accepted_drift(config, 'all').drift.accept == ('tips', 'all')
+    with pytest.raises(ConfigError, match='--accept-drift'):
+        with_accepted_drift(config, ' , ')

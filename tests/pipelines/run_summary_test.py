@@ -35,3 +35,44 @@ def test_no_tensorboard_line_before_the_trainer_ever_ran():
 
     assert lines[-1] == 'pushed model: none (not blessed)'
     assert not any(line.startswith('tensorboard') for line in lines)
+
+
+def test_the_drift_line_names_each_drifted_feature_with_its_distance_and_threshold():
+    drift = {
+        'first_run': False,
+        'drifted': [
+            {
+                'feature': 'fare',
+                'comparator': 'jensen_shannon_divergence',
+                'distance': 0.98765,
+                'threshold': 0.3,
+            },
+            {
+                'feature': 'tips',
+                'comparator': 'jensen_shannon_divergence',
+                'distance': None,
+                'threshold': 0.3,
+            },
+        ],
+        'accepted': ['company'],
+        'compared_with': '/w/m/FeatureStats.pb',
+    }
+    lines = _summary(drift=drift, pushed_model=None).format().splitlines()
+
+    assert lines[-2:] == [
+        'drift: fare (jensen_shannon_divergence 0.988 > 0.300); tips (present on one side '
+        'only); accepted for this run: company (against /w/m/FeatureStats.pb)',
+        'pushed model: none (not blessed)',
+    ]
+
+
+def test_the_drift_line_of_a_first_run_says_it_was_judged_on_the_schema_alone():
+    drift = {'first_run': True, 'drifted': [], 'accepted': [], 'compared_with': ''}
+    assert (
+        run_summary.drift_text(drift)
+        == "drift: nothing to compare with yet; today's data judged on the schema alone"
+    )
+    compared = {'first_run': False, 'drifted': [], 'accepted': [], 'compared_with': '/s.pb'}
+    assert (
+        run_summary.drift_text(compared) == 'drift: no feature over its threshold (against /s.pb)'
+    )
