@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
 def _init(args: argparse.Namespace) -> tuple[int, str]:
     """(exit code, what to print: the decisions, or the error)."""
     from components.example_gen import csv_dialect, csv_sample
-    from pipelines import spec_draft, spec_files
+    from pipelines import drift_draft, spec_draft, spec_files
 
     try:
         dialect = csv_dialect.CsvDialect(
@@ -95,7 +95,9 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
         name: os.path.join(args.output, name)
         for name in (spec_files.SCHEMA_FILE, spec_files.FEATURES_FILE, spec_files.CONFIG_FILE)
     }
-    spec_files.write_schema(paths[spec_files.SCHEMA_FILE], spec_files.infer_schema(sample), sample)
+    schema = spec_files.infer_schema(sample)
+    spec_files.write_schema(paths[spec_files.SCHEMA_FILE], schema, sample)
+    drift = drift_draft.plan_drift(sample, schema, task.column)
     spec_files.write_features(paths[spec_files.FEATURES_FILE], task, columns)
     spec_files.write_config(
         paths[spec_files.CONFIG_FILE],
@@ -107,11 +109,12 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
         threshold,
         training,
         bad_rows,
+        drift,
     )
-    return 0, describe(sample, task, columns, threshold, training, bad_rows, paths)
+    return 0, describe(sample, task, columns, threshold, training, bad_rows, drift, paths)
 
 
-def describe(sample, task, columns, threshold, training, bad_rows, paths: dict) -> str:
+def describe(sample, task, columns, threshold, training, bad_rows, drift, paths: dict) -> str:
     """What init decided, as printed."""
     how = 'all' if sample.complete else f'a sample of the first {sample.rows:,}'
     lines = [
@@ -129,6 +132,8 @@ def describe(sample, task, columns, threshold, training, bad_rows, paths: dict) 
     lines.append(f'  training: {training.reason}')
     lines.append(f'  evaluation: {threshold.reason}')
     lines.append(f'  bad rows: max_bad_fraction {bad_rows.max_bad_fraction}: {bad_rows.reason}')
+    thresholds = ', '.join(f'{name} {value}' for name, (value, _) in drift.features.items())
+    lines.append(f'  drift: {thresholds or "the default thresholds"} ({drift.reason})')
     lines.append('wrote ' + ', '.join(paths.values()))
     lines.append('review them, then run:')
     lines.append(f'  asynctrain run --config {paths["config.yaml"]}')

@@ -15,6 +15,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 
 from components.example_gen.csv_sample import CsvSample
 from components.example_gen.feature_types import ARROW_TYPES, ColumnType
+from pipelines.drift_draft import DriftPlan
 from pipelines.spec_draft import BadRowsPlan, ColumnPlan, TaskPlan, ThresholdPlan, TrainingPlan
 
 SCHEMA_FILE = 'schema.pbtxt'
@@ -22,7 +23,7 @@ FEATURES_FILE = 'features.yaml'
 CONFIG_FILE = 'config.yaml'
 
 
-def _as_lists(cells: pa.Array, column_type: ColumnType) -> pa.Array:
+def as_lists(cells: pa.Array, column_type: ColumnType) -> pa.Array:
     """One value per row as TFXIO presents a feature to TFDV: a list of one value, or a null list
     where the cell is missing (a missing feature, not a list holding a null)."""
     if column_type == ColumnType.UNKNOWN:
@@ -42,7 +43,7 @@ def infer_schema(sample: CsvSample) -> schema_pb2.Schema:
     from tensorflow_data_validation.statistics import stats_impl
 
     batch = pa.RecordBatch.from_arrays(
-        [_as_lists(sample.columns[name], sample.types[name]) for name in sample.names],
+        [as_lists(sample.columns[name], sample.types[name]) for name in sample.names],
         list(sample.names),
     )
     statistics = stats_impl.generate_statistics_in_memory(batch, tfdv.StatsOptions())
@@ -109,6 +110,7 @@ def write_config(
     threshold: ThresholdPlan,
     training: TrainingPlan,
     bad_rows: BadRowsPlan,
+    drift: DriftPlan,
 ) -> None:
     name = os.path.basename(os.path.abspath(spec_dir)).lower().replace('_', '-') or 'dataset'
     lines = [
@@ -134,6 +136,16 @@ def write_config(
         f'  # more than max_regression ({threshold.metric} units); the first run has none to beat.',
         '  baseline: latest_blessed',
         f'  max_regression: {threshold.max_regression}',
+        'drift:',
+        "  # Each run's data is compared with the data the served model was trained on; a drifted",
+        '  # feature stops the run before training (action: stop). Defaults: numeric_threshold',
+        '  # 0.3 (Jensen-Shannon divergence), categorical_threshold 0.1 (L-infinity distance).',
+        f'  # Per-feature thresholds, {drift.reason}:',
+        '  features:' + ('' if drift.features else ' {}'),
+        *(
+            f'    {_yaml_scalar(name)}: {value}  # {reason}'
+            for name, (value, reason) in drift.features.items()
+        ),
     ]
     with open(path, 'w', encoding='utf-8') as f:
         f.write('\n'.join(lines) + '\n')

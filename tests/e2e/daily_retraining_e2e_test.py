@@ -28,9 +28,9 @@ pytestmark = pytest.mark.e2e
 ROWS_PER_DAY = 1500
 DAYS = ['2024-03-01', '2024-03-02', '2024-03-03', '2024-03-04']
 DRIFTED_DAY = 2  # index: day 3
-# Where the taxi sample's pickup and dropoff places vary much from one 1,500-row day to the next
-# (quantile-histogram Jensen-Shannon up to 0.49 between consecutive days), what `asynctrain init`
-# would propose for them; every other feature keeps the defaults.
+# The taxi sample's pickup and dropoff places vary much from one 1,500-row day to the next
+# (quantile-histogram Jensen-Shannon up to 0.49 between consecutive days, docs/drift.md): their
+# own thresholds, as a user sets them after the first days; every other feature keeps the defaults.
 PLACE_THRESHOLDS = {
     name: 0.7
     for name in (

@@ -161,6 +161,10 @@ def test_init_writes_reviewable_files_that_the_pipeline_config_accepts(tmp_path,
     assert config.evaluation.max_regression == pytest.approx(
         config.evaluation.min_value / 10, abs=0.05
     )
+    # The drift section: the defaults, 80 rows being too few to measure how the data varies.
+    assert (config.drift.enabled, config.drift.action, config.drift.features) == (True, 'stop', {})
+    assert '80 rows: too few to measure' in (spec / 'config.yaml').read_text()
+    assert '  drift: the default thresholds (80 rows: too few' in printed
     features = yaml.safe_load((spec / 'features.yaml').read_text())
     assert features['label'] == {'column': 'level', 'task': 'multiclass'}
     names = [f['name'] for f in features['features']]
@@ -302,3 +306,65 @@ def test_a_class_label_trains_40_passes_and_a_regression_label_20(tmp_path):
     regression = spec_draft.plan_training(sample, 'regression')
     assert regression.train_steps == 400
     assert regression.reason.startswith('400 steps of 32: about 20 passes over the ~640 training')
+
+
+def _drift_sample(tmp_path, rows):
+    sample = _sample(tmp_path, ('region', 'amount', 'label'), rows)
+    from pipelines import spec_files
+
+    return sample, spec_files.infer_schema(sample)
+
+
+def test_init_proposes_a_threshold_for_a_feature_that_moves_over_the_file(tmp_path):
+    from pipelines import drift_draft
+
+    rng = random.Random(0)
+    # `region` shifts from the first half of the file to the second (north 80% -> 20%), as a
+    # feature that moves from day to day; `amount` and the label do not move.
+    rows = [
+        (
+            'north' if rng.random() < (0.8 if i < 300 else 0.2) else 'south',
+            round(rng.gauss(50, 5), 2),
+            rng.choice(['a', 'b']),
+        )
+        for i in range(600)
+    ]
+    sample, schema = _drift_sample(tmp_path, rows)
+    plan = drift_draft.plan_drift(sample, schema, 'label')
+
+    assert set(plan.features) == {'region'}
+    threshold, reason = plan.features['region']
+    measured = float(reason.split('varies by ')[1].split(' ')[0])
+    # The file-order halves differ by about 0.6 in north's share: twice that, capped at 0.9.
+    assert 0.5 < measured < 0.7
+    assert threshold == drift_draft.MAX_PROPOSED
+    assert 'first and second halves of 600 sampled rows' in plan.reason
+
+
+def test_init_measures_random_halves_only_when_the_rows_are_ordered_by_the_label(tmp_path):
+    from pipelines import drift_draft
+
+    rng = random.Random(1)
+    # Sorted by the label: file order says nothing of days, so `region`, which follows the
+    # label, is judged on random halves (where it does not move) and keeps the default.
+    rows = [
+        ('north' if rng.random() < (0.8 if label == 'a' else 0.2) else 'south', 50.0, label)
+        for label in ('a', 'b')
+        for _ in range(300)
+    ]
+    sample, schema = _drift_sample(tmp_path, rows)
+    plan = drift_draft.plan_drift(sample, schema, 'label')
+
+    assert 'the rows are ordered' in plan.reason
+    assert plan.features == {}
+
+
+def test_init_keeps_the_defaults_on_too_few_rows(tmp_path):
+    from pipelines import drift_draft
+
+    rows = [('north', 1.0, 'a'), ('south', 2.0, 'b')] * 50
+    sample, schema = _drift_sample(tmp_path, rows)
+    plan = drift_draft.plan_drift(sample, schema, 'label')
+
+    assert plan.features == {}
+    assert plan.reason == '100 rows: too few to measure how the data varies; the defaults apply'
