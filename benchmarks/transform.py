@@ -15,6 +15,7 @@ check that they agree feature by feature.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import sys
@@ -44,6 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_OUTPUT,
         help=f'directory for spans, runs, result.json and the chart '
         f'(default {DEFAULT_OUTPUT}); emptied first',
+    )
+    parser.add_argument(
+        '--features',
+        metavar='NAME[,NAME]',
+        default=None,
+        help='transform only these features of the taxi feature config (default: all 16); '
+        'a quick check of the bench itself needs no more than one per kind of transform',
     )
     parser.add_argument(
         '--disable-statistics',
@@ -97,12 +105,25 @@ def run(args: argparse.Namespace) -> int:
     from benchmarks import transform_runs as runs
     from components.transform import feature_config as fc
 
+    config = fc.load_feature_config(str(runs.TAXI_FEATURES), str(runs.TAXI_SCHEMA))
+    if args.features:
+        wanted = [name.strip() for name in args.features.split(',') if name.strip()]
+        unknown = sorted(set(wanted) - set(config.names))
+        if unknown:
+            print(
+                f'--features: {unknown} not in {runs.TAXI_FEATURES}; its features: '
+                f'{list(config.names)}',
+                file=sys.stderr,
+            )
+            return 2
+        config = dataclasses.replace(
+            config, features=tuple(f for f in config.features if f.name in wanted)
+        )
     output = os.path.abspath(args.output)
     shutil.rmtree(output, ignore_errors=True)
     os.makedirs(output)
     beam_args = list(getattr(args, 'beam_args', []) or [])
     schema_proto = fc.load_schema(str(runs.TAXI_SCHEMA))
-    config = fc.load_feature_config(str(runs.TAXI_FEATURES), str(runs.TAXI_SCHEMA))
 
     table = runs.read_taxi_table(schema_proto)
     _progress(f'read {table.num_rows} rows of {runs.taxi_csv_path()}')
@@ -151,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
         'window_a': f'1-{window}',
         'window_b': f'2-{window + 1}',
         'statistics': not args.disable_statistics,
+        'features': list(config.names),
         'beam_args': beam_args,
         'seconds': {
             'a_first_window': a.seconds,

@@ -74,6 +74,16 @@ def describe(drift: comparison.Drift) -> str:
     return f'{drift.feature} ({drift.comparator} {drift.distance:.4g} > threshold {drift.threshold:.4g})'
 
 
+def kept_anomalies_path(output_uri: str) -> str:
+    """Where a stopped run's anomalies stay: beside the output, whose directory TFX's local
+    launcher deletes when an execution fails (a KFP backend keeps it; the copy does no harm)."""
+    return os.path.join(
+        f'{output_uri.rstrip("/")}{spec.STOPPED_SUFFIX}',
+        f'Split-{spec.SPLIT}',
+        spec.ANOMALIES_FILE_NAME,
+    )
+
+
 def drift_error(
     unaccepted: Sequence[comparison.Drift], compared_with: str, anomalies_path: str
 ) -> str:
@@ -173,4 +183,6 @@ class Executor(base_executor.BaseExecutor):
             anomalies_path,
         )
         if unaccepted and action == spec.STOP:
-            raise RuntimeError(drift_error(unaccepted, compared_with, anomalies_path))
+            kept = kept_anomalies_path(anomalies.uri)
+            writer_utils.write_anomalies(kept, result.anomalies)
+            raise RuntimeError(drift_error(unaccepted, compared_with, kept))

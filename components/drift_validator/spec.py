@@ -31,6 +31,9 @@ ACCEPT_ALL = 'all'
 # its training data relative to its serving model directory (`components.model_statistics`).
 SPLIT = model_statistics.SPLIT
 MODEL_STATISTICS_PATH = model_statistics.MODEL_STATISTICS_PATH
+# A stopped run's anomalies are also written beside the output, in `<output uri>` + this: TFX's
+# local launcher deletes a failed execution's output directories.
+STOPPED_SUFFIX = '-stopped'
 # The output's file in each split directory, as ExampleValidator names it (TFDV's Anomalies).
 ANOMALIES_FILE_NAME = 'SchemaDiff.pb'
 

@@ -8,10 +8,14 @@ from pipelines import cli
 
 pytestmark = pytest.mark.integration
 
+# One of each kind of transform in the taxi feature config, in its order.
+FEATURES = ('fare', 'company', 'trip_start_hour', 'pickup_latitude')
+
 
 def test_bench_writes_side_by_side_times_and_checks_outputs_agree(tmp_path, capsys):
     output = tmp_path / 'bench'
-    # Two-span windows keep the three executor runs short; the default is seven.
+    # Two-span windows and one feature per kind of transform keep the three executor runs short;
+    # the defaults are seven spans and the 16 features.
     code = cli.main(
         [
             'bench',
@@ -21,6 +25,8 @@ def test_bench_writes_side_by_side_times_and_checks_outputs_agree(tmp_path, caps
             '--window',
             '2',
             '--disable-statistics',
+            '--features',
+            ','.join(FEATURES),
             '--output',
             str(output),
         ]
@@ -41,8 +47,11 @@ def test_bench_writes_side_by_side_times_and_checks_outputs_agree(tmp_path, caps
     assert result['outputs_match'] is True
     assert result['mismatched_features'] == []
     assert result['compared_rows'] == 2 * 20  # the eval third of spans 2 and 3
-    assert len(result['feature_max_abs_diff']) == 17  # 16 features and the label
-    assert len(result['vocabularies_equal']) == 6 and all(result['vocabularies_equal'].values())
+    assert result['features'] == list(FEATURES)
+    # The features and the label, each compared.
+    assert set(result['feature_max_abs_diff']) == {*FEATURES, 'big_tipper'}
+    # The one vocabulary of the graph (company's), the same from B's cache as from C's analysis.
+    assert len(result['vocabularies_equal']) == 1 and all(result['vocabularies_equal'].values())
     assert result['cache_written'] == {
         'a': ['Span-1/Split-train', 'Span-2/Split-train'],
         'b': ['Span-2/Split-train', 'Span-3/Split-train'],

@@ -155,10 +155,14 @@ def test_drift_stops_the_run_after_writing_the_anomalies(inputs, tmp_path):
     assert (
         f'fare (jensen_shannon_divergence {drifted[0]["distance"]:.4g} > threshold 0.1)' in message
     )
-    assert os.path.join(anomalies.uri, 'Split-train', 'SchemaDiff.pb') in message
+    # The message names the copy kept beside the output (the local launcher deletes a failed
+    # execution's output), which holds the same anomalies.
+    kept = os.path.join(f'{anomalies.uri}-stopped', 'Split-train', 'SchemaDiff.pb')
+    assert f"TFDV's anomalies: {kept}." in message
     assert message.endswith('asynctrain run --accept-drift fare,payment_type')
     # What a person opens: TFDV's own verdict on the two features.
     assert sorted(_written(anomalies).anomaly_info) == ['fare', 'payment_type']
+    assert anomalies_util.load_anomalies_binary(kept) == _written(anomalies)
 
 
 def test_no_push_blocks_the_blessing_without_stopping(inputs, tmp_path):
