@@ -76,6 +76,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f'directory for the CSV, both runs, result.json and pipeline.png '
         f'(default {DEFAULT_OUTPUT}); emptied first',
     )
+    parser.add_argument(
+        '--features',
+        metavar='NAME[,NAME]',
+        default=None,
+        help='both pipelines preprocess and train on these features of the taxi feature config '
+        'only (default: all 16); a quick check of the bench itself needs no more than one per '
+        'kind of transform',
+    )
     parser.add_argument('--variant', choices=VARIANTS, help=argparse.SUPPRESS)
     # The child process's copy of the Beam arguments given after `--`.
     parser.add_argument(
@@ -88,7 +96,12 @@ def _log(message: str) -> None:
 
 
 def bench_config(
-    input_dir: str, work_dir: str, train_steps: int, name: str, beam_args: Sequence[str] = ()
+    input_dir: str,
+    work_dir: str,
+    train_steps: int,
+    name: str,
+    beam_args: Sequence[str] = (),
+    dataset: str | None = None,
 ):
     """The pipeline config both variants share (ours reads all of it, stock what applies)."""
     from pipelines.config import load_config
@@ -98,9 +111,33 @@ def bench_config(
         data=input_dir,
         work_dir=work_dir,
         pipeline_name=name,
+        dataset=dataset,
         trainer={'training': {'train_steps': train_steps}},
         beam_pipeline_args=list(beam_args) or None,
     )
+
+
+def write_dataset(directory: str, features: Sequence[str]) -> str:
+    """The taxi dataset (schema and feature config) with only `features` transformed, written to
+    `directory`; a ValueError names any feature the taxi feature config lacks."""
+    import yaml
+
+    from pipelines.config import REPO_ROOT
+
+    taxi = REPO_ROOT / 'schemas' / 'taxi'
+    spec = yaml.safe_load((taxi / 'features.yaml').read_text())
+    known = [f['name'] for f in spec['features']]
+    unknown = sorted(set(features) - set(known))
+    if unknown:
+        raise ValueError(
+            f'--features: {unknown} not in {taxi / "features.yaml"}; its features: {known}'
+        )
+    spec['features'] = [f for f in spec['features'] if f['name'] in features]
+    os.makedirs(directory, exist_ok=True)
+    shutil.copy(taxi / 'schema.pbtxt', os.path.join(directory, 'schema.pbtxt'))
+    with open(os.path.join(directory, 'features.yaml'), 'w') as f:
+        yaml.safe_dump(spec, f, sort_keys=False)
+    return directory
 
 
 def stock_pipeline(config, metadata_connection_config):
@@ -195,10 +232,15 @@ def component_intervals(config) -> dict[str, tuple[float, float]]:
 
 
 def run_variant(
-    variant: str, input_dir: str, work_dir: str, train_steps: int, beam_args: Sequence[str] = ()
+    variant: str,
+    input_dir: str,
+    work_dir: str,
+    train_steps: int,
+    beam_args: Sequence[str] = (),
+    dataset: str | None = None,
 ) -> dict:
     """Runs one pipeline in this process; returns its total and per-component seconds."""
-    config = bench_config(input_dir, work_dir, train_steps, f'bench-{variant}', beam_args)
+    config = bench_config(input_dir, work_dir, train_steps, f'bench-{variant}', beam_args, dataset)
     sampler = memory.TreeRssSampler().start()
     started, started_wall = time.monotonic(), time.time()
     if variant == 'ours':
@@ -256,6 +298,7 @@ def _run_in_child(variant: str, args: argparse.Namespace, output: str) -> dict |
         '--output',
         output,
         *(f'--beam-arg={a}' for a in args.beam_args),
+        *(['--features', args.features] if args.features else []),
     ]
     env = tf_environment.configure(dict(os.environ))
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
@@ -329,6 +372,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     output = os.path.abspath(args.output)
     input_dir = os.path.join(output, 'input')
+    features = [name.strip() for name in (args.features or '').split(',') if name.strip()]
+    dataset = os.path.join(output, 'dataset') if features else None
     if args.variant:  # Child process: one pipeline, the result as JSON on stdout.
         result = run_variant(
             args.variant,
@@ -336,6 +381,7 @@ def run(args: argparse.Namespace) -> int:
             os.path.join(output, args.variant),
             args.train_steps,
             args.beam_args,
+            dataset,
         )
         print(json.dumps(result))
         return 0
@@ -343,6 +389,12 @@ def run(args: argparse.Namespace) -> int:
     from benchmarks import examplegen
 
     shutil.rmtree(output, ignore_errors=True)
+    if features:
+        try:
+            write_dataset(dataset, features)
+        except ValueError as e:
+            print(e, file=sys.stderr)
+            return 2
     _log(f'generating {args.rows:,} taxi-like CSV rows')
     examplegen.generate_csv(args.rows, os.path.join(input_dir, 'data.csv'))
     variants = {}
@@ -359,6 +411,7 @@ def run(args: argparse.Namespace) -> int:
         'rows': args.rows,
         'train_steps': args.train_steps,
         'beam_args': list(args.beam_args),
+        'features': features or 'all',
         'variants': variants,
         'total_stock_over_ours': (
             variants['stock']['total_seconds'] / variants['ours']['total_seconds']

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import tensorflow_transform as tft
 
 from pipelines import cli
 
@@ -24,14 +25,22 @@ def test_bench_times_both_pipelines_component_by_component(tmp_path, capsys):
     output = tmp_path / 'bench'
     # Beam's own defaults, spelled out: the config passes none, so these are told apart from it.
     beam_args = ['--direct_num_workers=1', '--direct_running_mode=in_memory']
+    # One feature per kind of transform: the bench's own workings, not the taxi preprocessing.
+    features = 'fare,company,trip_start_hour,pickup_latitude'
     code = cli.main(
         ['bench', 'pipeline', '--rows', '300', '--train-steps', '20', '--output', str(output)]
-        + ['--', *beam_args]
+        + ['--features', features, '--', *beam_args]
     )
 
     assert code == 0
     result = json.loads((output / 'result.json').read_text())
     assert (result['rows'], result['train_steps']) == (300, 20)
+    assert result['features'] == features.split(',')
+    # Both pipelines transformed those features and no others.
+    for variant in ('stock', 'ours'):
+        (graph,) = (output / variant / 'pipeline_root' / 'Transform' / 'transform_graph').iterdir()
+        feature_spec = tft.TFTransformOutput(str(graph)).transformed_feature_spec()
+        assert set(feature_spec) == {*features.split(','), 'big_tipper'}, variant
     assert result['beam_args'] == beam_args
     for variant in ('stock', 'ours'):
         measured = result['variants'][variant]
