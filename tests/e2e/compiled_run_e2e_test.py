@@ -9,7 +9,7 @@
   blessed model yet and is pushed; day 2 (train labels partly swapped, `penguin_days`) finds
   day 1's pushed model through `latest_blessed_model`, warm-starts from it, is judged against it
   and, worse by more than `max_regression` though above the absolute bound, is not pushed (the
-  blessing against the last blessed model); day 3's body masses arrive in kilograms: DriftValidator
+  blessing against the last blessed model); day 3's culmen lengths arrive in centimetres: DriftValidator
   compares them with day 1's data (the served model's) and stops the run before Transform.
 """
 

@@ -1,7 +1,7 @@
 """Penguins over days, for the daily e2e test of a compiled KFP spec: day 1 the committed CSV,
 day 2 the same rows with the labels of train-split Adelie and Chinstrap rows partly swapped, so a
 model trained on day 2 can no longer tell these two species apart while both days evaluate on the
-same clean eval split, and a drifted day whose body masses are in kilograms.
+same clean eval split, and a drifted day whose culmen lengths are in centimetres.
 
 Only rows that land in the train split are corrupted: were the eval rows corrupted too, both
 models would score worse alike and the comparison with the baseline would show nothing.
@@ -34,9 +34,10 @@ NULL_MARKERS = ('NA',)
 HASH_BUCKETS = (2, 1)  # train, eval: the config's default split
 TRAIN, EVAL = 0, 1
 DAYS = ('2024-05-01', '2024-05-02')
-# A third day whose body masses arrive in kilograms instead of grams: drift.
+# A third day whose culmen lengths arrive in centimetres instead of millimetres: drift.
 DRIFTED_DAY = '2024-05-03'
-DRIFTED_FEATURE = 'Body Mass (g)'
+DRIFTED_FEATURE = 'Culmen Length (mm)'
+DRIFTED_DIVISOR = 10
 MIN_VALUE = 0.6  # accuracy; the majority class scores 0.4453 on eval (datasets/penguins/README.md)
 MAX_REGRESSION = 0.05
 # At least this many train rows must carry a swapped label for the drop to be clear.
@@ -99,11 +100,11 @@ def corrupt_train_labels(
 
 
 def write_drifted_day(root: str) -> None:
-    """`<root>/DRIFTED_DAY/penguins_raw.csv`: day 1's rows with DRIFTED_FEATURE in kilograms."""
+    """`<root>/DRIFTED_DAY/penguins_raw.csv`: day 1's rows with DRIFTED_FEATURE in centimetres."""
     header, rows = read_rows()
     for row in rows:
         if row[DRIFTED_FEATURE] not in ('', *NULL_MARKERS):
-            row[DRIFTED_FEATURE] = str(float(row[DRIFTED_FEATURE]) / 1000)
+            row[DRIFTED_FEATURE] = str(float(row[DRIFTED_FEATURE]) / DRIFTED_DIVISOR)
     write_rows(os.path.join(root, DRIFTED_DAY, 'penguins_raw.csv'), header, rows)
 
 

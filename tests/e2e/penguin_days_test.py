@@ -1,6 +1,6 @@
 """The penguin days of the daily compiled e2e test hold what that test relies on: day 2 differs
 from day 1 in train-split labels only, swapped in pairs, enough of them to matter; the drifted
-day differs in its body masses only."""
+day differs in its culmen lengths only."""
 
 import csv
 
@@ -11,6 +11,7 @@ from tests.e2e.penguin_days import (
     CHINSTRAP,
     DAYS,
     DRIFTED_DAY,
+    DRIFTED_DIVISOR,
     DRIFTED_FEATURE,
     EVAL,
     LABEL,
@@ -56,7 +57,7 @@ def test_the_corruption_is_in_train_rows_only(days):
     assert len(relabeled) > len(train_chinstraps) / 2, (len(relabeled), len(train_chinstraps))
 
 
-def test_the_drifted_day_has_body_masses_in_kilograms_and_nothing_else_changed(days):
+def test_the_drifted_day_has_culmen_lengths_in_centimetres_and_nothing_else_changed(days):
     root, rows, _ = days
     with open(root / DRIFTED_DAY / 'penguins_raw.csv', newline='', encoding='utf-8') as f:
         drifted = list(csv.DictReader(f))
@@ -65,7 +66,7 @@ def test_the_drifted_day_has_body_masses_in_kilograms_and_nothing_else_changed(d
     for before, after in zip(rows, drifted):
         assert {k for k in before if before[k] != after[k]} <= {DRIFTED_FEATURE}
         if before[DRIFTED_FEATURE] != 'NA':
-            assert float(after[DRIFTED_FEATURE]) * 1000 == pytest.approx(
+            assert float(after[DRIFTED_FEATURE]) * DRIFTED_DIVISOR == pytest.approx(
                 float(before[DRIFTED_FEATURE])
             )
             masses += 1
