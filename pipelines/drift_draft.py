@@ -21,11 +21,11 @@ import dataclasses
 import math
 
 import numpy as np
-import pyarrow as pa
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from components.drift_validator import comparison
 from components.example_gen.csv_sample import CsvSample
+from pipelines import sample_statistics
 from pipelines.config import DriftSettings
 
 # Fewer rows than this per half and the distances are mostly noise: the defaults are proposed.
@@ -50,17 +50,8 @@ class DriftPlan:
 
 
 def _statistics(sample: CsvSample, schema: schema_pb2.Schema, rows: np.ndarray):
-    import tensorflow_data_validation as tfdv
-    from tensorflow_data_validation.statistics import stats_impl
-
-    from pipelines.spec_files import as_lists
-
     names = [f.name for f in schema.feature if f.name in sample.columns]
-    batch = pa.RecordBatch.from_arrays(
-        [as_lists(sample.columns[name].take(pa.array(rows)), sample.types[name]) for name in names],
-        names,
-    )
-    return stats_impl.generate_statistics_in_memory(batch, tfdv.StatsOptions())
+    return sample_statistics.statistics(sample, names, rows)
 
 
 def _distances(

@@ -9,12 +9,10 @@ from __future__ import annotations
 import json
 import os
 
-import numpy as np
-import pyarrow as pa
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from components.example_gen.csv_sample import CsvSample
-from components.example_gen.feature_types import ARROW_TYPES, ColumnType
+from pipelines import sample_statistics
 from pipelines.drift_draft import DriftPlan
 from pipelines.spec_draft import BadRowsPlan, ColumnPlan, TaskPlan, ThresholdPlan, TrainingPlan
 
@@ -23,30 +21,12 @@ FEATURES_FILE = 'features.yaml'
 CONFIG_FILE = 'config.yaml'
 
 
-def as_lists(cells: pa.Array, column_type: ColumnType) -> pa.Array:
-    """One value per row as TFXIO presents a feature to TFDV: a list of one value, or a null list
-    where the cell is missing (a missing feature, not a list holding a null)."""
-    if column_type == ColumnType.UNKNOWN:
-        cells = pa.nulls(len(cells), pa.string())
-    else:
-        cells = cells.cast(ARROW_TYPES[column_type])
-    missing = cells.is_null()
-    present = np.logical_not(missing.to_numpy(zero_copy_only=False))
-    offsets = np.concatenate([[0], np.cumsum(present)]).astype(np.int32)
-    return pa.ListArray.from_arrays(pa.array(offsets), cells.drop_null(), mask=missing)
-
-
 def infer_schema(sample: CsvSample) -> schema_pb2.Schema:
     """TFDV's schema of the sample: types, presence and value counts per column, no domains
     (a value unseen in the sample is not an anomaly; the vocabulary handles it)."""
     import tensorflow_data_validation as tfdv
-    from tensorflow_data_validation.statistics import stats_impl
 
-    batch = pa.RecordBatch.from_arrays(
-        [as_lists(sample.columns[name], sample.types[name]) for name in sample.names],
-        list(sample.names),
-    )
-    statistics = stats_impl.generate_statistics_in_memory(batch, tfdv.StatsOptions())
+    statistics = sample_statistics.statistics(sample, sample.names)
     return tfdv.infer_schema(statistics, infer_feature_shape=False, max_string_domain_size=0)
 
 
