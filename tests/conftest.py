@@ -27,28 +27,29 @@ def _temporary_directory(tmp_path_factory) -> None:
 
 
 # The longest test of each slow file, in seconds, in the fresh-clone `make test` run of 2026-12-02
-# 02:00 UTC (three workers on 2 cores); the files not among that run's 25 slowest keep the figure
-# of the run before. xdist hands tests out one at a time, so starting the
-# longest single tests first keeps a worker from picking one up when the others are nearly done.
+# 04:44 UTC (three workers on 2 cores, 646 tests, 29 min 56 s). xdist hands tests out one at a
+# time, so starting the longest single tests first keeps a worker from picking one up when the
+# others are nearly done.
 SLOWEST_FILES = {
-    'tests/e2e/daily_retraining_e2e_test.py': 514,
-    'tests/e2e/compiled_run_e2e_test.py': 500,
-    'tests/benchmarks/pipeline_bench_test.py': 370,
-    'tests/benchmarks/transform_bench_test.py': 150,
-    'tests/e2e/init_e2e_test.py': 235,
-    'tests/benchmarks/parameter_server_bench_test.py': 215,
-    'tests/e2e/local_pipeline_e2e_test.py': 200,
-    'tests/e2e/pipeline_failure_e2e_test.py': 191,
-    'tests/e2e/own_data_e2e_test.py': 169,
-    'tests/benchmarks/input_pipeline_bench_test.py': 138,
-    'tests/components/trainer/kubernetes/local_test.py': 118,
-    'tests/components/trainer/cluster/recovery_test.py': 103,
-    'tests/components/transform/transform_component_test.py': 124,
-    'tests/components/trainer/executor_test.py': 101,
-    'tests/components/trainer/training/model_module_test.py': 59,
-    'tests/components/trainer/cli_test.py': 51,
-    'tests/reliability/property_test.py': 43,
-    'tests/components/example_gen/equivalence_test.py': 34,
+    'tests/e2e/daily_retraining_e2e_test.py': 551,
+    'tests/e2e/compiled_run_e2e_test.py': 385,
+    'tests/benchmarks/pipeline_bench_test.py': 377,
+    'tests/benchmarks/parameter_server_bench_test.py': 286,
+    'tests/e2e/init_e2e_test.py': 176,
+    'tests/e2e/pipeline_failure_e2e_test.py': 174,
+    'tests/benchmarks/transform_bench_test.py': 161,
+    'tests/e2e/local_pipeline_e2e_test.py': 151,
+    'tests/e2e/own_data_e2e_test.py': 136,
+    'tests/components/trainer/kubernetes/local_test.py': 122,
+    'tests/components/trainer/cluster/recovery_test.py': 111,
+    'tests/benchmarks/input_pipeline_bench_test.py': 103,
+    'tests/components/trainer/executor_test.py': 96,
+    'tests/components/transform/transform_component_test.py': 94,
+    'tests/components/trainer/training/model_module_test.py': 77,
+    'tests/components/trainer/cli_test.py': 64,
+    'tests/components/transform/preprocessing_test.py': 54,
+    'tests/components/trainer/training/loop_test.py': 48,
+    'tests/components/example_gen/equivalence_test.py': 45,
 }
 _ROOT = pathlib.Path(__file__).resolve().parent.parent
 
