@@ -49,11 +49,14 @@ def _examples(tmp_path):
     )
 
 
-def _run(tmp_path, eval_config, baseline_slope=None, splits=None, examples=None):
-    """The executor on a multiclass model (and a baseline with `baseline_slope`)."""
+def _run(tmp_path, eval_config, baseline_slope=None, splits=None, examples=None, drift=None):
+    """The executor on a multiclass model (and a baseline with `baseline_slope`, and
+    DriftValidator's anomalies `drift`)."""
     model = _artifact(standard_artifacts.Model, tmp_path / 'model', 21)
     data.save_model(fc.MULTICLASS, os.path.join(model.uri, 'Format-Serving'))
     inputs = {spec.EXAMPLES_KEY: [examples or _examples(tmp_path)], spec.MODEL_KEY: [model]}
+    if drift is not None:
+        inputs[spec.DRIFT_ANOMALIES_KEY] = [drift]
     if baseline_slope is not None:
         baseline = _artifact(standard_artifacts.Model, tmp_path / 'baseline', 12)
         data.save_model(fc.MULTICLASS, os.path.join(baseline.uri, 'Format-Serving'), baseline_slope)
@@ -92,6 +95,32 @@ def test_blesses_as_stock_and_reads_the_eval_split(tmp_path):
     assert blessing.get_string_custom_property('current_model') == str(tmp_path / 'model')
     assert blessing.get_int_custom_property('current_model_id') == 21
     assert not blessing.has_custom_property('baseline_model')
+
+
+def _drift_anomalies(tmp_path, blocking: float, drifted: list[str]):
+    anomalies = _artifact(standard_artifacts.ExampleAnomalies, tmp_path / 'drift')
+    # As it arrives through KFP's artifact metadata, where an int comes back a float.
+    anomalies.set_float_custom_property('blocking', blocking)
+    anomalies.set_string_custom_property(
+        'drifted_features',
+        json.dumps([{'feature': name, 'distance': 0.9, 'threshold': 0.3} for name in drifted]),
+    )
+    return anomalies
+
+
+def test_unaccepted_drift_withholds_the_blessing_of_a_model_that_clears_the_bar(tmp_path):
+    evaluation = _eval_config(tmp_path, {'min_value': 0.5})
+    _, blessing = _run(tmp_path, evaluation, drift=_drift_anomalies(tmp_path, 1.0, ['fare']))
+    assert os.listdir(blessing.uri) == ['NOT_BLESSED']
+    assert blessing.get_int_custom_property('blessed') == 0
+    assert json.loads(blessing.get_string_custom_property('withheld_for_drift')) == ['fare']
+
+
+def test_drift_that_does_not_block_leaves_the_blessing_to_the_metrics(tmp_path):
+    evaluation = _eval_config(tmp_path, {'min_value': 0.5})
+    _, blessing = _run(tmp_path, evaluation, drift=_drift_anomalies(tmp_path, 0.0, []))
+    assert os.listdir(blessing.uri) == ['BLESSED']
+    assert not blessing.has_custom_property('withheld_for_drift')
 
 
 def test_with_a_baseline_both_are_scored_on_every_split_and_the_bound_decides(tmp_path):
