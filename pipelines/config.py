@@ -218,7 +218,8 @@ class DriftSettings:
         trip miles and seconds, while fares sent in cents instead of dollars score 1.0.
       categorical_threshold: L-infinity distance above which a categorical feature has drifted:
         the largest change in any one value's share. 0.1: the same taxi days stay under 0.08; a
-        value that held a tenth of the rows and vanished scores 0.1.
+        value that held more than a tenth of the rows and vanished scores more than 0.1 (a
+        distance must exceed its threshold to count as drift).
       features: Per-feature thresholds that replace the default for that feature (schema names);
         `asynctrain init` proposes them for features that vary much from one part of the data
         to the next.
