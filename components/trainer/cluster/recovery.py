@@ -92,11 +92,9 @@ def _remove(path: str) -> None:
 
 
 def _start_coordinator(request_path: str) -> subprocess.Popen:
-    return subprocess.Popen(
+    return cluster_lib.spawn(
         [sys.executable, '-m', 'components.trainer.cluster.recovery', request_path],
-        env=cluster_lib.child_env(),
-        stdin=subprocess.DEVNULL,
-        preexec_fn=cluster_lib.die_with_parent,
+        cluster_lib.child_env(),
     )
 
 
@@ -342,6 +340,7 @@ def coordinator_main(request_path: str) -> int:
 
 
 if __name__ == '__main__':
+    cluster_lib.die_with_parent()
     tf_environment.configure()
     logging.basicConfig(level=logging.INFO)
     code = coordinator_main(sys.argv[1])

@@ -146,6 +146,8 @@ def _listening(address: str) -> bool:
 
 
 _PR_SET_PDEATHSIG = 1
+# Set in a child's environment by `spawn`: the pid of the process that started it.
+PARENT_PID_VARIABLE = 'ASYNCTRAIN_PARENT_PID'
 
 
 def _load_prctl():
@@ -154,22 +156,39 @@ def _load_prctl():
     return None
 
 
-# Looked up here, in the parent: loading a library in a child forked from a multi-threaded
-# process (TensorFlow's) could deadlock on the loader's lock.
-_PRCTL = _load_prctl()
+def spawn(command: list[str], env: dict) -> subprocess.Popen:
+    """Starts `command` (a `python -m` entry point of this package that calls `die_with_parent`
+    first) with `env`, its stdin closed.
+
+    No `preexec_fn`, on purpose: without one CPython starts the child with vfork, which runs no
+    `pthread_atfork` handlers, while with one it forks, and gRPC's fork handlers then run in a
+    process whose other threads are inside gRPC (TensorFlow, Beam). gRPC skips them ("Other
+    threads are currently calling into gRPC, skipping fork() handlers") and the child aborted
+    now and then (`epoll_wait error: Bad file descriptor`, SIGABRT) before it could exec. The
+    child sets its own parent-death signal instead (`die_with_parent`)."""
+    env = {**env, PARENT_PID_VARIABLE: str(os.getpid())}
+    return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
 
 
 def die_with_parent() -> None:
-    """`preexec_fn` for a child that must not outlive the process that started it: on Linux the
-    kernel sends it SIGKILL when its parent dies, even by SIGKILL, so killing a trainer leaves no
-    orphaned servers holding ports. Elsewhere a no-op."""
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    """Called first by a child `spawn` started: it must not outlive the process that started it.
+    On Linux the kernel sends it SIGKILL when its parent dies, even by SIGKILL, so killing a
+    trainer leaves no orphaned servers holding ports; if the parent died before this call, the
+    child exits at once. Elsewhere, or in a process `spawn` did not start, a no-op."""
+    parent = os.environ.get(PARENT_PID_VARIABLE)
+    if parent is None:
+        return
+    prctl = _load_prctl()
+    if prctl is None:
+        return
+    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != int(parent):
+        os._exit(1)
 
 
 def child_env(tf_config: dict | None = None) -> dict:
     """This process's environment for a child Python process running this package."""
-    env = {k: v for k, v in os.environ.items() if k != 'TF_CONFIG'}
+    env = {k: v for k, v in os.environ.items() if k not in ('TF_CONFIG', PARENT_PID_VARIABLE)}
     if tf_config is not None:
         env['TF_CONFIG'] = json.dumps(tf_config)
     env['PYTHONPATH'] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get('PYTHONPATH', '')) if p)
@@ -187,7 +206,7 @@ def start_server_process(
     command = [sys.executable, '-m', 'components.trainer.cluster.servers']
     if server_threads:
         command += ['--server-threads', str(server_threads)]
-    return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+    return spawn(command, env)
 
 
 def wait_for_servers(cluster_spec: dict, processes: dict, timeout_seconds: float) -> None:
@@ -324,5 +343,6 @@ def main(argv: list | None = None) -> int:
 
 
 if __name__ == '__main__':
+    die_with_parent()
     tf_environment.configure()
     sys.exit(main())

@@ -1,7 +1,12 @@
-"""The cluster launcher at the value level: an `in_process` cluster's size and addresses, and the
-environment a child process of this package gets."""
+"""The cluster launcher at the value level: an `in_process` cluster's size and addresses, the
+environment a child process of this package gets, and how it is started (no fork handlers, dies
+with its parent)."""
 
 import os
+import signal
+import subprocess
+import sys
+import time
 
 from components.trainer import config as config_lib
 from components.trainer.cluster import servers
@@ -52,3 +57,84 @@ def test_child_env_carries_the_task_it_is_given(monkeypatch):
     assert env['PYTHONPATH'] == servers._PACKAGE_ROOT
     monkeypatch.setenv('TF_CONFIG', env['TF_CONFIG'])
     assert servers.task_from_tf_config() == ('ps', 0)
+
+
+# A parent that spawns a child which sleeps, prints the child's pid, runs a fork hook counter, then
+# waits to be killed. Python's fork hooks run when CPython forks for a child (as with a
+# `preexec_fn`), not when it starts one with vfork, which runs no fork handlers at all.
+_PARENT = """
+import os, sys, time
+from components.trainer.cluster import servers
+forks = []
+os.register_at_fork(before=lambda: forks.append(1))
+child = servers.spawn(
+    [sys.executable, '-c',
+     'from components.trainer.cluster import servers; servers.die_with_parent(); '
+     'import time; time.sleep(120)'],
+    servers.child_env(),
+)
+print(child.pid, len(forks), flush=True)
+time.sleep(120)
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().split(') ')[-1][0] != 'Z'
+    except FileNotFoundError:
+        return False
+
+
+def test_a_spawned_child_runs_no_fork_handlers_and_dies_with_its_parent():
+    parent = subprocess.Popen(
+        [sys.executable, '-c', _PARENT],
+        env=servers.child_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        child_pid, forks = map(int, parent.stdout.readline().split())
+        assert forks == 0
+        # The child knows its parent and has set its parent-death signal by now or soon.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and 'python' not in _cmdline(child_pid):
+            time.sleep(0.1)
+        time.sleep(1.0)
+        assert _running(child_pid)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 30
+        while _running(child_pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _running(child_pid)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f'/proc/{pid}/cmdline') as f:
+            return f.read()
+    except FileNotFoundError:
+        return ''
+
+
+def test_die_with_parent_exits_when_the_parent_is_already_gone():
+    env = {**servers.child_env(), servers.PARENT_PID_VARIABLE: '1'}
+    done = subprocess.run(
+        [
+            sys.executable,
+            '-c',
+            'from components.trainer.cluster import servers; servers.die_with_parent(); '
+            'print("outlived its parent")',
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert 'outlived' not in done.stdout
