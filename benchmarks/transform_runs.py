@@ -209,6 +209,7 @@ def run_transform(
     analyzer_cache: str | None = None,
     disable_analyzer_cache: bool = False,
     disable_statistics: bool = False,
+    materialize: bool = True,
     beam_args: Sequence[str] = (),
 ) -> TransformRun:
     """Runs the stock Transform executor over `examples` as the Transform component wires it.
@@ -216,7 +217,8 @@ def run_transform(
     Analyze train, transform every split, materialize. With the cache on (the component's
     default), `updated_analyzer_cache` is written and `analyzer_cache`, the URI of an earlier
     run's cache, is read; `disable_analyzer_cache` does neither, as the component's flag of
-    that name.
+    that name. `materialize=False` writes the graph alone (no `transformed_examples`): with
+    statistics off, stock Transform then skips its transform pass.
     """
     if disable_analyzer_cache and analyzer_cache:
         raise ValueError('analyzer_cache is set while disable_analyzer_cache is True')
@@ -229,10 +231,11 @@ def run_transform(
         specs.TRANSFORM_GRAPH_KEY: [
             _output(standard_artifacts.TransformGraph, os.path.join(output_dir, 'transform_graph'))
         ],
-        specs.TRANSFORMED_EXAMPLES_KEY: [
-            _output(standard_artifacts.Examples, os.path.join(output_dir, 'transformed_examples'))
-        ],
     }
+    if materialize:
+        output_dict[specs.TRANSFORMED_EXAMPLES_KEY] = [
+            _output(standard_artifacts.Examples, os.path.join(output_dir, 'transformed_examples'))
+        ]
     if not disable_analyzer_cache:
         output_dict[specs.UPDATED_ANALYZER_CACHE_KEY] = [
             _output(
@@ -262,7 +265,9 @@ def run_transform(
         seconds=seconds,
         cpu_seconds=cpu_seconds,
         transform_graph=output_dict[specs.TRANSFORM_GRAPH_KEY][0].uri,
-        transformed_examples=tuple(a.uri for a in output_dict[specs.TRANSFORMED_EXAMPLES_KEY]),
+        transformed_examples=tuple(
+            a.uri for a in output_dict.get(specs.TRANSFORMED_EXAMPLES_KEY, [])
+        ),
         updated_analyzer_cache=cache[0].uri if cache else None,
     )
 

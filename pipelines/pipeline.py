@@ -296,17 +296,22 @@ def create_pipeline(
         # day goes to tracing and writing it (profiled on 300 taxi rows: 91 s -> 68 s).
         disable_analyzer_cache=not config.retraining.analyzer_cache,
         disable_statistics=not config.transform.statistics,
+        # Transform analyzes only; the ExampleBatcher applies the graph (below). Materializing
+        # would transform, encode and write every split one example at a time, to be read back.
+        materialize=False,
         **transform_fn,
     )
     if drift_validator is not None and config.drift.action == 'stop':
         # Stopping before Transform spares the whole run's work on a day that will not be used.
         transform.add_upstream_node(drift_validator)
 
-    # Transform's output rewritten once, shuffled and pre-batched: the Trainer parses a record per
-    # step instead of one per example (`asynctrain bench input`).
+    # The raw examples transformed by the graph in large batches and written once, shuffled and
+    # pre-batched: the Trainer parses a record per step instead of one per example (`asynctrain
+    # bench input`).
     example_batcher = ExampleBatcher(
-        examples=transform.outputs['transformed_examples'],
+        examples=example_gen.outputs['examples'],
         transform_graph=transform.outputs['transform_graph'],
+        transform=True,
     )
     trainer = Trainer(
         examples=example_batcher.outputs['batched_examples'],

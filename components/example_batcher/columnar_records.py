@@ -7,11 +7,13 @@ input`). Here a record is one `tf.Example` whose every feature holds the values 
 shape [d]: d values per example, example after example). A step then parses about one record.
 The records are still plain GZIP TFRecords of `tf.Example`s that any TFRecord tool can read.
 
-Writing: one split's examples are parsed in large vectorized batches, permuted once (a global
-shuffle, from a seed, so a rerun writes the same bytes), cut into records and dealt round-robin
-over `num_files` files. The split's transformed columns are held in memory while it is written
-(about 60 bytes per taxi example: 60 MB for a million); plain tf.data and NumPy, no Beam, since at
-these sizes one process writes faster than Beam would start.
+Writing (`write_split`): one split's examples are parsed in large vectorized batches (raw
+examples are transformed in the same call by their tf.Transform graph, so Transform itself need
+not materialize anything), shuffled as a whole (a seed fixes the order, so a rerun writes the
+same bytes), cut into records and dealt round-robin over `num_files` files. Memory is bounded by
+a shuffle bucket, not by the split: the examples are dealt to random buckets spilled to local
+disk, then each bucket is permuted and written. Plain tf.data and NumPy, no Beam: one process
+writes a split faster than a Beam pipeline starts.
 
 Reading (`make_batched_dataset`): files interleaved, records shuffled, each record parsed in one
 call, then a window of `shuffle_buffer` examples drawn from several records is permuted in one
@@ -27,7 +29,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 import tensorflow as tf
@@ -37,8 +41,11 @@ METADATA_FILE_NAME = 'batched_examples.json'
 RECORDS_FILE_PREFIX = 'batches'
 DEFAULT_EXAMPLES_PER_RECORD = 256
 DEFAULT_NUM_FILES = 8
-# Source records parsed per vectorized call while reading a split to write it.
+# Source records parsed (and transformed) per vectorized call while reading a split to write it.
 _READ_BATCH = 8192
+# Source bytes (GZIP TFRecords) per shuffle bucket: a bucket of raw taxi examples is about
+# 200,000 examples, 10-20 MB of transformed columns in memory.
+BUCKET_SOURCE_BYTES = 16 << 20
 
 
 def split_dir(examples_dir: str, split: str) -> str:
@@ -72,24 +79,45 @@ def _check_feature_spec(feature_spec: Mapping[str, tf.io.FixedLenFeature]) -> No
             )
 
 
+def _source_files(file_pattern: str) -> list[str]:
+    files = sorted(tf.io.gfile.glob(file_pattern))
+    if not files:
+        raise FileNotFoundError(f'{file_pattern}: no files to read')
+    return files
+
+
+def column_batches(
+    file_pattern: str,
+    parse_spec: Mapping[str, tf.io.FixedLenFeature | tf.io.VarLenFeature],
+    transform: Callable[[dict], dict] | None = None,
+    batch_size: int = _READ_BATCH,
+) -> Iterator[dict[str, np.ndarray]]:
+    """The examples of GZIP TFRecord files of `tf.Example`s, `batch_size` at a time as one array
+    per feature, in file order (files sorted by name). Each batch is parsed with `parse_spec`
+    and, given `transform` (a function of the parsed tensors, such as a tf.Transform graph's
+    `transform_features_layer()`), transformed in the same vectorized call."""
+
+    def parse(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
+        parsed = tf.io.parse_example(serialized, dict(parse_spec))
+        return transform(parsed) if transform is not None else parsed
+
+    batches = (
+        tf.data.TFRecordDataset(_source_files(file_pattern), compression_type='GZIP')
+        .batch(batch_size)
+        .map(parse)
+        .prefetch(2)
+    )
+    yield from batches.as_numpy_iterator()
+
+
 def read_columns(
     file_pattern: str, feature_spec: Mapping[str, tf.io.FixedLenFeature]
 ) -> dict[str, np.ndarray]:
     """Every example of GZIP TFRecord files of `tf.Example`s, as one array per feature, in file
     order (files sorted by name)."""
     _check_feature_spec(feature_spec)
-    files = sorted(tf.io.gfile.glob(file_pattern))
-    if not files:
-        raise FileNotFoundError(f'{file_pattern}: no files to read')
-    spec = dict(feature_spec)
-    batches = (
-        tf.data.TFRecordDataset(files, compression_type='GZIP')
-        .batch(_READ_BATCH)
-        .map(lambda serialized: tf.io.parse_example(serialized, spec))
-        .prefetch(2)
-    )
-    parts: dict[str, list[np.ndarray]] = {name: [] for name in spec}
-    for batch in batches.as_numpy_iterator():
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in feature_spec}
+    for batch in column_batches(file_pattern, feature_spec):
         for name, values in batch.items():
             parts[name].append(values)
     return {name: np.concatenate(values) for name, values in parts.items()}
@@ -119,35 +147,58 @@ def write_split(
     examples_per_record: int = DEFAULT_EXAMPLES_PER_RECORD,
     num_files: int = DEFAULT_NUM_FILES,
     seed: int = 0,
+    *,
+    transform: Callable[[dict], dict] | None = None,
+    parse_spec: Mapping[str, tf.io.FixedLenFeature | tf.io.VarLenFeature] | None = None,
+    bucket_source_bytes: int = BUCKET_SOURCE_BYTES,
 ) -> dict:
     """Writes the examples matching `source_pattern`, shuffled, as batched records in
-    `output_dir`; returns the metadata it writes beside them."""
+    `output_dir`; returns the metadata it writes beside them.
+
+    `feature_spec` is what the records hold. The source is parsed with it, or, given `transform`
+    (raw examples and their tf.Transform graph's `transform_features_layer()`), parsed with
+    `parse_spec` (the raw feature spec) and transformed batch by batch on the way.
+
+    Memory is bounded by a bucket, not by the split: the examples are dealt to random buckets
+    (one per `bucket_source_bytes` of source files, spilled to a local temporary folder), then each
+    bucket is permuted and written in turn. Dealing to random buckets and permuting each is a
+    uniform shuffle of the whole split; a split of one bucket stays in memory.
+    """
     if examples_per_record < 1:
         raise ValueError(f'examples_per_record: expected >= 1, got {examples_per_record}')
     if num_files < 1:
         raise ValueError(f'num_files: expected >= 1, got {num_files}')
-    columns = read_columns(source_pattern, feature_spec)
-    count = len(next(iter(columns.values()))) if columns else 0
-    order = np.random.default_rng(seed).permutation(count)
-    columns = {name: values[order] for name, values in columns.items()}
-    num_records = -(-count // examples_per_record)
-    num_files = max(1, min(num_files, num_records))
+    _check_feature_spec(feature_spec)
+    if transform is not None and parse_spec is None:
+        raise ValueError('parse_spec: required with transform (the raw feature spec)')
+    source_bytes = sum(tf.io.gfile.stat(f).length for f in _source_files(source_pattern))
+    num_buckets = max(1, -(-source_bytes // bucket_source_bytes))
+    rng = np.random.default_rng(seed)
+    batches = column_batches(
+        source_pattern, parse_spec if transform is not None else feature_spec, transform
+    )
     tf.io.gfile.makedirs(output_dir)
-    options = tf.io.TFRecordOptions(compression_type='GZIP')
-    paths = [
-        os.path.join(output_dir, f'{RECORDS_FILE_PREFIX}-{i:05d}-of-{num_files:05d}.gz')
-        for i in range(num_files)
-    ]
-    writers = [tf.io.TFRecordWriter(path, options) for path in paths]
-    try:
-        for record in range(num_records):
-            start = record * examples_per_record
-            writers[record % num_files].write(
-                encode_record(columns, start, min(start + examples_per_record, count))
-            )
-    finally:
-        for writer in writers:
-            writer.close()
+    with _Buckets(num_buckets) as buckets:
+        for batch in batches:
+            buckets.deal({name: batch[name] for name in feature_spec}, rng)
+        count = buckets.count
+        num_records = -(-count // examples_per_record)
+        num_files = max(1, min(num_files, num_records))
+        paths = [
+            os.path.join(output_dir, f'{RECORDS_FILE_PREFIX}-{i:05d}-of-{num_files:05d}.gz')
+            for i in range(num_files)
+        ]
+        options = tf.io.TFRecordOptions(compression_type='GZIP')
+        writers = [tf.io.TFRecordWriter(path, options) for path in paths]
+        try:
+            record = 0
+            for columns in _records_of(buckets.permuted(rng), examples_per_record):
+                rows = len(next(iter(columns.values())))
+                writers[record % num_files].write(encode_record(columns, 0, rows))
+                record += 1
+        finally:
+            for writer in writers:
+                writer.close()
     metadata = {
         'format': FORMAT,
         'examples_per_record': examples_per_record,
@@ -161,6 +212,93 @@ def write_split(
     with tf.io.gfile.GFile(os.path.join(output_dir, METADATA_FILE_NAME), 'w') as f:
         json.dump(metadata, f, indent=2, sort_keys=True)
     return metadata
+
+
+class _Buckets:
+    """Examples dealt to `num_buckets` random buckets: kept in memory when there is one, else
+    appended batch by batch to one file per bucket in a local temporary folder (removed on
+    exit), wherever the output goes."""
+
+    def __init__(self, num_buckets: int):
+        self.num_buckets = num_buckets
+        self.count = 0
+        self._spill_dir = ''
+        self._memory: list[dict[str, np.ndarray]] = []
+        self._files: list = []
+        self._names: list[str] = []
+
+    def __enter__(self) -> _Buckets:
+        if self.num_buckets > 1:
+            self._spill_dir = tempfile.mkdtemp(prefix='example-batcher-')
+            self._files = [
+                open(os.path.join(self._spill_dir, f'{i:05d}.npy'), 'w+b')  # noqa: SIM115
+                for i in range(self.num_buckets)
+            ]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for f in self._files:
+            f.close()
+        if self._files:
+            shutil.rmtree(self._spill_dir, ignore_errors=True)
+
+    def deal(self, columns: dict[str, np.ndarray], rng: np.random.Generator) -> None:
+        rows = len(next(iter(columns.values())))
+        self.count += rows
+        self._names = sorted(columns)
+        if self.num_buckets == 1:
+            self._memory.append(columns)
+            return
+        bucket_of = rng.integers(0, self.num_buckets, rows)
+        for bucket, f in enumerate(self._files):
+            chosen = bucket_of == bucket
+            if chosen.any():
+                for name in self._names:
+                    # Spilled arrays are this run's own: strings are object arrays (pickled).
+                    np.save(f, columns[name][chosen], allow_pickle=True)
+
+    def _read(self, bucket: int) -> dict[str, np.ndarray]:
+        if self.num_buckets == 1:
+            parts = self._memory
+            self._memory = []
+        else:
+            f = self._files[bucket]
+            size = f.tell()
+            f.seek(0)
+            parts = []
+            while f.tell() < size:
+                parts.append({name: np.load(f, allow_pickle=True) for name in self._names})
+        if not parts:
+            return {}
+        return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+
+    def permuted(self, rng: np.random.Generator) -> Iterator[dict[str, np.ndarray]]:
+        """Each bucket in turn, its rows in a random order."""
+        for bucket in range(self.num_buckets):
+            columns = self._read(bucket)
+            if columns:
+                order = rng.permutation(len(next(iter(columns.values()))))
+                yield {name: values[order] for name, values in columns.items()}
+
+
+def _records_of(
+    parts: Iterator[dict[str, np.ndarray]], examples_per_record: int
+) -> Iterator[dict[str, np.ndarray]]:
+    """The rows of consecutive `parts`, cut into records of `examples_per_record` (the last may
+    hold fewer); a record may span two parts."""
+    carry: dict[str, np.ndarray] | None = None
+    for part in parts:
+        if carry is not None:
+            part = {name: np.concatenate([carry[name], part[name]]) for name in part}
+        rows = len(next(iter(part.values())))
+        full = rows - rows % examples_per_record
+        for start in range(0, full, examples_per_record):
+            yield {
+                name: values[start : start + examples_per_record] for name, values in part.items()
+            }
+        carry = {name: values[full:] for name, values in part.items()} if full < rows else None
+    if carry is not None:
+        yield carry
 
 
 def record_parser(feature_spec: Mapping[str, tf.io.FixedLenFeature]):

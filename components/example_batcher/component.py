@@ -1,4 +1,4 @@
-"""The ExampleBatcher component: Transform's output, rewritten once as training-ready records.
+"""The ExampleBatcher component: examples, transformed and rewritten once as training-ready records.
 
 The work happens in `columnar_records.write_split`; this module holds the constructor, its
 validation and defaults.
@@ -14,7 +14,13 @@ from components.example_batcher.spec import ExampleBatcherSpec
 
 
 class ExampleBatcher(base_component.BaseComponent):
-    """Shuffles each split of the transformed examples and writes it pre-batched.
+    """Shuffles each split of the examples and writes it transformed and pre-batched.
+
+    With `transform=True` the examples are raw (ExampleGen's) and the batcher applies the
+    transform graph itself, in large vectorized batches, with the function the serving model
+    embeds (`transform_features_layer()`); Transform then only analyzes (`materialize=False`), and
+    no split is transformed, encoded and written one example at a time in between. Otherwise
+    the examples are Transform's `transformed_examples`.
 
     Each output record is one `tf.Example` whose every feature holds the values of
     `examples_per_record` examples (column by column), so the Trainer parses about one record
@@ -25,9 +31,11 @@ class ExampleBatcher(base_component.BaseComponent):
     Usage:
 
     ```python
+    transform = Transform(examples=example_gen.outputs['examples'], materialize=False, ...)
     batcher = ExampleBatcher(
-        examples=transform.outputs['transformed_examples'],
-        transform_graph=transform.outputs['transform_graph'])
+        examples=example_gen.outputs['examples'],
+        transform_graph=transform.outputs['transform_graph'],
+        transform=True)
     trainer = Trainer(examples=batcher.outputs['batched_examples'], ...)
     ```
 
@@ -49,17 +57,21 @@ class ExampleBatcher(base_component.BaseComponent):
         examples_per_record: int = columnar_records.DEFAULT_EXAMPLES_PER_RECORD,
         num_files: int = columnar_records.DEFAULT_NUM_FILES,
         seed: int = 0,
+        transform: bool = False,
     ):
         """Constructs an ExampleBatcher.
 
         Args:
-          examples: Transform's `transformed_examples`.
-          transform_graph: Transform's `transform_graph`: the transformed feature spec.
+          examples: Raw examples (ExampleGen's) with `transform=True`, else Transform's
+            `transformed_examples`.
+          transform_graph: Transform's `transform_graph`: the transformed feature spec, and with
+            `transform=True` the function applied to the raw examples.
           examples_per_record: Examples per output record (the last record of a split may hold
             fewer). About one training batch: fewer parses more records per step, more makes
             windows of the reader's shuffle coarser.
           num_files: Files per split, dealt records round-robin (at most one per record).
           seed: Seed of the shuffle; the same inputs and seed write the same bytes.
+          transform: Whether `examples` are raw and transformed here.
         """
         for name, value in (('examples_per_record', examples_per_record), ('num_files', num_files)):
             if not isinstance(value, int) or value < 1:
@@ -73,6 +85,7 @@ class ExampleBatcher(base_component.BaseComponent):
                 examples_per_record=examples_per_record,
                 num_files=num_files,
                 seed=seed,
+                transform=int(bool(transform)),
                 batched_examples=channel.Channel(type=standard_artifacts.Examples),
             )
         )

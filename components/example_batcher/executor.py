@@ -1,6 +1,7 @@
 """The ExampleBatcher's executor: artifacts in, plain paths and the transformed feature spec out,
-then `columnar_records.write_split` per split (plain tf.data and NumPy: at these sizes one process
-writes a split in seconds, less than a Beam pipeline takes to start)."""
+then `columnar_records.write_split` per split (plain tf.data and NumPy, streaming through shuffle
+buckets). Raw examples are transformed on the way by the transform graph's
+`transform_features_layer()`, the function the serving model applies."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from components.example_batcher import columnar_records, spec
 
 
 class Executor(base_executor.BaseExecutor):
-    """Writes every split of the transformed examples as shuffled, pre-batched records."""
+    """Writes every split of the examples, transformed, as shuffled, pre-batched records."""
 
     def Do(
         self,
@@ -32,8 +33,15 @@ class Executor(base_executor.BaseExecutor):
         split_names = artifact_utils.decode_split_names(examples.split_names)
         if not split_names:
             raise ValueError(f'examples {examples.uri}: the artifact records no split_names')
-        feature_spec = tft.TFTransformOutput(transform_graph).transformed_feature_spec()
+        transform_output = tft.TFTransformOutput(transform_graph)
+        feature_spec = transform_output.transformed_feature_spec()
         examples_per_record = int(exec_properties[spec.EXAMPLES_PER_RECORD_KEY])
+        transforming = {}
+        if exec_properties.get(spec.TRANSFORM_KEY):
+            transforming = dict(
+                transform=transform_output.transform_features_layer(),
+                parse_spec=transform_output.raw_feature_spec(),
+            )
         for split in split_names:
             metadata = columnar_records.write_split(
                 os.path.join(artifact_utils.get_split_uri([examples], split), '*.gz'),
@@ -42,6 +50,7 @@ class Executor(base_executor.BaseExecutor):
                 examples_per_record=examples_per_record,
                 num_files=int(exec_properties[spec.NUM_FILES_KEY]),
                 seed=int(exec_properties[spec.SEED_KEY]),
+                **transforming,
             )
             batched.set_int_custom_property(
                 spec.EXAMPLES_SPLIT_PROPERTY_PREFIX + split, metadata['examples']

@@ -12,6 +12,9 @@ EXAMPLES_PER_RECORD_KEY = 'examples_per_record'
 NUM_FILES_KEY = 'num_files'
 # Seed of the shuffle: the same inputs and seed write the same bytes.
 SEED_KEY = 'seed'
+# 1: `examples` are raw (ExampleGen's), transformed here by the transform graph; 0: they are
+# Transform's `transformed_examples`.
+TRANSFORM_KEY = 'transform'
 
 # Custom properties set on the batched examples artifact.
 EXAMPLES_FORMAT_PROPERTY = 'examples_format'
@@ -20,12 +23,14 @@ EXAMPLES_SPLIT_PROPERTY_PREFIX = 'examples_'  # + split name, e.g. examples_trai
 
 
 class ExampleBatcherSpec(ComponentSpec):
-    """Transformed examples and their transform graph in; the same examples, pre-batched, out."""
+    """Examples (raw or transformed) and their transform graph in; the transformed examples,
+    pre-batched, out."""
 
     PARAMETERS = {
         EXAMPLES_PER_RECORD_KEY: ExecutionParameter(type=int),
         NUM_FILES_KEY: ExecutionParameter(type=int),
         SEED_KEY: ExecutionParameter(type=int),
+        TRANSFORM_KEY: ExecutionParameter(type=int),
     }
     INPUTS = {
         EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),

@@ -44,7 +44,8 @@ def test_components_are_wired_in_pipeline_order(config):
         'DriftValidator': ['ImportSchemaGen', 'StatisticsGen', 'latest_blessed_model'],
         # Drift stops the run before Transform (the default action, `stop`).
         'Transform': sorted([example_gen, 'DriftValidator', 'ImportSchemaGen']),
-        'ExampleBatcher': ['Transform'],
+        # Transform analyzes only; the batcher transforms the raw examples with its graph.
+        'ExampleBatcher': sorted([example_gen, 'Transform']),
         # The Trainer stores the training data's statistics in the model.
         'Trainer': ['ExampleBatcher', 'ImportSchemaGen', 'StatisticsGen', 'Transform'],
         'Evaluator': sorted([example_gen, 'Trainer']),
@@ -188,7 +189,10 @@ def test_transform_statistics_are_off_by_default_and_on_when_asked(config, tmp_p
     transform = _components(config)['Transform']
     assert transform.exec_properties['disable_statistics'] == 1
     assert not statistics & set(transform.outputs)
-    assert {'transform_graph', 'transformed_examples'} <= set(transform.outputs)
+    # The graph alone: the ExampleBatcher transforms the examples, Transform materializes none.
+    assert set(transform.outputs) == {'transform_graph'}
+    batcher = _components(config)['ExampleBatcher']
+    assert batcher.exec_properties['transform'] == 1
 
     on = load_config(work_dir=str(tmp_path / 'on'), transform={'statistics': True})
     transform = _components(on)['Transform']

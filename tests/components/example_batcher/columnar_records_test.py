@@ -153,3 +153,55 @@ def test_a_feature_without_a_fixed_shape_is_refused_by_name(tmp_path):
     spec = dict(FEATURE_SPEC, fare=tf.io.VarLenFeature(tf.float32))
     with pytest.raises(ValueError, match="feature 'fare': expected a FixedLenFeature"):
         columnar_records.write_split(source, spec, str(tmp_path / 'out'))
+
+
+def test_a_split_larger_than_a_bucket_is_shuffled_through_spilled_buckets(tmp_path):
+    # 1000 examples in two source files of about 4 KB each; 2 KB per bucket: several buckets
+    # spilled to disk, then written bucket after bucket, records of 64 spanning buckets.
+    source = write_examples(str(tmp_path / 'source'), 1000)
+    source_bytes = sum(os.path.getsize(p) for p in glob.glob(source))
+    buckets = -(-source_bytes // 2048)
+    assert buckets >= 3
+
+    def write(name, seed=0):
+        out = str(tmp_path / name / 'Split-train')
+        metadata = columnar_records.write_split(
+            source, FEATURE_SPEC, out, 64, 3, seed, bucket_source_bytes=2048
+        )
+        return metadata, os.path.join(out, '*.gz')
+
+    metadata, pattern = write('bucketed')
+    assert (metadata['examples'], metadata['records'], metadata['files']) == (1000, 16, 3)
+    records = [
+        tf.train.Example.FromString(r.numpy())
+        for f in sorted(glob.glob(pattern))
+        for r in tf.data.TFRecordDataset(f, compression_type='GZIP')
+    ]
+    sizes = [len(r.features.feature['id'].int64_list.value) for r in records]
+    assert sorted(sizes) == [40] + [64] * 15
+    got = _concat(
+        list(
+            columnar_records.make_batched_dataset(
+                pattern, FEATURE_SPEC, LABEL_KEY, batch_size=100, training=False
+            )
+        )
+    )
+    order = np.argsort(got['id'])
+    for name, values in columns(1000).items():
+        np.testing.assert_array_equal(got[name][order], values, err_msg=name)
+    # Shuffled across the whole split: the first record holds ids from all over it.
+    first = list(records[0].features.feature['id'].int64_list.value)
+    assert max(first) - min(first) > 500 and first != sorted(first)
+    # Deterministic per seed; nothing left behind but the records and their metadata.
+    _, again = write('again')
+    _, other = write('other', seed=1)
+
+    def contents(p):
+        return [open(f, 'rb').read() for f in sorted(glob.glob(p))]
+
+    assert contents(again) == contents(pattern)
+    assert contents(other) != contents(pattern)
+    assert sorted(os.listdir(os.path.dirname(pattern))) == [
+        columnar_records.METADATA_FILE_NAME,
+        *(os.path.basename(p) for p in sorted(glob.glob(pattern))),
+    ]

@@ -101,6 +101,7 @@ def test_component_defaults_and_parameter_checks():
         'examples_per_record': 256,
         'num_files': 8,
         'seed': 0,
+        'transform': 0,
     }
     assert batcher.outputs['batched_examples'].type == standard_artifacts.Examples
     with pytest.raises(ValueError, match='examples_per_record: expected an integer >= 1, got 0'):

@@ -4,7 +4,8 @@ Spans of taxi examples are written as ExampleGen writes them; `Executor().Do` an
 split, transforms and materializes every split, and writes the analyzer cache. The exported
 transform graph must give, on raw serialized tf.Examples, what `AnalyzeAndTransformDataset` gives
 in memory on the same rows; and a run over the window moved by one span must take the older span's
-analysis from the cache instead of reading it again.
+analysis from the cache instead of reading it again. The ExampleBatcher, applying that graph to the
+raw examples itself (the pipeline's way), must write what stock Transform materializes.
 """
 
 import dataclasses
@@ -17,8 +18,12 @@ import tensorflow_transform as tft
 import tensorflow_transform.beam as tft_beam
 from tensorflow_metadata.proto.v0 import schema_pb2
 from tensorflow_transform.tf_metadata import dataset_metadata
+from tfx.types import standard_artifacts
 
 from benchmarks import transform_runs as runs
+from components.example_batcher import columnar_records
+from components.example_batcher import executor as batcher_executor
+from components.example_batcher import spec as batcher_spec
 from components.transform import feature_config as fc
 from components.transform import preprocessing
 
@@ -202,3 +207,56 @@ def test_moved_window_reads_the_older_span_from_the_cache(
         'Span-2/Split-train',
         'Span-3/Split-train',
     ]
+
+
+def _rows(columns: dict[str, np.ndarray]) -> list[tuple]:
+    """Every example as a tuple of its values, feature by feature (names sorted), in sorted order:
+    the examples as a multiset, whatever order they were written in."""
+    names = sorted(columns)
+    count = len(columns[names[0]])
+    flat = {name: columns[name].reshape(count, -1) for name in names}
+    return sorted(tuple(tuple(flat[name][i].tolist()) for name in names) for i in range(count))
+
+
+def test_the_batcher_transforming_raw_examples_writes_what_stock_transform_materializes(
+    spans, first_run, workdir
+):
+    # The pipeline's way: Transform writes the graph only and the ExampleBatcher applies it to
+    # ExampleGen's examples. Its records must hold, example for example and feature by feature,
+    # what stock Transform materializes with the same graph, on every split.
+    graph = standard_artifacts.TransformGraph()
+    graph.uri = first_run.transform_graph
+    batched = standard_artifacts.Examples()
+    batched.uri = os.path.join(workdir, 'batched_span_1')
+    batcher_executor.Executor().Do(
+        {
+            batcher_spec.EXAMPLES_KEY: [spans[1]['artifact']],
+            batcher_spec.TRANSFORM_GRAPH_KEY: [graph],
+        },
+        {batcher_spec.BATCHED_EXAMPLES_KEY: [batched]},
+        {
+            batcher_spec.EXAMPLES_PER_RECORD_KEY: 16,
+            batcher_spec.NUM_FILES_KEY: 2,
+            batcher_spec.SEED_KEY: 0,
+            batcher_spec.TRANSFORM_KEY: 1,
+        },
+    )
+    feature_spec = tft.TFTransformOutput(first_run.transform_graph).transformed_feature_spec()
+    assert len(feature_spec) == len(FEATURES) + 2  # with the hashed feature and the label
+    for split, table in spans[1]['rows'].items():
+        stock = columnar_records.read_columns(
+            os.path.join(first_run.transformed_examples[0], f'Split-{split}', '*'), feature_spec
+        )
+        pattern = os.path.join(columnar_records.split_dir(batched.uri, split), '*.gz')
+        label = sorted(feature_spec)[0]
+        ours = {name: [] for name in feature_spec}
+        for features, labels in columnar_records.make_batched_dataset(
+            pattern, feature_spec, label, batch_size=64, training=False
+        ):
+            for name, values in {**features, label: labels}.items():
+                ours[name].append(values.numpy())
+        ours = {name: np.concatenate(parts) for name, parts in ours.items()}
+        assert len(ours[label]) == table.num_rows == len(stock[label]), split
+        for name in feature_spec:
+            assert ours[name].dtype == stock[name].dtype, name
+        assert _rows(ours) == _rows(stock), split
