@@ -104,7 +104,7 @@ def column_batches(
     batches = (
         tf.data.TFRecordDataset(_source_files(file_pattern), compression_type='GZIP')
         .batch(batch_size)
-        .map(parse)
+        .map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         .prefetch(2)
     )
     yield from batches.as_numpy_iterator()
