@@ -94,9 +94,10 @@ class CompiledRun:
         lines += [f'  {t.name:<{width}}  {t.seconds:7.1f}s' for t in self.tasks]
         names = {t.name for t in self.tasks}
         if 'DriftValidator' in names:
-            from pipelines.run_summary import drift_text
+            from pipelines.run_summary import drift_text, drift_verdict
 
-            lines.append('  ' + drift_text(_drift(self.artifact('DriftValidator', 'anomalies'))))
+            published = self.artifact('DriftValidator', 'anomalies').get('metadata', {})
+            lines.append('  ' + drift_text(drift_verdict(published.get)))
         if 'Evaluator' in names:
             blessed = self.artifact('Evaluator', 'blessing').get('metadata', {}).get('blessed')
             lines.append(f'  blessed: {"yes" if blessed == 1 else "no"}')
@@ -110,17 +111,6 @@ class CompiledRun:
         lines.append(f'  outputs under {self.run_root}')
         lines.append(f'  logs under {self.log_dir}')
         return '\n'.join(lines)
-
-
-def _drift(anomalies: dict[str, Any]) -> dict[str, Any]:
-    """DriftValidator's verdict from its published output, as `run_summary.drift_text` reads it."""
-    metadata = anomalies.get('metadata', {})
-    return {
-        'first_run': bool(metadata.get('first_run')),
-        'drifted': json.loads(metadata.get('drifted_features') or '[]'),
-        'accepted': json.loads(metadata.get('accepted_features') or '[]'),
-        'compared_with': metadata.get('compared_with', ''),
-    }
 
 
 def load_spec(path: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ml_metadata.proto import metadata_store_pb2
@@ -130,15 +131,22 @@ def drift_text(drift: dict[str, Any]) -> str:
     return text + f' (against {drift["compared_with"]})'
 
 
+def drift_verdict(get_property: Callable[[str], Any]) -> dict[str, Any]:
+    """DriftValidator's verdict, as `drift_text` reads it, from its anomalies artifact's custom
+    properties, read by name with `get_property` (None when absent): from MLMD here, from the
+    executor output's metadata in a compiled run."""
+    return {
+        'first_run': bool(get_property(drift_spec.FIRST_RUN_PROPERTY)),
+        'drifted': json.loads(get_property(drift_spec.DRIFTED_FEATURES_PROPERTY) or '[]'),
+        'accepted': json.loads(get_property(drift_spec.ACCEPTED_FEATURES_PROPERTY) or '[]'),
+        'compared_with': get_property(drift_spec.COMPARED_WITH_PROPERTY) or '',
+    }
+
+
 def _drift(anomalies: metadata_store_pb2.Artifact | None) -> dict[str, Any] | None:
     if anomalies is None:
         return None
-    return {
-        'first_run': bool(_custom(anomalies, drift_spec.FIRST_RUN_PROPERTY)),
-        'drifted': json.loads(_custom(anomalies, drift_spec.DRIFTED_FEATURES_PROPERTY) or '[]'),
-        'accepted': json.loads(_custom(anomalies, drift_spec.ACCEPTED_FEATURES_PROPERTY) or '[]'),
-        'compared_with': _custom(anomalies, drift_spec.COMPARED_WITH_PROPERTY) or '',
-    }
+    return drift_verdict(lambda key: _custom(anomalies, key))
 
 
 def _custom(artifact: metadata_store_pb2.Artifact, key: str) -> Any:

@@ -76,3 +76,35 @@ def test_the_drift_line_of_a_first_run_says_it_was_judged_on_the_schema_alone():
     assert (
         run_summary.drift_text(compared) == 'drift: no feature over its threshold (against /s.pb)'
     )
+
+
+def test_the_drift_verdict_reads_the_validators_properties_however_they_are_stored():
+    # As a compiled run's executor output publishes them (a plain mapping; ints for flags).
+    published = {
+        'first_run': 0,
+        'drifted_features': '[{"feature": "fare", "comparator": "jensen_shannon_divergence", '
+        '"distance": 0.5, "threshold": 0.3}]',
+        'accepted_features': '["company"]',
+        'compared_with': '/s.pb',
+    }
+    verdict = run_summary.drift_verdict(published.get)
+    assert verdict == {
+        'first_run': False,
+        'drifted': [
+            {
+                'feature': 'fare',
+                'comparator': 'jensen_shannon_divergence',
+                'distance': 0.5,
+                'threshold': 0.3,
+            }
+        ],
+        'accepted': ['company'],
+        'compared_with': '/s.pb',
+    }
+    # Nothing published but the first-run flag: nothing drifted, nothing compared.
+    assert run_summary.drift_verdict({'first_run': 1}.get) == {
+        'first_run': True,
+        'drifted': [],
+        'accepted': [],
+        'compared_with': '',
+    }
