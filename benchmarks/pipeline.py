@@ -22,7 +22,13 @@ of steps with the same batch size.
 Beam arguments after `--` replace the pipeline config's (none: the DirectRunner in memory, one
 worker) in both pipelines.
 
-    asynctrain bench pipeline [--rows N] [--train-steps N] [--output DIR] [-- BEAM_ARGS...]
+At sizes where stock would take hours, `--stock-from RESULT.json` runs ours alone and takes
+stock's times from an earlier run of this bench, scaled by the rows (its measured cost per row,
+each component's: `extrapolated_stock`); the result says so (`stock_extrapolated_from`) and has
+no stock memory or metric.
+
+    asynctrain bench pipeline [--rows N] [--train-steps N] [--output DIR]
+                              [--stock-from RESULT.json] [-- BEAM_ARGS...]
 """
 
 from __future__ import annotations
@@ -83,6 +89,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help='both pipelines preprocess and train on these features of the taxi feature config '
         'only (default: all 16); a quick check of the bench itself needs no more than one per '
         'kind of transform',
+    )
+    parser.add_argument(
+        '--stock-from',
+        metavar='RESULT.json',
+        default=None,
+        help="run ours only; stock's times are those of this earlier result of the bench, "
+        'scaled by the rows (said so in the result)',
     )
     parser.add_argument('--variant', choices=VARIANTS, help=argparse.SUPPRESS)
     # The child process's copy of the Beam arguments given after `--`.
@@ -314,6 +327,26 @@ def _run_in_child(variant: str, args: argparse.Namespace, output: str) -> dict |
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def extrapolated_stock(reference: dict, rows: int) -> dict:
+    """Stock's variant of an earlier result (`reference`, with the same training steps), its
+    total and every component's seconds scaled by `rows` over the rows it measured: its measured
+    cost per row. Memory and the metric are not extrapolated (left out)."""
+    scale = rows / reference['rows']
+    stock = reference['variants']['stock']
+    return {
+        'total_seconds': stock['total_seconds'] * scale,
+        'component_seconds': {
+            name: seconds * scale for name, seconds in stock['component_seconds'].items()
+        },
+        'component_order': list(stock.get('component_order', ())),
+        'extrapolated_from': {
+            'rows': reference['rows'],
+            'train_steps': reference['train_steps'],
+            'finished_at': reference.get('finished_at'),
+        },
+    }
+
+
 def component_names(result: dict) -> list[str]:
     """Components of either pipeline, in the order ours ran them (stock's extra ones last)."""
     names = list(result['variants']['ours'].get('component_order') or COMPONENTS)
@@ -340,13 +373,14 @@ def write_chart(result: dict, path: str) -> None:
         measured = variants[variant]
         offsets = [x + (i - 0.5) * width for x in range(len(names) + 1)]
         seconds = [measured['component_seconds'].get(c, 0.0) for c in names]
+        label = f'{variant} (extrapolated)' if 'extrapolated_from' in measured else variant
         bars = time_axes.bar(
-            offsets, seconds + [measured['total_seconds']], width, color=color, label=variant
+            offsets, seconds + [measured['total_seconds']], width, color=color, label=label
         )
         time_axes.bar_label(bars, fmt='%.0f', fontsize=7)
-        peaks = [measured['component_peak_mb'].get(c, 0.0) for c in names]
+        peaks = [measured.get('component_peak_mb', {}).get(c, 0.0) for c in names]
         bars = memory_axes.bar(
-            offsets, peaks + [measured['peak_mb']], width, color=color, label=variant
+            offsets, peaks + [measured.get('peak_mb', 0.0)], width, color=color, label=variant
         )
         memory_axes.bar_label(bars, fmt='%.0f', fontsize=7)
     for axes in (time_axes, memory_axes):
@@ -398,14 +432,32 @@ def run(args: argparse.Namespace) -> int:
     _log(f'generating {args.rows:,} taxi-like CSV rows')
     examplegen.generate_csv(args.rows, os.path.join(input_dir, 'data.csv'))
     variants = {}
+    reference = None
+    if args.stock_from:
+        with open(args.stock_from, encoding='utf-8') as f:
+            reference = json.load(f)
+        if reference['train_steps'] != args.train_steps:
+            print(
+                f'--stock-from: {args.stock_from} trained {reference["train_steps"]} steps, '
+                f'not --train-steps {args.train_steps}',
+                file=sys.stderr,
+            )
+            return 2
+        variants['stock'] = extrapolated_stock(reference, args.rows)
+        _log(
+            f'stock: {variants["stock"]["total_seconds"]:.1f} s, extrapolated from '
+            f'{reference["rows"]:,} rows ({args.stock_from})'
+        )
     for variant in VARIANTS:
+        if variant in variants:
+            continue
         _log(f'running the {variant} pipeline')
         measured = _run_in_child(variant, args, output)
         if measured is None:
             return 1
         variants[variant] = measured
         _log(f'{variant}: {measured["total_seconds"]:.1f} s')
-    stock_metric, ours_metric = (variants[v]['eval_metric'] for v in VARIANTS)
+    stock_metric, ours_metric = (variants[v].get('eval_metric') for v in VARIANTS)
     result = {
         'benchmark': 'pipeline',
         'rows': args.rows,
@@ -413,6 +465,7 @@ def run(args: argparse.Namespace) -> int:
         'beam_args': list(args.beam_args),
         'features': features or 'all',
         'variants': variants,
+        **({'stock_extrapolated_from': os.path.basename(args.stock_from)} if reference else {}),
         'total_stock_over_ours': (
             variants['stock']['total_seconds'] / variants['ours']['total_seconds']
         ),
@@ -437,14 +490,14 @@ def run(args: argparse.Namespace) -> int:
         stock, ours = variants['stock'], variants['ours']
         if name == 'total':
             times = stock['total_seconds'], ours['total_seconds']
-            peaks = stock['peak_mb'], ours['peak_mb']
+            peaks = stock.get('peak_mb', nan), ours['peak_mb']
         else:
             times = (
                 stock['component_seconds'].get(name, nan),
                 ours['component_seconds'].get(name, nan),
             )
             peaks = (
-                stock['component_peak_mb'].get(name, nan),
+                stock.get('component_peak_mb', {}).get(name, nan),
                 ours['component_peak_mb'].get(name, nan),
             )
         ratio = times[0] / times[1] if times[1] else nan
@@ -452,7 +505,9 @@ def run(args: argparse.Namespace) -> int:
             f'{name:<18}{times[0]:>8.1f}s{times[1]:>8.1f}s{ratio:>12.2f}'
             f'{peaks[0]:>11.0f}{peaks[1]:>10.0f}'
         )
-    if result['eval_metric_difference'] is None:
+    if reference is not None:
+        print(f'stock: extrapolated from {reference["rows"]:,} rows ({args.stock_from})')
+    elif result['eval_metric_difference'] is None:
         print(f'eval metrics not comparable: stock {stock_metric}, ours {ours_metric}')
     else:
         print(

@@ -232,7 +232,7 @@ def pipeline_components(result: Result) -> list[str]:
             f'{stock_s / ours_s:.2f}' if stock_s is not None else '–',
         ]
         if peaks:
-            stock_peak = stock['component_peak_mb'].get(name)
+            stock_peak = stock.get('component_peak_mb', {}).get(name)
             row += [
                 _n(stock_peak) if stock_peak is not None else '–',
                 _n(ours['component_peak_mb'][name]),
@@ -244,10 +244,16 @@ def pipeline_components(result: Result) -> list[str]:
         f'{ours["total_seconds"]:,.1f} s',
         f'**{result["total_stock_over_ours"]:.2f}**',
     ]
-    header = ['component', 'stock', 'ours', 'stock / ours']
+    extrapolated = stock.get('extrapolated_from')
+    header = [
+        'component',
+        'stock (extrapolated)' if extrapolated else 'stock',
+        'ours',
+        'stock / ours',
+    ]
     if peaks:
         header += ['peak MiB stock', 'peak MiB ours']
-        total += [_n(stock['peak_mb']), _n(ours['peak_mb'])]
+        total += [_n(stock['peak_mb']) if 'peak_mb' in stock else '–', _n(ours['peak_mb'])]
     rows.append(total)
     beam = ' '.join(result.get('beam_args') or []) or 'none (in memory, one worker)'
     metrics = []
@@ -255,14 +261,47 @@ def pipeline_components(result: Result) -> list[str]:
         if variant.get('eval_metric'):
             metric, value = variant['eval_metric']
             metrics.append(f'{name} {value:.4f}')
-    blessed = all(v.get('blessed') for v in (stock, ours))
+    if extrapolated:
+        blessing = (
+            f'ours {"blessed" if ours.get("blessed") else "not blessed"}. Stock not run: its '
+            f'times are its run at {_n(extrapolated["rows"])} rows '
+            f'({extrapolated["finished_at"]}) scaled by the rows'
+        )
+    else:
+        blessed = all(v.get('blessed') for v in (stock, ours))
+        blessing = 'both models blessed' if blessed else 'not both blessed'
     return [
         *_table(header, rows),
         '',
         f'{_n(result["rows"])} rows, {_n(result["train_steps"])} training steps; Beam arguments: '
         f'{beam}. Eval {metric if metrics else "metric"}: {", ".join(metrics) or "not recorded"}; '
-        f'{"both models blessed" if blessed else "not both blessed"}.',
+        f'{blessing}.',
     ]
+
+
+def pipeline_memory(*results: Result) -> list[str]:
+    """Ours' peak memory per component at each size the results measured, and the change from
+    the smallest to the largest."""
+    results = sorted(results, key=lambda r: r['rows'])
+    first, last = results[0]['variants']['ours'], results[-1]['variants']['ours']
+    rows = []
+    for name in last['component_order']:
+        peaks = [r['variants']['ours']['component_peak_mb'].get(name) for r in results]
+        change = (
+            f'{(peaks[-1] - peaks[0]) / peaks[0]:+.1%}'
+            if None not in (peaks[0], peaks[-1])
+            else '–'
+        )
+        rows.append([name, *(_n(p) if p is not None else '–' for p in peaks), change])
+    rows.append(
+        [
+            'whole run',
+            *(_n(r['variants']['ours']['peak_mb']) for r in results),
+            f'{(last["peak_mb"] - first["peak_mb"]) / first["peak_mb"]:+.1%}',
+        ]
+    )
+    sizes = [f'peak MiB at {_n(r["rows"])} rows' for r in results]
+    return _table(['component', *sizes, 'change'], rows)
 
 
 TABLES: dict[str, Callable[..., list[str]]] = {
@@ -273,6 +312,7 @@ TABLES: dict[str, Callable[..., list[str]]] = {
     'ps': parameter_servers,
     'ps_step': step_comparison,
     'pipeline_components': pipeline_components,
+    'pipeline_memory': pipeline_memory,
 }
 
 

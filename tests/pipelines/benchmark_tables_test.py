@@ -88,3 +88,67 @@ def test_the_step_comparison_pairs_each_layout_of_the_two_runs():
     lines = benchmark_tables.step_comparison(run(0.72, 0.83), run(1.27, 1.16))
 
     assert lines[2:] == ['| 1 | 1 | 0.72 | 1.27 |', '| 2 | 2, min shard size | 0.83 | 1.16 |']
+
+
+def _pipeline_result(rows: int, ours_peaks: dict, stock: dict | None = None) -> dict:
+    ours = {
+        'total_seconds': 100.0,
+        'component_seconds': {name: 10.0 for name in ours_peaks},
+        'component_peak_mb': ours_peaks,
+        'component_order': list(ours_peaks),
+        'peak_mb': max(ours_peaks.values()),
+        'eval_metric': ['auc', 0.9],
+        'blessed': True,
+    }
+    stock = stock or {
+        'total_seconds': 400.0,
+        'component_seconds': {name: 40.0 for name in ours_peaks},
+        'component_peak_mb': {name: 2000.0 for name in ours_peaks},
+        'component_order': list(ours_peaks),
+        'peak_mb': 2000.0,
+        'eval_metric': ['auc', 0.89],
+        'blessed': True,
+    }
+    return {
+        'rows': rows,
+        'train_steps': 1000,
+        'variants': {'stock': stock, 'ours': ours},
+        'total_stock_over_ours': stock['total_seconds'] / ours['total_seconds'],
+        'finished_at': '2026-12-02T08:00:00Z',
+    }
+
+
+def test_stock_extrapolated_by_the_rows_is_said_so_and_has_no_memory():
+    from benchmarks import pipeline as pipeline_bench
+
+    measured = _pipeline_result(1_000_000, {'Transform': 1000.0, 'Trainer': 2000.0})
+    stock = pipeline_bench.extrapolated_stock(measured, 5_000_000)
+    assert stock['total_seconds'] == 2000.0
+    assert stock['component_seconds'] == {'Transform': 200.0, 'Trainer': 200.0}
+    assert 'component_peak_mb' not in stock and 'eval_metric' not in stock
+    assert stock['extrapolated_from'] == {
+        'rows': 1_000_000,
+        'train_steps': 1000,
+        'finished_at': '2026-12-02T08:00:00Z',
+    }
+    result = _pipeline_result(5_000_000, {'Transform': 1000.0, 'Trainer': 2000.0}, stock)
+    table = benchmark_tables.pipeline_components(result)
+    assert table[0] == (
+        '| component | stock (extrapolated) | ours | stock / ours | peak MiB stock | peak MiB ours |'
+    )
+    assert table[2] == '| Transform | 200.0 s | 10.0 s | 20.00 | – | 1,000 |'
+    assert table[4].endswith('| 2,000.0 s | 100.0 s | **20.00** | – | 2,000 |')
+    assert 'Stock not run: its times are its run at 1,000,000 rows' in table[-1]
+    assert 'ours blessed' in table[-1]
+
+
+def test_the_memory_table_gives_each_components_change_from_the_smallest_size():
+    small = _pipeline_result(1_000_000, {'Transform': 1000.0, 'ExampleBatcher': 1200.0})
+    large = _pipeline_result(5_000_000, {'Transform': 1100.0, 'ExampleBatcher': 1188.0})
+    assert benchmark_tables.pipeline_memory(large, small) == [
+        '| component | peak MiB at 1,000,000 rows | peak MiB at 5,000,000 rows | change |',
+        '|---|---|---|---|',
+        '| Transform | 1,000 | 1,100 | +10.0% |',
+        '| ExampleBatcher | 1,200 | 1,188 | -1.0% |',
+        '| whole run | 1,200 | 1,188 | -1.0% |',
+    ]
