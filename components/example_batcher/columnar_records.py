@@ -97,6 +97,9 @@ def column_batches(
     and, given `transform` (a function of the parsed tensors, such as a tf.Transform graph's
     `transform_features_layer()`), transformed in the same vectorized call."""
 
+    # Not converted by AutoGraph: there is no Python control flow to convert, and converting the
+    # transform layer's call tree took 8.7 s of a 1,500-row taxi split's 12.9 s.
+    @tf.autograph.experimental.do_not_convert
     def parse(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
         parsed = tf.io.parse_example(serialized, dict(parse_spec))
         return transform(parsed) if transform is not None else parsed
@@ -226,6 +229,7 @@ class _Buckets:
         self._memory: list[dict[str, np.ndarray]] = []
         self._files: list = []
         self._names: list[str] = []
+        self._strings: set[str] = set()
 
     def __enter__(self) -> _Buckets:
         if self.num_buckets > 1:
@@ -246,6 +250,7 @@ class _Buckets:
         rows = len(next(iter(columns.values())))
         self.count += rows
         self._names = sorted(columns)
+        self._strings = {name for name, values in columns.items() if values.dtype == object}
         if self.num_buckets == 1:
             self._memory.append(columns)
             return
@@ -254,8 +259,7 @@ class _Buckets:
             chosen = bucket_of == bucket
             if chosen.any():
                 for name in self._names:
-                    # Spilled arrays are this run's own: strings are object arrays (pickled).
-                    np.save(f, columns[name][chosen], allow_pickle=True)
+                    _spill(f, columns[name][chosen])
 
     def _read(self, bucket: int) -> dict[str, np.ndarray]:
         if self.num_buckets == 1:
@@ -267,7 +271,7 @@ class _Buckets:
             f.seek(0)
             parts = []
             while f.tell() < size:
-                parts.append({name: np.load(f, allow_pickle=True) for name in self._names})
+                parts.append({name: _unspill(f, name in self._strings) for name in self._names})
         if not parts:
             return {}
         return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
@@ -279,6 +283,33 @@ class _Buckets:
             if columns:
                 order = rng.permutation(len(next(iter(columns.values()))))
                 yield {name: values[order] for name, values in columns.items()}
+
+
+def _spill(f, values: np.ndarray) -> None:
+    """Appends `values` to `f` without pickling: numbers as one array; strings (object arrays of
+    bytes) as their shape, their lengths and their concatenated bytes."""
+    if values.dtype != object:
+        np.save(f, values, allow_pickle=False)
+        return
+    flat = [bytes(v) for v in values.reshape(-1)]
+    np.save(f, np.array(values.shape, dtype=np.int64), allow_pickle=False)
+    np.save(f, np.array([len(v) for v in flat], dtype=np.int64), allow_pickle=False)
+    np.save(f, np.frombuffer(b''.join(flat), dtype=np.uint8), allow_pickle=False)
+
+
+def _unspill(f, strings: bool) -> np.ndarray:
+    """The next array `_spill` appended to `f`; `strings`: whether it was an object array.
+    (`np.load` refuses pickled data by default.)"""
+    first = np.load(f)
+    if not strings:
+        return first
+    shape = tuple(int(n) for n in first)
+    lengths = np.load(f)
+    data = np.load(f).tobytes()
+    ends = np.cumsum(lengths)
+    values = np.empty(len(lengths), dtype=object)
+    values[:] = [data[end - n : end] for n, end in zip(lengths.tolist(), ends.tolist())]
+    return values.reshape(shape)
 
 
 def _records_of(
