@@ -220,23 +220,25 @@ def pipeline_components(result: Result) -> list[str]:
     stock, ours = result['variants']['stock'], result['variants']['ours']
     peaks = 'component_peak_mb' in ours
     rows = []
-    for name in ours['component_order']:
+    # Ours' components in its order, then stock's that ours has not (its StatisticsGen).
+    names = list(ours['component_order'])
+    names += [name for name in stock.get('component_order', ()) if name not in names]
+    for name in names:
         if name in ('ImportSchemaGen', 'ExampleValidator', 'Pusher'):
             continue
-        ours_s = ours['component_seconds'][name]
+        ours_s = ours['component_seconds'].get(name)
         stock_s = stock['component_seconds'].get(name)
+        both = None not in (ours_s, stock_s)
         row = [
             name,
             f'{stock_s:,.1f} s' if stock_s is not None else '–',
-            f'{ours_s:,.1f} s',
-            f'{stock_s / ours_s:.2f}' if stock_s is not None else '–',
+            f'{ours_s:,.1f} s' if ours_s is not None else '–',
+            f'{stock_s / ours_s:.2f}' if both else '–',
         ]
         if peaks:
             stock_peak = stock.get('component_peak_mb', {}).get(name)
-            row += [
-                _n(stock_peak) if stock_peak is not None else '–',
-                _n(ours['component_peak_mb'][name]),
-            ]
+            ours_peak = ours['component_peak_mb'].get(name)
+            row += [_n(p) if p is not None else '–' for p in (stock_peak, ours_peak)]
         rows.append(row)
     total = [
         'total (with ImportSchemaGen, ExampleValidator, Pusher)',

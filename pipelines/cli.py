@@ -48,6 +48,10 @@ BENCHMARKS = {
     'input': ('benchmarks.input_pipeline', 'Input pipelines vs the in-memory upper bound.'),
     'ps': ('benchmarks.parameter_server', 'ParameterServerStrategy scaling.'),
     'pipeline': ('benchmarks.pipeline', 'Whole pipeline: ours vs stock components.'),
+    'preprocess': (
+        'benchmarks.preprocess',
+        'Transform graph applied by the ExampleBatcher vs materialized.',
+    ),
 }
 
 

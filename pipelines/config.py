@@ -205,7 +205,7 @@ DRIFT_ACTIONS = ('stop', 'no_push')
 class DriftSettings:
     """Each run's data compared with the data the served model was trained on.
 
-    The train split's statistics (StatisticsGen's) are compared feature by feature with those the
+    The train split's statistics (the ExampleGen's) are compared feature by feature with those the
     latest pushed model carries (the Trainer stores them in the model), with TFDV's drift
     comparators: Jensen-Shannon divergence on quantile histograms for numeric features, L-infinity
     distance between value frequencies for categorical ones; both run from 0 (same) to 1. The
@@ -255,9 +255,9 @@ class TransformSettings:
 
     Attributes:
       statistics: Transform also runs TFDV over its input and output: pre-transform statistics
-        and schema (the same as StatisticsGen's), post-transform statistics and schema, and the
-        transformed features' anomalies against them. Off by default: StatisticsGen and
-        ExampleValidator already check the raw data, nothing downstream reads these five
+        and schema (the same as the ExampleGen's), post-transform statistics and schema, and the
+        transformed features' anomalies against them. Off by default: the ExampleGen's statistics
+        and ExampleValidator already check the raw data, nothing downstream reads these five
         artifacts, and they cost a full pass over the data (`asynctrain bench pipeline`).
     """
 

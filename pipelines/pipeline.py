@@ -3,7 +3,7 @@
 It is pure: it reads the schema and feature config (to fail early on a bad one) but touches no
 network and runs nothing. The runners (local, Kubeflow) add paths, metadata and runner settings.
 
-    ExampleGen -> StatisticsGen -> ExampleValidator
+    ExampleGen (examples, statistics) -> ExampleValidator
          |          ImportSchemaGen --^    |
          |                |    +-> DriftValidator (today's statistics against the served
          |                |    |        |           model's training data; `stop`: before
@@ -31,7 +31,6 @@ from tfx.components.example_gen import utils as example_gen_utils
 from tfx.components.example_validator.component import ExampleValidator
 from tfx.components.pusher.component import Pusher
 from tfx.components.schema_gen.import_schema_gen.component import ImportSchemaGen
-from tfx.components.statistics_gen.component import StatisticsGen
 from tfx.components.transform.component import Transform
 from tfx.dsl.components.common.resolver import Resolver
 from tfx.dsl.input_resolution.strategies.latest_artifact_strategy import LatestArtifactStrategy
@@ -81,7 +80,7 @@ _REPORTED = {fc.BINARY: ('AUC', 'BinaryAccuracy'), fc.MULTICLASS: (), fc.REGRESS
 
 def _drift_validator(
     config: PipelineConfig,
-    statistics_gen: StatisticsGen,
+    statistics: Channel,
     schema_gen: ImportSchemaGen,
     latest_blessed_model: LatestBlessedModel,
 ) -> DriftValidator:
@@ -107,7 +106,7 @@ def _drift_validator(
             f'its features: {sorted(known)}'
         )
     return DriftValidator(
-        statistics=statistics_gen.outputs['statistics'],
+        statistics=statistics,
         schema=schema_gen.outputs['schema'],
         baseline_model=latest_blessed_model.outputs['model'],
         numeric_threshold=settings.numeric_threshold,
@@ -234,11 +233,11 @@ def create_pipeline(
         max_bad_fraction=config.example_gen.max_bad_fraction,
         label_column=label.column if isinstance(label, fc.ColumnLabel) else None,
     )
-    statistics_gen = StatisticsGen(examples=example_gen.outputs['examples'])
+    # The ExampleGen computes each split's statistics as it encodes the rows: what StatisticsGen
+    # would compute by reading every example back (`components.example_gen.split_statistics`).
+    statistics = example_gen.outputs['statistics']
     schema_gen = ImportSchemaGen(schema_file=config.schema_path)
-    example_validator = ExampleValidator(
-        statistics=statistics_gen.outputs['statistics'], schema=schema_gen.outputs['schema']
-    )
+    example_validator = ExampleValidator(statistics=statistics, schema=schema_gen.outputs['schema'])
 
     if with_module:
         # The module's preprocessing_fn may take `custom_config` to read the label from it.
@@ -283,9 +282,7 @@ def create_pipeline(
         if config.evaluation.baseline == 'latest_blessed':
             baseline_model = latest_blessed_model.outputs['model']
         if config.drift.enabled:
-            drift_validator = _drift_validator(
-                config, statistics_gen, schema_gen, latest_blessed_model
-            )
+            drift_validator = _drift_validator(config, statistics, schema_gen, latest_blessed_model)
             retraining_nodes.append(drift_validator)
 
     transform = Transform(
@@ -318,7 +315,7 @@ def create_pipeline(
         transform_graph=transform.outputs['transform_graph'],
         schema=schema_gen.outputs['schema'],
         base_model=base_model,
-        statistics=statistics_gen.outputs['statistics'],
+        statistics=statistics,
         config=dataclasses.replace(
             config.trainer,
             task=dataclasses.replace(config.trainer.task, type=label.task, loss=label.loss),
@@ -350,7 +347,6 @@ def create_pipeline(
         pipeline_root=pipeline_root or config.pipeline_root,
         components=[
             example_gen,
-            statistics_gen,
             schema_gen,
             example_validator,
             *retraining_nodes,

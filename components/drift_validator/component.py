@@ -48,7 +48,7 @@ class DriftValidator(base_component.BaseComponent):
 
     ```python
     drift = DriftValidator(
-        statistics=statistics_gen.outputs['statistics'],
+        statistics=example_gen.outputs['statistics'],  # or a StatisticsGen's
         schema=schema_gen.outputs['schema'],
         baseline_model=latest.outputs['model'],
         feature_thresholds={'fare': 0.2},
@@ -73,7 +73,8 @@ class DriftValidator(base_component.BaseComponent):
         """Constructs a DriftValidator.
 
         Args:
-          statistics: Today's StatisticsGen output; its train split is compared.
+          statistics: Today's ExampleStatistics (StatisticsGen's layout; in the pipeline, the
+            ExampleGen's); its train split is compared.
           schema: The schema; its features are the ones compared.
           baseline_model: The served model (LatestBlessedModel's output); empty or None
             before the first push.

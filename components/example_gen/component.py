@@ -48,9 +48,13 @@ class CsvExampleGen(base_beam_component.BaseBeamComponent):
       the start of the run, naming it).
     - Files are parsed in parallel byte-range chunks with pyarrow and encoded with numpy; memory
       is bounded by the chunk size, not the file size.
+    - Each split's TFDV statistics are computed from the columns as they are encoded and
+      published as `statistics`, StatisticsGen's artifact (`Split-<name>/FeatureStats.pb`, TFDV's
+      default options): a pipeline needs no StatisticsGen reading every example back.
 
     Component `outputs` contains:
      - `examples`: Channel of type `standard_artifacts.Examples`.
+     - `statistics`: Channel of type `standard_artifacts.ExampleStatistics`.
     """
 
     SPEC_CLASS = spec.CsvExampleGenSpec
@@ -121,5 +125,6 @@ class CsvExampleGen(base_beam_component.BaseBeamComponent):
             max_bad_fraction=float(max_bad_fraction),
             label_column=label_column or None,
             examples=types.Channel(type=standard_artifacts.Examples),
+            statistics=types.Channel(type=standard_artifacts.ExampleStatistics),
         )
         super().__init__(spec=component_spec)

@@ -6,7 +6,9 @@ others Beam detects by name, is one element: it cannot be read from an offset wi
 decompressing all before it, so one worker streams it, chunk after chunk), 'Reshuffle' spreads
 chunks over workers, 'ConvertChunks' parses, encodes, splits and writes each chunk's rows as files of its
 own (one per split) and its rejected rows to the dead letter, and 'SumReports' adds the row
-counts into the summary file. Without a schema, 'InferColumnTypes' first reads every chunk to
+counts into the summary file. With a statistics directory, each chunk's rows also go, as Arrow
+columns per split, to TFDV (`split_statistics`): StatisticsGen's output without reading the
+examples back. Without a schema, 'InferColumnTypes' first reads every chunk to
 type the columns as stock does.
 
 Each chunk writes its own files instead of handing single examples to Beam: per-element Beam
@@ -39,6 +41,7 @@ from components.example_gen import (
     example_encoder,
     feature_types,
     split_assignment,
+    split_statistics,
     tfrecord_writer,
 )
 from components.example_gen.feature_types import ColumnType
@@ -66,6 +69,8 @@ class CsvSourceConfig:
         parse goes to the dead letter with its reason.
       chunk_bytes: Target size of the byte ranges parsed as one unit.
       compression_level: zlib level of the output files.
+      statistics_dir: Directory that receives each split's TFDV statistics
+        (`Split-<name>/FeatureStats.pb`), or None for none.
     """
 
     input_splits: tuple[tuple[str, str], ...]
@@ -79,6 +84,7 @@ class CsvSourceConfig:
     label_column: str = ''
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
     compression_level: int = tfrecord_writer.DEFAULT_COMPRESSION_LEVEL
+    statistics_dir: str | None = None
 
     @property
     def split_names(self) -> list[str]:
@@ -96,7 +102,7 @@ def _create(path: str):
     return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
-def _write_atomically(path: str, payload: bytes) -> None:
+def write_atomically(path: str, payload: bytes) -> None:
     """Writes then renames, so a retried bundle never leaves a half-written file."""
     tmp = path + '.tmp'
     with _create(tmp) as f:
@@ -175,7 +181,7 @@ def _plan(
         yield file.split, file.file_index, chunk
 
 
-def _chunks_with_data(
+def chunks_with_data(
     planned: csv_records.Chunk, dialect: csv_dialect.CsvDialect, chunk_bytes: int
 ) -> Iterable[tuple[csv_records.Chunk, bytes]]:
     """A planned chunk with its bytes; for a compressed file, each chunk of it in turn."""
@@ -228,7 +234,7 @@ def _infer_chunk_types(
     _, _, planned = element
     as_text = {name: ColumnType.BYTES for name in names}
     per_chunk = []
-    for chunk, data in _chunks_with_data(planned, dialect, chunk_bytes):
+    for chunk, data in chunks_with_data(planned, dialect, chunk_bytes):
         converted = csv_convert.convert_chunk(data, chunk.first_line, dialect, as_text)
         per_chunk.append(
             {name: feature_types.infer_column_type(converted.columns[name]) for name in names}
@@ -236,8 +242,13 @@ def _infer_chunk_types(
     return feature_types.merge_column_types(per_chunk)
 
 
+# The tagged output of `_ConvertChunk` holding (split name, RecordBatch) for the statistics.
+_BATCHES = 'batches'
+
+
 class _ConvertChunk(beam.DoFn):
-    """Converts one chunk to per-split TFRecord files and a dead-letter file; emits its counts."""
+    """Converts one chunk to per-split TFRecord files and a dead-letter file; emits its counts,
+    and with a statistics directory each split's rows as a RecordBatch (tagged `_BATCHES`)."""
 
     def __init__(self, config: CsvSourceConfig):
         self._config = config
@@ -247,8 +258,11 @@ class _ConvertChunk(beam.DoFn):
     ) -> Iterable[dead_letter.ChunkReport]:
         input_split, file_index, planned = element
         config = self._config
-        for chunk, data in _chunks_with_data(planned, config.dialect, config.chunk_bytes):
-            yield self._convert(input_split, file_index, chunk, data, column_types)
+        for chunk, data in chunks_with_data(planned, config.dialect, config.chunk_bytes):
+            report, batches = self._convert(input_split, file_index, chunk, data, column_types)
+            yield report
+            for batch in batches:
+                yield beam.pvalue.TaggedOutput(_BATCHES, batch)
 
     def _convert(
         self,
@@ -257,7 +271,7 @@ class _ConvertChunk(beam.DoFn):
         chunk: csv_records.Chunk,
         data: bytes,
         column_types: dict[str, ColumnType],
-    ) -> dead_letter.ChunkReport:
+    ) -> tuple[dead_letter.ChunkReport, list[tuple[str, object]]]:
         config = self._config
         converted = csv_convert.convert_chunk(
             data, chunk.first_line, config.dialect, column_types, config.label_column
@@ -290,15 +304,20 @@ class _ConvertChunk(beam.DoFn):
             split_index = np.full(converted.num_rows, config.split_names.index(input_split))
         stem = f'{input_split}-{file_index:05d}-{chunk.index:05d}'
         written = {}
+        batches = []
         for i, split in enumerate(config.split_names):
             keep = split_index == i
             count = int(keep.sum())
             written[split] = count
+            if count and config.statistics_dir is not None:
+                batches.append(
+                    (split, split_statistics.record_batch(converted.columns, column_types, keep))
+                )
             if count:
                 payload = tfrecord_writer.gzip_bytes(
                     tfrecord_writer.select_records(encoded, keep), config.compression_level
                 )
-                _write_atomically(
+                write_atomically(
                     os.path.join(
                         config.examples_dir, f'Split-{split}', f'{EXAMPLES_FILE_PREFIX}-{stem}.gz'
                     ),
@@ -308,7 +327,7 @@ class _ConvertChunk(beam.DoFn):
             lines = ''.join(
                 dead_letter.to_json_line(chunk.path, row) + '\n' for row in converted.rejected
             )
-            _write_atomically(
+            write_atomically(
                 os.path.join(config.dead_letter_dir, f'rejected-{stem}.jsonl'),
                 lines.encode('utf-8'),
             )
@@ -316,9 +335,10 @@ class _ConvertChunk(beam.DoFn):
             (chunk.path, row.line, dead_letter.describe(chunk.path, row))
             for row in converted.rejected[: dead_letter.FIRST_REJECTED_KEPT]
         ]
-        return dead_letter.ChunkReport(
+        report = dead_letter.ChunkReport(
             converted.num_rows + len(converted.rejected), len(converted.rejected), written, first
         )
+        return report, batches
 
 
 def _merge_types(per_chunk: Iterable[dict[str, ColumnType]]) -> dict[str, ColumnType]:
@@ -388,11 +408,14 @@ class CsvToExampleFiles(beam.PTransform):
     def expand(self, pipeline: beam.Pipeline) -> beam.PCollection:
         config = self._config
         chunks, column_types = self._chunks_and_types(pipeline)
-        summary = (
-            chunks
-            | 'ConvertChunks' >> beam.ParDo(_ConvertChunk(config), column_types)
-            | 'SumReports' >> beam.CombineGlobally(_sum_reports)
-        )
+        converted = chunks | 'ConvertChunks' >> beam.ParDo(
+            _ConvertChunk(config), column_types
+        ).with_outputs(_BATCHES, main='reports')
+        summary = converted.reports | 'SumReports' >> beam.CombineGlobally(_sum_reports)
+        if config.statistics_dir is not None:
+            _ = converted[_BATCHES] | 'SplitStatistics' >> split_statistics.WriteSplitStatistics(
+                config.statistics_dir, config.split_names
+            )
         _ = summary | 'WriteSummary' >> beam.Map(
             _write_summary, config.split_names, config.summary_path
         )
@@ -403,48 +426,4 @@ def _write_summary(
     report: dead_letter.ChunkReport, split_names: list[str], summary_path: str
 ) -> None:
     payload = dead_letter.summary(report, split_names)
-    _write_atomically(summary_path, json.dumps(payload, indent=2, sort_keys=True).encode('utf-8'))
-
-
-class _ChunkToExamples(beam.DoFn):
-    """Yields each converted row's serialized example; writes rejected rows to the dead letter."""
-
-    def __init__(self, config: CsvSourceConfig):
-        self._config = config
-
-    def process(
-        self, element: tuple[str, int, csv_records.Chunk], column_types: dict[str, ColumnType]
-    ) -> Iterable[bytes]:
-        input_split, file_index, planned = element
-        config = self._config
-        for chunk, data in _chunks_with_data(planned, config.dialect, config.chunk_bytes):
-            converted = csv_convert.convert_chunk(
-                data, chunk.first_line, config.dialect, column_types, config.label_column
-            )
-            if converted.rejected:
-                lines = ''.join(
-                    dead_letter.to_json_line(chunk.path, row) + '\n' for row in converted.rejected
-                )
-                _write_atomically(
-                    os.path.join(
-                        config.dead_letter_dir,
-                        f'rejected-{input_split}-{file_index:05d}-{chunk.index:05d}.jsonl',
-                    ),
-                    lines.encode('utf-8'),
-                )
-            encoded = example_encoder.encode_examples(converted.columns, column_types)
-            buffer = encoded.buffer.tobytes()
-            for start, end in zip(encoded.starts.tolist(), encoded.ends.tolist()):
-                yield buffer[start:end]
-
-
-class CsvToSerializedExamples(CsvToExampleFiles):
-    """The per-example form: a PCollection of serialized tf.Examples, for TFX's generic
-    `BaseExampleGenExecutor.GenerateExamplesByBeam` to split and write. Slower than
-    `CsvToExampleFiles` (one Beam element per row), same bytes."""
-
-    def expand(self, pipeline: beam.Pipeline) -> beam.PCollection:
-        chunks, column_types = self._chunks_and_types(pipeline)
-        return chunks | 'ChunkToExamples' >> beam.ParDo(
-            _ChunkToExamples(self._config), column_types
-        )
+    write_atomically(summary_path, json.dumps(payload, indent=2, sort_keys=True).encode('utf-8'))

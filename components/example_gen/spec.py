@@ -19,6 +19,10 @@ RANGE_CONFIG_KEY = standard_component_specs.RANGE_CONFIG_KEY
 OUTPUT_DATA_FORMAT_KEY = standard_component_specs.OUTPUT_DATA_FORMAT_KEY
 OUTPUT_FILE_FORMAT_KEY = standard_component_specs.OUTPUT_FILE_FORMAT_KEY
 EXAMPLES_KEY = standard_component_specs.EXAMPLES_KEY
+# Each split's TFDV statistics, as StatisticsGen writes them (`split_statistics`).
+STATISTICS_KEY = standard_component_specs.STATISTICS_KEY
+# StatisticsGen's property on its artifact: {split: sample rate} (tfx.components.statistics_gen).
+SAMPLE_RATE_BY_SPLIT_PROPERTY = 'sample_rate_by_split'
 
 SCHEMA_PATH_KEY = 'schema_path'
 DELIMITER_KEY = 'delimiter'
@@ -69,4 +73,5 @@ class CsvExampleGenSpec(ComponentSpec):
     INPUTS = {}
     OUTPUTS = {
         EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),
+        STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics),
     }

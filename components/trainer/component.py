@@ -66,7 +66,7 @@ class Trainer(base_component.BaseComponent):
           label_key: The transformed label feature (the feature configuration's label name).
           config: The training configuration; defaults to `TrainerConfig()`.
           base_model: Optional Model (e.g. the latest blessed one) to warm-start from.
-          statistics: Optional StatisticsGen output of the examples' raw data: its train split's
+          statistics: Optional ExampleStatistics of the examples' raw data: its train split's
             statistics are copied into the exported model (`components.model_statistics`), so
             that a later run can compare its data with what this model was trained on.
         """

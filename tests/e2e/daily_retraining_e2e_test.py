@@ -149,7 +149,7 @@ def test_four_days_warm_start_compare_with_the_served_data_and_stop_on_a_drifted
     # The pushed model carries the statistics of the data it was trained on: day 4's train split.
     carried = os.path.join(day4.pushed_model, model_statistics.MODEL_STATISTICS_PATH)
     day4_statistics = os.path.join(
-        _latest(day3_config, 'StatisticsGen', 'statistics'), 'Split-train'
+        _latest(day3_config, 'CsvExampleGen', 'statistics'), 'Split-train'
     )
     with (
         open(carried, 'rb') as a,

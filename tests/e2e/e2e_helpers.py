@@ -33,7 +33,6 @@ COMPONENTS = sorted(
         'ExampleValidator',
         'ImportSchemaGen',
         'Pusher',
-        'StatisticsGen',
         'Trainer',
         'Transform',
         'latest_blessed_model',

@@ -87,7 +87,7 @@ def test_failed_transform_publishes_nothing_and_the_fixed_rerun_reuses_the_rest(
     # Resolver nodes (latest blessed model, latest cache) resolve afresh on every run.
     succeeded = [c for c in _completed_components(config) if c in COMPONENTS]
     # Everything upstream of Transform succeeded before it failed; nothing downstream ran.
-    assert {'CsvExampleGen', 'ImportSchemaGen', 'StatisticsGen'} <= set(succeeded)
+    assert {'CsvExampleGen', 'ImportSchemaGen', 'DriftValidator'} <= set(succeeded)
     assert not {'Transform', 'ExampleBatcher', 'Trainer', 'Evaluator', 'Pusher'} & set(succeeded)
 
     module.write_text(FIXED.format(features=config.feature_config_path, schema=config.schema_path))

@@ -152,3 +152,25 @@ def test_the_memory_table_gives_each_components_change_from_the_smallest_size():
         '| ExampleBatcher | 1,200 | 1,188 | -1.0% |',
         '| whole run | 1,200 | 1,188 | -1.0% |',
     ]
+
+
+def test_a_stock_component_ours_has_not_gets_its_own_row_after_ours():
+    """Stock's StatisticsGen: ours' ExampleGen computes the statistics, so no time of ours."""
+    ours_peaks = {'CsvExampleGen': 900.0, 'Transform': 1000.0}
+    stock = {
+        'total_seconds': 400.0,
+        'component_seconds': {'CsvExampleGen': 300.0, 'StatisticsGen': 60.0, 'Transform': 40.0},
+        'component_peak_mb': {
+            'CsvExampleGen': 2000.0,
+            'StatisticsGen': 2100.0,
+            'Transform': 2200.0,
+        },
+        'component_order': ['CsvExampleGen', 'StatisticsGen', 'Transform'],
+        'peak_mb': 2200.0,
+    }
+    table = benchmark_tables.pipeline_components(_pipeline_result(1000, ours_peaks, stock))
+    assert table[2:5] == [
+        '| CsvExampleGen | 300.0 s | 10.0 s | 30.00 | 2,000 | 900 |',
+        '| Transform | 40.0 s | 10.0 s | 4.00 | 2,200 | 1,000 |',
+        '| StatisticsGen | 60.0 s | – | – | 2,100 | – |',
+    ]

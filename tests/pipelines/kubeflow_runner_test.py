@@ -106,7 +106,7 @@ def test_kubeflow_yaml_loads_as_a_pipeline_spec_naming_every_component(
     assert spec.sdk_version == 'tfx-1.16.0'
     assert set(expected_components) == set(spec.root.dag.tasks)
     assert {
-        'StatisticsGen',
+        'CsvExampleGen',
         'Transform',
         'latest_blessed_model',
         'Trainer',
@@ -349,6 +349,6 @@ def test_compile_prints_its_own_line_only(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stderr == ''
     assert done.stdout.splitlines() == [
-        f"wrote {output}: kubeflow pipeline 'asynctrain-taxi', 11 steps, image {IMAGE}, "
+        f"wrote {output}: kubeflow pipeline 'asynctrain-taxi', 10 steps, image {IMAGE}, "
         f'pipeline root {ROOT}'
     ]

@@ -9,7 +9,7 @@ import tensorflow as tf
 from apache_beam.testing import test_pipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from components.example_gen import csv_dialect, csv_source
+from components.example_gen import csv_dialect, csv_source, serialized_examples
 from components.example_gen.feature_types import ColumnType
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'data', 'csv')
@@ -59,7 +59,7 @@ def test_serialized_examples_equal_stock_shaped_examples(tmp_path):
         column_types=TYPES,
     )
     with test_pipeline.TestPipeline() as pipeline:
-        examples = pipeline | csv_source.CsvToSerializedExamples(config)
+        examples = pipeline | serialized_examples.CsvToSerializedExamples(config)
         assert_that(
             examples,
             equal_to(
@@ -108,7 +108,7 @@ def test_inferred_types_follow_stock_lattice(tmp_path):
     # Without a schema: id is INT, price FLOAT, name BYTES (as stock infers them).
     config = config_for(tmp_path, 'empty_cells.csv')
     with test_pipeline.TestPipeline() as pipeline:
-        examples = pipeline | csv_source.CsvToSerializedExamples(config)
+        examples = pipeline | serialized_examples.CsvToSerializedExamples(config)
         assert_that(
             examples,
             equal_to([example(1, None, b'alpha'), example(None, 3.5, None), example(3, 4.5, None)]),

@@ -1,0 +1,251 @@
+"""`asynctrain bench preprocess`: preprocessing once into the training records, two ways, one run.
+
+From raw examples to the pre-batched records the Trainer reads, on the same examples (our
+ExampleGen's output for a taxi-like CSV of `--rows` rows):
+
+- `materialized`: stock Transform analyzes the train split, then transforms every split and
+  materializes it as `tf.Example`s; the ExampleBatcher (`transform=False`) re-encodes those into
+  its records. The pipeline's path before the ExampleBatcher applied the graph itself.
+- `graph only`: stock Transform analyzes only (`materialize=False`: it writes the graph); the
+  ExampleBatcher (`transform=True`) applies that graph to the raw examples in large batches while
+  writing its records. The pipeline's path now.
+
+Both use the pipeline's settings (no analyzer cache, no Transform statistics, Beam in memory)
+and run in this process, `graph only` first (so it, not the other, pays the first imports and
+traces). The two sets of records must hold the same rows, feature by feature, split by split (the
+record order differs: each is shuffled with the same seed, from a different input order): equal
+to float32 rounding (`RTOL`: each Transform run analyzes afresh, summing in batches Beam sizes by
+timing), and the result says whether they are bit-equal too. Exit status 1 when they differ.
+(With one graph for both paths, the records are exactly equal:
+tests/components/transform/transform_component_test.py.)
+
+    asynctrain bench preprocess [--rows N] [--output DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+
+import numpy as np
+
+from benchmarks import examplegen, report
+
+DEFAULT_ROWS = 100_000
+DEFAULT_OUTPUT = os.path.join('bench_out', 'preprocess')
+PATHS = ('graph_only', 'materialized')
+# Each path's Transform analyzes afresh, and Beam sizes its batches by timing, so a mean or a
+# variance can be summed in another order: the same to float32's rounding, not always bit-equal.
+RTOL = 1e-6
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        '--rows', type=int, default=DEFAULT_ROWS, help=f'CSV rows (default {DEFAULT_ROWS:,})'
+    )
+    parser.add_argument(
+        '--output',
+        default=DEFAULT_OUTPUT,
+        help=f'directory for the CSV, both runs, result.json and the chart '
+        f'(default {DEFAULT_OUTPUT}); emptied first',
+    )
+
+
+def _log(message: str) -> None:
+    print(f'[bench preprocess {time.strftime("%H:%M:%S")}] {message}', flush=True)
+
+
+def _example_gen(input_dir: str, output_dir: str):
+    from tfx.types import standard_artifacts
+
+    from components.example_gen import executor, spec
+
+    examples = standard_artifacts.Examples()
+    examples.uri = output_dir
+    props = examplegen._exec_properties(input_dir, examplegen.SCHEMA)  # noqa: SLF001
+    executor.Executor().Do({}, {spec.EXAMPLES_KEY: [examples]}, props)
+    return examples
+
+
+def _batch(examples, transform_graph: str, output_dir: str, transform: bool) -> str:
+    from tfx.types import standard_artifacts
+
+    from components.example_batcher import columnar_records, executor, spec
+
+    graph = standard_artifacts.TransformGraph()
+    graph.uri = transform_graph
+    batched = standard_artifacts.Examples()
+    batched.uri = output_dir
+    executor.Executor().Do(
+        {spec.EXAMPLES_KEY: [examples], spec.TRANSFORM_GRAPH_KEY: [graph]},
+        {spec.BATCHED_EXAMPLES_KEY: [batched]},
+        {
+            spec.EXAMPLES_PER_RECORD_KEY: columnar_records.DEFAULT_EXAMPLES_PER_RECORD,
+            spec.NUM_FILES_KEY: columnar_records.DEFAULT_NUM_FILES,
+            spec.SEED_KEY: 0,
+            spec.TRANSFORM_KEY: int(transform),
+        },
+    )
+    return batched.uri
+
+
+def _run_path(path: str, examples, schema, config, output: str) -> dict:
+    """One path from raw examples to records; its seconds per stage and its records' URI."""
+    from benchmarks import transform_runs as runs
+
+    started = time.perf_counter()
+    transformed = runs.run_transform(
+        [examples],
+        schema,
+        os.path.join(output, path, 'transform'),
+        config,
+        disable_analyzer_cache=True,
+        disable_statistics=True,
+        materialize=path == 'materialized',
+    )
+    transform_seconds = time.perf_counter() - started
+    source = examples
+    if path == 'materialized':
+        source = runs.examples_artifact(transformed.transformed_examples[0], 0, ['train', 'eval'])
+    started = time.perf_counter()
+    records = _batch(
+        source,
+        transformed.transform_graph,
+        os.path.join(output, path, 'records'),
+        transform=path == 'graph_only',
+    )
+    batcher_seconds = time.perf_counter() - started
+    return {
+        'transform_seconds': transform_seconds,
+        'batcher_seconds': batcher_seconds,
+        'seconds': transform_seconds + batcher_seconds,
+        'records': records,
+        'transform_graph': transformed.transform_graph,
+    }
+
+
+def sorted_rows(columns: dict[str, np.ndarray]) -> np.ndarray:
+    """The rows of `columns` (numeric, one value per row each) as a float64 matrix, sorted."""
+    names = sorted(columns)
+    matrix = np.stack([np.asarray(columns[n], np.float64).reshape(-1) for n in names], axis=1)
+    return matrix[np.lexsort(matrix.T[::-1])]
+
+
+def _split_rows(records_uri: str, split: str, feature_spec) -> np.ndarray:
+    from components.example_batcher import columnar_records
+
+    label = sorted(feature_spec)[0]
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in feature_spec}
+    pattern = os.path.join(columnar_records.split_dir(records_uri, split), '*.gz')
+    for features, labels in columnar_records.make_batched_dataset(
+        pattern, feature_spec, label, batch_size=8192, training=False
+    ):
+        for name, values in {**features, label: labels}.items():
+            parts[name].append(values.numpy())
+    return sorted_rows({name: np.concatenate(values) for name, values in parts.items()})
+
+
+def write_chart(result: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7, 3))
+    for i, name in enumerate(PATHS):
+        run = result['paths'][name]
+        axes.barh(i, run['transform_seconds'], color='tab:blue', label='Transform' if not i else '')
+        axes.barh(
+            i,
+            run['batcher_seconds'],
+            left=run['transform_seconds'],
+            color='tab:orange',
+            label='ExampleBatcher' if not i else '',
+        )
+    axes.set_yticks(range(len(PATHS)), [p.replace('_', ' ') for p in PATHS])
+    axes.set_xlabel('seconds')
+    axes.set_title(
+        f'Raw examples to training records, {result["rows"]:,} rows: '
+        f'{result["materialized_over_graph_only"]:.2f}x'
+    )
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.rows < 10:
+        print('--rows: at least 10', file=sys.stderr)
+        return 2
+    output = os.path.abspath(args.output)
+    shutil.rmtree(output, ignore_errors=True)
+    _log(f'generating {args.rows:,} taxi-like CSV rows')
+    examplegen.generate_csv(args.rows, os.path.join(output, 'input', 'data.csv'))
+    import tensorflow_transform as tft
+
+    from benchmarks import transform_runs as runs
+    from components.transform import feature_config as fc
+
+    examples = _example_gen(os.path.join(output, 'input'), os.path.join(output, 'examples'))
+    splits = ['train', 'eval']
+    config = fc.load_feature_config(str(runs.TAXI_FEATURES), str(runs.TAXI_SCHEMA))
+    schema = runs.schema_artifact(runs.TAXI_SCHEMA, os.path.join(output, 'schema'))
+    measured = {}
+    for path in PATHS:
+        _log(f'{path}: Transform, then the ExampleBatcher')
+        measured[path] = _run_path(path, examples, schema, config, output)
+        _log(
+            f'{path}: {measured[path]["seconds"]:.1f} s (Transform '
+            f'{measured[path]["transform_seconds"]:.1f} s, ExampleBatcher '
+            f'{measured[path]["batcher_seconds"]:.1f} s)'
+        )
+    _log('comparing the two sets of records row by row')
+    feature_spec = tft.TFTransformOutput(
+        measured['graph_only']['transform_graph']
+    ).transformed_feature_spec()
+    agree = {}
+    for split in splits:
+        ours, materialized = (
+            _split_rows(measured[p]['records'], split, feature_spec) for p in PATHS
+        )
+        same_shape = ours.shape == materialized.shape
+        agree[split] = {
+            'rows': len(ours),
+            'exactly_equal': bool(same_shape and np.array_equal(ours, materialized)),
+            'equal': bool(same_shape and np.allclose(ours, materialized, rtol=RTOL, atol=0)),
+            'max_difference': float(np.abs(ours - materialized).max()) if same_shape else None,
+        }
+    result = {
+        'benchmark': 'preprocess',
+        'rows': args.rows,
+        'paths': {
+            p: {k: v for k, v in m.items() if k.endswith('seconds')} for p, m in measured.items()
+        },
+        'materialized_over_graph_only': (
+            measured['materialized']['seconds'] / measured['graph_only']['seconds']
+        ),
+        'records_agree': agree,
+        'machine': report.machine(),
+        'finished_at': report.finished_at(),
+    }
+    result_path, chart_path = report.write_result(output, result, 'preprocess.png', write_chart)
+    print(f'\n{"path":<14}{"Transform":>11}{"Batcher":>10}{"total":>9}')
+    for path in PATHS:
+        m = result['paths'][path]
+        print(
+            f'{path:<14}{m["transform_seconds"]:>10.1f}s{m["batcher_seconds"]:>9.1f}s'
+            f'{m["seconds"]:>8.1f}s'
+        )
+    print(f'materialized / graph only: {result["materialized_over_graph_only"]:.2f}')
+    for split, check in agree.items():
+        verdict = 'bit-equal' if check['exactly_equal'] else 'equal to float32 rounding'
+        print(
+            f'{split}: {check["rows"]:,} rows, records '
+            f'{verdict if check["equal"] else "DIFFER"} (max difference {check["max_difference"]})'
+        )
+    print(f'wrote {result_path} and {chart_path}')
+    return 0 if all(check['equal'] for check in agree.values()) else 1
