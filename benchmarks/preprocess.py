@@ -33,6 +33,7 @@ import time
 import numpy as np
 
 from benchmarks import examplegen, report
+from components import console
 
 DEFAULT_ROWS = 100_000
 DEFAULT_OUTPUT = os.path.join('bench_out', 'preprocess')
@@ -183,6 +184,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     output = os.path.abspath(args.output)
     shutil.rmtree(output, ignore_errors=True)
+    os.makedirs(output)
+    log_path = os.path.join(output, 'bench.log')
+    _log(f'log {log_path} (TensorFlow, TFX and Beam)')
+    with console.stderr_to_log(log_path):
+        return _run(args, output)
+
+
+def _run(args: argparse.Namespace, output: str) -> int:
     _log(f'generating {args.rows:,} taxi-like CSV rows')
     examplegen.generate_csv(args.rows, os.path.join(output, 'input', 'data.csv'))
     import tensorflow_transform as tft

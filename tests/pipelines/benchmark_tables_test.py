@@ -189,3 +189,25 @@ def test_beam_modes_compares_ours_in_memory_with_multi_processing_component_by_c
         '| whole run | 100.0 s | 125.0 s | **0.80** | 1,000 | 3,000 |',
     ]
     assert '`--direct_running_mode=multi_processing --direct_num_workers=2`' in table[-1]
+
+
+def test_the_preprocess_table_gives_both_paths_their_ratio_and_the_records_verdict():
+    result = {
+        'rows': 1000,
+        'paths': {
+            'graph_only': {'transform_seconds': 4.0, 'batcher_seconds': 1.0, 'seconds': 5.0},
+            'materialized': {'transform_seconds': 9.0, 'batcher_seconds': 1.0, 'seconds': 10.0},
+        },
+        'materialized_over_graph_only': 2.0,
+        'records_agree': {
+            'train': {'rows': 700, 'exactly_equal': True, 'equal': True},
+            'eval': {'rows': 300, 'exactly_equal': False, 'equal': False},
+        },
+    }
+    table = benchmark_tables.preprocess(result)
+    assert table[2].endswith('| 9.0 s | 1.0 s | 10.0 s |')
+    assert table[3].endswith('| 4.0 s | 1.0 s | 5.0 s |')
+    assert table[-1] == (
+        '1,000 rows; **2.00×**. The two sets of records, row by row: train 700 rows bit-equal, '
+        'eval 300 rows **differ**.'
+    )
