@@ -135,7 +135,7 @@ def sorted_rows(columns: dict[str, np.ndarray]) -> np.ndarray:
     return matrix[np.lexsort(matrix.T[::-1])]
 
 
-def _split_rows(records_uri: str, split: str, feature_spec) -> np.ndarray:
+def split_rows(records_uri: str, split: str, feature_spec) -> np.ndarray:
     from components.example_batcher import columnar_records
 
     label = sorted(feature_spec)[0]
@@ -219,7 +219,7 @@ def _run(args: argparse.Namespace, output: str) -> int:
     agree = {}
     for split in splits:
         ours, materialized = (
-            _split_rows(measured[p]['records'], split, feature_spec) for p in PATHS
+            split_rows(measured[p]['records'], split, feature_spec) for p in PATHS
         )
         same_shape = ours.shape == materialized.shape
         agree[split] = {
