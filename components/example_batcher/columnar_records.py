@@ -13,7 +13,8 @@ not materialize anything), shuffled as a whole (a seed fixes the order, so a rer
 same bytes), cut into records and dealt round-robin over `num_files` files. Memory is bounded by
 a shuffle bucket, not by the split: the examples are dealt to random buckets spilled to local
 disk, then each bucket is permuted and written. Plain tf.data and NumPy, no Beam: one process
-writes a split faster than a Beam pipeline starts.
+writes a split faster than a Beam pipeline starts; NumPy lays the records out in the wire format
+(`example_wire`).
 
 Reading (`make_batched_dataset`): files interleaved, records shuffled, each record parsed in one
 call, then a window of `shuffle_buffer` examples drawn from several records is permuted in one
@@ -35,6 +36,8 @@ from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 import tensorflow as tf
+
+from components.example_batcher.example_wire import encode_records
 
 FORMAT = 'columnar_tf_example'
 METADATA_FILE_NAME = 'batched_examples.json'
@@ -126,23 +129,6 @@ def read_columns(
     return {name: np.concatenate(values) for name, values in parts.items()}
 
 
-def _feature(values: np.ndarray) -> tf.train.Feature:
-    flat = values.reshape(-1)
-    if flat.dtype == np.float32:
-        return tf.train.Feature(float_list=tf.train.FloatList(value=flat))
-    if flat.dtype == np.int64:
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=flat))
-    return tf.train.Feature(bytes_list=tf.train.BytesList(value=list(flat)))
-
-
-def encode_record(columns: Mapping[str, np.ndarray], start: int, stop: int) -> bytes:
-    """Examples `start:stop` of `columns` as one serialized, column-wise `tf.Example`."""
-    features = {name: _feature(values[start:stop]) for name, values in columns.items()}
-    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString(
-        deterministic=True
-    )
-
-
 def write_split(
     source_pattern: str,
     feature_spec: Mapping[str, tf.io.FixedLenFeature],
@@ -196,9 +182,9 @@ def write_split(
         try:
             record = 0
             for columns in _records_of(buckets.permuted(rng), examples_per_record):
-                rows = len(next(iter(columns.values())))
-                writers[record % num_files].write(encode_record(columns, 0, rows))
-                record += 1
+                for serialized in encode_records(columns, examples_per_record):
+                    writers[record % num_files].write(serialized)
+                    record += 1
         finally:
             for writer in writers:
                 writer.close()
@@ -315,18 +301,16 @@ def _unspill(f, strings: bool) -> np.ndarray:
 def _records_of(
     parts: Iterator[dict[str, np.ndarray]], examples_per_record: int
 ) -> Iterator[dict[str, np.ndarray]]:
-    """The rows of consecutive `parts`, cut into records of `examples_per_record` (the last may
-    hold fewer); a record may span two parts."""
+    """The rows of consecutive `parts`, regrouped so that every group but the last holds whole
+    records of `examples_per_record` rows; a record may span two parts."""
     carry: dict[str, np.ndarray] | None = None
     for part in parts:
         if carry is not None:
             part = {name: np.concatenate([carry[name], part[name]]) for name in part}
         rows = len(next(iter(part.values())))
         full = rows - rows % examples_per_record
-        for start in range(0, full, examples_per_record):
-            yield {
-                name: values[start : start + examples_per_record] for name, values in part.items()
-            }
+        if full:
+            yield {name: values[:full] for name, values in part.items()}
         carry = {name: values[full:] for name, values in part.items()} if full < rows else None
     if carry is not None:
         yield carry
