@@ -12,8 +12,10 @@ them with protobuf's own serialization).
 Wire format (tensorflow/core/example/example.proto, feature.proto): Example.features = 1;
 Features.feature = 1, a map whose entries are key = 1, value = 2; Feature is one of
 bytes_list = 1, float_list = 2, int64_list = 3; each list's values are field 1, packed for floats
-(little-endian float32) and int64s (varints, negatives as ten-byte two's complement), one field
-per value for bytes.
+(little-endian float32) and int64s (varints, `components/protobuf_varints`), one field per value
+for bytes. The ExampleGen's encoder (`example_gen/example_encoder.py`) writes one example per row
+from Arrow columns with missing cells; this one writes many examples per record from dense
+NumPy columns.
 """
 
 from __future__ import annotations
@@ -22,41 +24,24 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from components.protobuf_varints import put_varints, varint, varint_sizes
+
 _LENGTH_DELIMITED = {1: b'\x0a', 2: b'\x12', 3: b'\x1a'}  # field number -> tag (wire type 2)
 _BYTES_LIST, _FLOAT_LIST, _INT64_LIST = 1, 2, 3
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _field(number: int, payload: bytes) -> bytes:
-    return _LENGTH_DELIMITED[number] + _varint(len(payload)) + payload
+    return _LENGTH_DELIMITED[number] + varint(len(payload)) + payload
 
 
-def varints(values: np.ndarray) -> tuple[bytes, np.ndarray]:
+def _varints(values: np.ndarray) -> tuple[bytes, np.ndarray]:
     """int64 `values` as concatenated varints, and the byte offset where each value starts
     (one more offset at the end)."""
-    u = np.ascontiguousarray(values, dtype=np.int64).view(np.uint64)
-    lengths = np.ones(len(u), np.int64)
-    rest = u >> np.uint64(7)
-    while rest.any():
-        lengths += rest > 0
-        rest >>= np.uint64(7)
-    width = int(lengths.max(initial=1))
-    table = np.empty((len(u), width), np.uint8)
-    shifted = u.copy()
-    for k in range(width):
-        more = (k < lengths - 1).astype(np.uint8) << 7
-        table[:, k] = (shifted & np.uint64(0x7F)).astype(np.uint8) | more
-        shifted >>= np.uint64(7)
-    data = table[np.arange(width) < lengths[:, None]].tobytes()
-    return data, np.concatenate([[0], np.cumsum(lengths)])
+    unsigned = np.ascontiguousarray(values, dtype=np.int64).view(np.uint64)
+    offsets = np.concatenate([[0], np.cumsum(varint_sizes(unsigned))])
+    out = np.empty(int(offsets[-1]), np.uint8)
+    put_varints(out, offsets[:-1], unsigned)
+    return out.tobytes(), offsets
 
 
 def _column(values: np.ndarray) -> tuple[int, bytes, np.ndarray]:
@@ -65,7 +50,7 @@ def _column(values: np.ndarray) -> tuple[int, bytes, np.ndarray]:
     if flat.dtype == np.float32:
         return _FLOAT_LIST, flat.astype('<f4').tobytes(), np.arange(len(flat) + 1) * 4
     if flat.dtype == np.int64:
-        data, offsets = varints(flat)
+        data, offsets = _varints(flat)
         return _INT64_LIST, data, offsets
     fields = [_field(1, bytes(v)) for v in flat]
     offsets = np.concatenate([[0], np.cumsum([len(f) for f in fields], dtype=np.int64)])

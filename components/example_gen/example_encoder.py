@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from components.example_gen.feature_types import ColumnType
+from components.protobuf_varints import put_varints, varint, varint_sizes
 
 # tf.train.Feature field tags: bytes_list = 1, float_list = 2, int64_list = 3 (wire type 2).
 _BYTES_LIST_TAG, _FLOAT_LIST_TAG, _INT64_LIST_TAG = 0x0A, 0x12, 0x1A
@@ -41,34 +42,6 @@ class EncodedExamples(NamedTuple):
 
     def example(self, i: int) -> bytes:
         return self.buffer[self.starts[i] : self.ends[i]].tobytes()
-
-
-_VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], np.uint64)
-
-
-def varint_sizes(values: np.ndarray) -> np.ndarray:
-    """Bytes each unsigned 64-bit value takes as a protobuf varint."""
-    values = values.astype(np.uint64, copy=False)
-    return np.searchsorted(_VARINT_LIMITS, values, side='right').astype(np.int64) + 1
-
-
-def _put_varints(out: np.ndarray, cursor: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Writes `values` as varints at `cursor`; returns the advanced cursor."""
-    values = values.astype(np.uint64, copy=False)
-    if not len(values):
-        return cursor
-    if values.max() < 0x80:  # The common case: one byte each, one scatter.
-        out[cursor] = values.astype(np.uint8)
-        return cursor + 1
-    sizes = varint_sizes(values)
-    remaining = values.copy()
-    for j in range(int(sizes.max()) if len(sizes) else 0):
-        active = sizes > j
-        byte = (remaining & np.uint64(0x7F)).astype(np.uint8)
-        byte |= np.where(sizes > j + 1, np.uint8(0x80), np.uint8(0))
-        out[cursor[active] + j] = byte[active]
-        remaining >>= np.uint64(7)
-    return cursor + sizes
 
 
 def _put_constant(out: np.ndarray, cursor: np.ndarray, constant: bytes) -> np.ndarray:
@@ -117,21 +90,9 @@ def _prepare(name: str, column_type: ColumnType, array: pa.Array) -> _Column:
 
 def _entry_sizes(column: _Column) -> tuple[np.ndarray, np.ndarray]:
     """(size of the map entry body, size of the whole `feature` field) per row."""
-    key_part = 1 + len(_varint(len(column.key))) + len(column.key)
+    key_part = 1 + len(varint(len(column.key))) + len(column.key)
     body = key_part + 1 + varint_sizes(column.value_size) + column.value_size
     return body, 1 + varint_sizes(body) + body
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
 
 
 def _put_value(out: np.ndarray, cursor: np.ndarray, column: _Column) -> np.ndarray:
@@ -154,7 +115,7 @@ def _put_value(out: np.ndarray, cursor: np.ndarray, column: _Column) -> np.ndarr
         out[at] = (sizes + 2).astype(np.uint8)
         out[at + 1] = _LEN_TAG
         out[at + 2] = sizes.astype(np.uint8)
-        _put_varints(out, at + 3, values)
+        put_varints(out, at + 3, values)
     elif column.column_type == ColumnType.FLOAT:
         value_bytes = column.payload[valid].view(np.uint8).reshape(-1, 4)
         out[at] = 6
@@ -164,9 +125,9 @@ def _put_value(out: np.ndarray, cursor: np.ndarray, column: _Column) -> np.ndarr
             out[at + 3 + j] = value_bytes[:, j]
     else:
         offsets, data, lengths, list_size = column.payload
-        at = _put_varints(out, at, list_size[valid])
+        at = put_varints(out, at, list_size[valid])
         out[at] = _LEN_TAG
-        at = _put_varints(out, at + 1, lengths[valid])
+        at = put_varints(out, at + 1, lengths[valid])
         valid_lengths = lengths[valid]
         total = int(valid_lengths.sum())
         if total:
@@ -209,9 +170,9 @@ def encode_examples(
     out = np.zeros(int(record_size.sum()), np.uint8)
     starts = record_starts + prefix
     cursor = _put_constant(out, starts, bytes([_LEN_TAG]))
-    cursor = _put_varints(out, cursor, features_size)
+    cursor = put_varints(out, cursor, features_size)
     for column, (body_size, _) in zip(prepared, sizes):
-        key_part = bytes([_LEN_TAG]) + _varint(len(column.key)) + column.key + bytes([_VALUE_TAG])
+        key_part = bytes([_LEN_TAG]) + varint(len(column.key)) + column.key + bytes([_VALUE_TAG])
         if n and body_size.max() < 0x80 and column.value_size.max() < 0x80:
             # Usual case: both sizes fit one byte, so the whole entry header is one 2-D scatter.
             header = np.empty((n, len(key_part) + 3), np.uint8)
@@ -223,8 +184,8 @@ def encode_examples(
             cursor = cursor + header.shape[1]
         else:
             cursor = _put_constant(out, cursor, bytes([_LEN_TAG]))
-            cursor = _put_varints(out, cursor, body_size)
+            cursor = put_varints(out, cursor, body_size)
             cursor = _put_constant(out, cursor, key_part)
-            cursor = _put_varints(out, cursor, column.value_size)
+            cursor = put_varints(out, cursor, column.value_size)
         cursor = _put_value(out, cursor, column)
     return EncodedExamples(out, starts, starts + example_size)

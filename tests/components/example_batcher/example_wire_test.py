@@ -68,10 +68,3 @@ def test_records_parse_back_to_the_columns():
         [3, 4],
     ]
     assert list(parsed[2]['x'].float_list.value) == [8.0, 9.0]
-
-
-def test_varints_match_the_wire_format():
-    data, offsets = example_wire.varints(np.array([0, 1, 127, 128, 300, -1], np.int64))
-
-    assert data == b'\x00\x01\x7f\x80\x01\xac\x02' + b'\xff' * 9 + b'\x01'
-    assert offsets.tolist() == [0, 1, 2, 3, 5, 7, 17]

@@ -72,11 +72,6 @@ def test_bytes_equal_stock_deterministic_serialization(rows):
         assert encoded.example(i) == stock_example(row).SerializeToString(deterministic=True)
 
 
-def test_varint_sizes_at_boundaries():
-    values = np.array([0, 127, 128, 2**14 - 1, 2**14, 2**63, 2**64 - 1], np.uint64)
-    assert example_encoder.varint_sizes(values).tolist() == [1, 1, 2, 2, 3, 10, 10]
-
-
 def test_gzip_tfrecords_read_back_in_tensorflow(tmp_path):
     rows = [{'zeta': i, 'alpha': i / 3, 'mid': 'x' * i, 'empty': None} for i in range(50)]
     encoded = encode(rows, tfrecord_writer.HEADER_BYTES, tfrecord_writer.FOOTER_BYTES)
