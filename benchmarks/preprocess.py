@@ -6,9 +6,12 @@ ExampleGen's output for a taxi-like CSV of `--rows` rows):
 - `materialized`: stock Transform analyzes the train split, then transforms every split and
   materializes it as `tf.Example`s; the ExampleBatcher (`transform=False`) re-encodes those into
   its records. The pipeline's path before the ExampleBatcher applied the graph itself.
-- `graph only`: stock Transform analyzes only (`materialize=False`: it writes the graph); the
-  ExampleBatcher (`transform=True`) applies that graph to the raw examples in large batches while
-  writing its records. The pipeline's path now.
+- `graph only`: stock Transform analyzes only (`materialize=False`: it writes the graph) the
+  ExampleGen's Parquet copy of the examples (`parquet_examples`); the ExampleBatcher
+  (`transform=True`) applies that graph to the raw examples in large batches while writing its
+  records. The pipeline's path now. Writing the Parquet copy is this path's cost too: the
+  ExampleGen runs twice, without it (for `materialized`) and with it, and the difference is
+  counted in this path's total (`parquet_seconds`).
 
 Both use the pipeline's settings (no analyzer cache, no Transform statistics, Beam in memory)
 and run in this process, `graph only` first (so it, not the other, pays the first imports and
@@ -59,16 +62,22 @@ def _log(message: str) -> None:
     print(f'[bench preprocess {time.strftime("%H:%M:%S")}] {message}', flush=True)
 
 
-def _example_gen(input_dir: str, output_dir: str):
+def _example_gen(input_dir: str, output_dir: str, parquet: bool):
+    """Our ExampleGen's examples (and with `parquet` its Parquet copy), and its seconds."""
     from tfx.types import standard_artifacts
 
     from components.example_gen import executor, spec
 
-    examples = standard_artifacts.Examples()
-    examples.uri = output_dir
+    outputs = {spec.EXAMPLES_KEY: [standard_artifacts.Examples()]}
+    if parquet:
+        outputs[spec.PARQUET_EXAMPLES_KEY] = [standard_artifacts.Examples()]
+    for key, (artifact,) in outputs.items():
+        artifact.uri = os.path.join(output_dir, key)
     props = examplegen._exec_properties(input_dir, examplegen.SCHEMA)  # noqa: SLF001
-    executor.Executor().Do({}, {spec.EXAMPLES_KEY: [examples]}, props)
-    return examples
+    started = time.perf_counter()
+    executor.Executor().Do({}, outputs, props)
+    seconds = time.perf_counter() - started
+    return {key: artifact for key, (artifact,) in outputs.items()}, seconds
 
 
 def _batch(examples, transform_graph: str, output_dir: str, transform: bool) -> str:
@@ -93,13 +102,14 @@ def _batch(examples, transform_graph: str, output_dir: str, transform: bool) -> 
     return batched.uri
 
 
-def _run_path(path: str, examples, schema, config, output: str) -> dict:
-    """One path from raw examples to records; its seconds per stage and its records' URI."""
+def _run_path(path: str, examples, analyzed, schema, config, output: str) -> dict:
+    """One path from raw examples to records (Transform analyzing `analyzed`, the examples or
+    their Parquet copy); its seconds per stage and its records' URI."""
     from benchmarks import transform_runs as runs
 
     started = time.perf_counter()
     transformed = runs.run_transform(
-        [examples],
+        [analyzed],
         schema,
         os.path.join(output, path, 'transform'),
         config,
@@ -156,16 +166,18 @@ def write_chart(result: dict, path: str) -> None:
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(figsize=(7, 3))
+    stages = (
+        ('parquet_seconds', "ExampleGen's Parquet copy", 'tab:green'),
+        ('transform_seconds', 'Transform', 'tab:blue'),
+        ('batcher_seconds', 'ExampleBatcher', 'tab:orange'),
+    )
     for i, name in enumerate(PATHS):
         run = result['paths'][name]
-        axes.barh(i, run['transform_seconds'], color='tab:blue', label='Transform' if not i else '')
-        axes.barh(
-            i,
-            run['batcher_seconds'],
-            left=run['transform_seconds'],
-            color='tab:orange',
-            label='ExampleBatcher' if not i else '',
-        )
+        left = 0.0
+        for key, label, color in stages:
+            seconds = run.get(key, 0.0)
+            axes.barh(i, seconds, left=left, color=color, label=label if not i else '')
+            left += seconds
     axes.set_yticks(range(len(PATHS)), [p.replace('_', ' ') for p in PATHS])
     axes.set_xlabel('seconds')
     axes.set_title(
@@ -197,20 +209,36 @@ def _run(args: argparse.Namespace, output: str) -> int:
     import tensorflow_transform as tft
 
     from benchmarks import transform_runs as runs
+    from components.example_gen import spec
     from components.transform import feature_config as fc
 
-    examples = _example_gen(os.path.join(output, 'input'), os.path.join(output, 'examples'))
+    inputs = {}
+    for parquet in (False, True):
+        _log(f'ExampleGen {"with" if parquet else "without"} the Parquet copy')
+        inputs[parquet] = _example_gen(
+            os.path.join(output, 'input'),
+            os.path.join(output, 'example_gen_' + ('parquet' if parquet else 'examples')),
+            parquet,
+        )
+        _log(f'ExampleGen: {inputs[parquet][1]:.1f} s')
+    examples = inputs[False][0][spec.EXAMPLES_KEY]
+    parquet_seconds = max(0.0, inputs[True][1] - inputs[False][1])
     splits = ['train', 'eval']
     config = fc.load_feature_config(str(runs.TAXI_FEATURES), str(runs.TAXI_SCHEMA))
     schema = runs.schema_artifact(runs.TAXI_SCHEMA, os.path.join(output, 'schema'))
     measured = {}
     for path in PATHS:
         _log(f'{path}: Transform, then the ExampleBatcher')
-        measured[path] = _run_path(path, examples, schema, config, output)
+        analyzed = inputs[True][0][spec.PARQUET_EXAMPLES_KEY] if path == 'graph_only' else examples
+        measured[path] = _run_path(path, examples, analyzed, schema, config, output)
+        if path == 'graph_only':
+            measured[path]['parquet_seconds'] = parquet_seconds
+            measured[path]['seconds'] += parquet_seconds
         _log(
             f'{path}: {measured[path]["seconds"]:.1f} s (Transform '
             f'{measured[path]["transform_seconds"]:.1f} s, ExampleBatcher '
-            f'{measured[path]["batcher_seconds"]:.1f} s)'
+            f'{measured[path]["batcher_seconds"]:.1f} s, Parquet copy '
+            f'{measured[path].get("parquet_seconds", 0.0):.1f} s)'
         )
     _log('comparing the two sets of records row by row')
     feature_spec = tft.TFTransformOutput(
@@ -234,6 +262,10 @@ def _run(args: argparse.Namespace, output: str) -> int:
         'paths': {
             p: {k: v for k, v in m.items() if k.endswith('seconds')} for p, m in measured.items()
         },
+        'examplegen_seconds': {
+            'without_parquet': inputs[False][1],
+            'with_parquet': inputs[True][1],
+        },
         'materialized_over_graph_only': (
             measured['materialized']['seconds'] / measured['graph_only']['seconds']
         ),
@@ -242,12 +274,12 @@ def _run(args: argparse.Namespace, output: str) -> int:
         'finished_at': report.finished_at(),
     }
     result_path, chart_path = report.write_result(output, result, 'preprocess.png', write_chart)
-    print(f'\n{"path":<14}{"Transform":>11}{"Batcher":>10}{"total":>9}')
+    print(f'\n{"path":<14}{"Parquet":>9}{"Transform":>11}{"Batcher":>10}{"total":>9}')
     for path in PATHS:
         m = result['paths'][path]
         print(
-            f'{path:<14}{m["transform_seconds"]:>10.1f}s{m["batcher_seconds"]:>9.1f}s'
-            f'{m["seconds"]:>8.1f}s'
+            f'{path:<14}{m.get("parquet_seconds", 0.0):>8.1f}s{m["transform_seconds"]:>10.1f}s'
+            f'{m["batcher_seconds"]:>9.1f}s{m["seconds"]:>8.1f}s'
         )
     print(f'materialized / graph only: {result["materialized_over_graph_only"]:.2f}')
     for split, check in agree.items():

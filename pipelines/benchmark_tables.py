@@ -307,8 +307,10 @@ def pipeline_memory(*results: Result) -> list[str]:
 
 
 _PREPROCESS_PATHS = {
-    'materialized': 'Transform materializes; the ExampleBatcher re-encodes its output',
-    'graph_only': '**Transform writes the graph; the ExampleBatcher applies it** (the pipeline)',
+    'materialized': 'Transform materializes from the examples; the ExampleBatcher re-encodes '
+    'its output',
+    'graph_only': '**Transform analyzes the Parquet copy and writes the graph; the ExampleBatcher '
+    'applies it** (the pipeline)',
 }
 
 
@@ -316,10 +318,8 @@ def preprocess(result: Result) -> list[str]:
     rows = []
     for path, label in _PREPROCESS_PATHS.items():
         run = result['paths'][path]
-        rows.append(
-            [label]
-            + [f'{run[k]:,.1f} s' for k in ('transform_seconds', 'batcher_seconds', 'seconds')]
-        )
+        stages = ('parquet_seconds', 'transform_seconds', 'batcher_seconds', 'seconds')
+        rows.append([label] + [f'{run[k]:,.1f} s' if k in run else '–' for k in stages])
     checks = result['records_agree']
     verdicts = []
     for split, check in checks.items():
@@ -328,7 +328,16 @@ def preprocess(result: Result) -> list[str]:
             f'{split} {_n(check["rows"])} rows {verdict if check["equal"] else "**differ**"}'
         )
     return [
-        *_table(['raw examples to training records', 'Transform', 'ExampleBatcher', 'total'], rows),
+        *_table(
+            [
+                'raw examples to training records',
+                "ExampleGen's Parquet copy",
+                'Transform',
+                'ExampleBatcher',
+                'total',
+            ],
+            rows,
+        ),
         '',
         f'{_n(result["rows"])} rows; **{result["materialized_over_graph_only"]:.2f}×**. The two '
         f'sets of records, row by row: {", ".join(verdicts)}.',

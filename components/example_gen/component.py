@@ -51,10 +51,14 @@ class CsvExampleGen(base_beam_component.BaseBeamComponent):
     - Each split's TFDV statistics are computed from the columns as they are encoded and
       published as `statistics`, StatisticsGen's artifact (`Split-<name>/FeatureStats.pb`, TFDV's
       default options): a pipeline needs no StatisticsGen reading every example back.
+    - The same rows are written once more as Parquet (`parquet_examples`: an Examples artifact
+      of TFX's FORMAT_PARQUET payload, the columns as TFXIO decodes the examples, one row group
+      per chunk), for Transform to analyze without decoding every example in Python.
 
     Component `outputs` contains:
      - `examples`: Channel of type `standard_artifacts.Examples`.
      - `statistics`: Channel of type `standard_artifacts.ExampleStatistics`.
+     - `parquet_examples`: Channel of type `standard_artifacts.Examples`.
     """
 
     SPEC_CLASS = spec.CsvExampleGenSpec
@@ -126,5 +130,6 @@ class CsvExampleGen(base_beam_component.BaseBeamComponent):
             label_column=label_column or None,
             examples=types.Channel(type=standard_artifacts.Examples),
             statistics=types.Channel(type=standard_artifacts.ExampleStatistics),
+            parquet_examples=types.Channel(type=standard_artifacts.Examples),
         )
         super().__init__(spec=component_spec)

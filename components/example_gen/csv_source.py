@@ -8,8 +8,9 @@ chunks over workers, 'ConvertChunks' parses, encodes, splits and writes each chu
 own (one per split) and its rejected rows to the dead letter, and 'SumReports' adds the row
 counts into the summary file. With a statistics directory, each chunk's rows also go, as Arrow
 columns per split, to TFDV (`split_statistics`): StatisticsGen's output without reading the
-examples back. Without a schema, 'InferColumnTypes' first reads every chunk to
-type the columns as stock does.
+examples back; with a Parquet directory, to a Parquet file per chunk and split (`decoded_columns`),
+which Transform analyzes without decoding examples. Without a schema, 'InferColumnTypes' first
+reads every chunk to type the columns as stock does.
 
 Each chunk writes its own files instead of handing single examples to Beam: per-element Beam
 stages (partition, reshuffle, WriteToTFRecord) cost more than parsing and encoding together, so
@@ -38,6 +39,7 @@ from components.example_gen import (
     csv_dialect,
     csv_records,
     dead_letter,
+    decoded_columns,
     example_encoder,
     feature_types,
     split_assignment,
@@ -71,6 +73,8 @@ class CsvSourceConfig:
       compression_level: zlib level of the output files.
       statistics_dir: Directory that receives each split's TFDV statistics
         (`Split-<name>/FeatureStats.pb`), or None for none.
+      parquet_dir: Directory that receives each split's rows again as Parquet files
+        (`Split-<name>/data_parquet-*.parquet`, `decoded_columns`), or None for none.
     """
 
     input_splits: tuple[tuple[str, str], ...]
@@ -85,6 +89,7 @@ class CsvSourceConfig:
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
     compression_level: int = tfrecord_writer.DEFAULT_COMPRESSION_LEVEL
     statistics_dir: str | None = None
+    parquet_dir: str | None = None
 
     @property
     def split_names(self) -> list[str]:
@@ -309,10 +314,19 @@ class _ConvertChunk(beam.DoFn):
             keep = split_index == i
             count = int(keep.sum())
             written[split] = count
-            if count and config.statistics_dir is not None:
-                batches.append(
-                    (split, split_statistics.record_batch(converted.columns, column_types, keep))
-                )
+            if count and (config.statistics_dir or config.parquet_dir):
+                batch = decoded_columns.record_batch(converted.columns, column_types, keep)
+                if config.statistics_dir:
+                    batches.append((split, batch))
+                if config.parquet_dir:
+                    write_atomically(
+                        os.path.join(
+                            config.parquet_dir,
+                            f'Split-{split}',
+                            f'{decoded_columns.PARQUET_FILE_PREFIX}-{stem}.parquet',
+                        ),
+                        decoded_columns.parquet_bytes(batch),
+                    )
             if count:
                 payload = tfrecord_writer.gzip_bytes(
                     tfrecord_writer.select_records(encoded, keep), config.compression_level
@@ -375,7 +389,10 @@ class CsvToExampleFiles(beam.PTransform):
             if name and name not in self._names:
                 raise ValueError(f'{parameter} {name!r} is not a column: {list(self._names)}')
         for directory in [
-            os.path.join(config.examples_dir, f'Split-{split}') for split in config.split_names
+            os.path.join(output_dir, f'Split-{split}')
+            for output_dir in (config.examples_dir, config.parquet_dir)
+            if output_dir
+            for split in config.split_names
         ] + [config.dead_letter_dir]:
             if not FileSystems.exists(directory):
                 FileSystems.mkdirs(directory)

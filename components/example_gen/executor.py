@@ -31,6 +31,7 @@ from components.example_gen import (
     csv_dialect,
     csv_source,
     dead_letter,
+    decoded_columns,
     feature_types,
     serialized_examples,
     spec,
@@ -193,16 +194,23 @@ class Executor(BaseExampleGenExecutor):
     ) -> None:
         self._log_startup(input_dict, output_dict, exec_properties)
         examples = artifact_utils.get_single_instance(output_dict[spec.EXAMPLES_KEY])
-        # The component always has the statistics output; a direct caller may leave it out.
+        # The component always has the statistics and Parquet outputs; a direct caller may leave
+        # them out.
         statistics = (
             artifact_utils.get_single_instance(output_dict[spec.STATISTICS_KEY])
             if output_dict.get(spec.STATISTICS_KEY)
+            else None
+        )
+        parquet_examples = (
+            artifact_utils.get_single_instance(output_dict[spec.PARQUET_EXAMPLES_KEY])
+            if output_dict.get(spec.PARQUET_EXAMPLES_KEY)
             else None
         )
         exec_properties = resolve_input_span(exec_properties, examples)
         config = dataclasses.replace(
             config_from_exec_properties(exec_properties, examples.uri),
             statistics_dir=statistics.uri if statistics else None,
+            parquet_dir=parquet_examples.uri if parquet_examples else None,
         )
         with self._make_beam_pipeline() as pipeline:
             _ = pipeline | 'CsvToExampleFiles' >> csv_source.CsvToExampleFiles(config)
@@ -229,8 +237,20 @@ class Executor(BaseExampleGenExecutor):
             )
         examples_utils.set_payload_format(examples, example_gen_pb2.FORMAT_TF_EXAMPLE)
         examples_utils.set_file_format(examples, 'tfrecords_gzip')
-        examples.set_int_custom_property(spec.ROWS_READ_PROPERTY, summary['rows_read'])
-        examples.set_int_custom_property(spec.ROWS_REJECTED_PROPERTY, summary['rows_rejected'])
-        examples.set_int_custom_property(spec.ROWS_WRITTEN_PROPERTY, summary['rows_written'])
-        for split, count in summary['rows_written_per_split'].items():
-            examples.set_int_custom_property(spec.ROWS_WRITTEN_SPLIT_PROPERTY_PREFIX + split, count)
+        _record_rows(examples, summary)
+        if parquet_examples:
+            # Everything a reader of `examples` finds on it, the formats aside.
+            parquet_examples.split_names = examples.split_names
+            parquet_examples.span = examples.span
+            parquet_examples.version = examples.version
+            examples_utils.set_payload_format(parquet_examples, example_gen_pb2.FORMAT_PARQUET)
+            examples_utils.set_file_format(parquet_examples, decoded_columns.PARQUET_FILE_FORMAT)
+            _record_rows(parquet_examples, summary)
+
+
+def _record_rows(examples: types.Artifact, summary: dict[str, Any]) -> None:
+    examples.set_int_custom_property(spec.ROWS_READ_PROPERTY, summary['rows_read'])
+    examples.set_int_custom_property(spec.ROWS_REJECTED_PROPERTY, summary['rows_rejected'])
+    examples.set_int_custom_property(spec.ROWS_WRITTEN_PROPERTY, summary['rows_written'])
+    for split, count in summary['rows_written_per_split'].items():
+        examples.set_int_custom_property(spec.ROWS_WRITTEN_SPLIT_PROPERTY_PREFIX + split, count)

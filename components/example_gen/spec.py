@@ -21,6 +21,9 @@ OUTPUT_FILE_FORMAT_KEY = standard_component_specs.OUTPUT_FILE_FORMAT_KEY
 EXAMPLES_KEY = standard_component_specs.EXAMPLES_KEY
 # Each split's TFDV statistics, as StatisticsGen writes them (`split_statistics`).
 STATISTICS_KEY = standard_component_specs.STATISTICS_KEY
+# The same rows as `examples`, as Parquet files of Arrow columns (TFX's FORMAT_PARQUET payload, one
+# row group per chunk): what Transform analyzes (`decoded_columns`).
+PARQUET_EXAMPLES_KEY = 'parquet_examples'
 # StatisticsGen's property on its artifact: {split: sample rate} (tfx.components.statistics_gen).
 SAMPLE_RATE_BY_SPLIT_PROPERTY = 'sample_rate_by_split'
 
@@ -74,4 +77,5 @@ class CsvExampleGenSpec(ComponentSpec):
     OUTPUTS = {
         EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),
         STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics),
+        PARQUET_EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),
     }

@@ -154,10 +154,11 @@ def test_kubeflow_yaml_carries_the_components_parameters(kubeflow_yaml):
     assert transform['inputs']['parameters']['preprocessing_fn'] == {
         'runtimeValue': {'constant': PREPROCESSING_FN}
     }
-    assert (
-        transform['inputs']['artifacts']['examples']['taskOutputArtifact']['outputArtifactKey']
-        == 'examples'
-    )
+    # Transform analyzes the ExampleGen's Parquet copy of the examples.
+    assert transform['inputs']['artifacts']['examples']['taskOutputArtifact'] == {
+        'producerTask': 'CsvExampleGen',
+        'outputArtifactKey': 'parquet_examples',
+    }
     evaluator = json_format.MessageToDict(spec.root.dag.tasks['Evaluator'])
     eval_config = json.loads(
         evaluator['inputs']['parameters']['eval_config']['runtimeValue']['constant']
