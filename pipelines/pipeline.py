@@ -232,6 +232,8 @@ def create_pipeline(
         null_markers=config.example_gen.null_markers,
         max_bad_fraction=config.example_gen.max_bad_fraction,
         label_column=label.column if isinstance(label, fc.ColumnLabel) else None,
+        # What Transform analyzes (below).
+        parquet_copy=True,
     )
     # The ExampleGen computes each split's statistics as it encodes the rows: what StatisticsGen
     # would compute by reading every example back (`components.example_gen.split_statistics`).

@@ -51,14 +51,15 @@ class CsvExampleGen(base_beam_component.BaseBeamComponent):
     - Each split's TFDV statistics are computed from the columns as they are encoded and
       published as `statistics`, StatisticsGen's artifact (`Split-<name>/FeatureStats.pb`, TFDV's
       default options): a pipeline needs no StatisticsGen reading every example back.
-    - The same rows are written once more as Parquet (`parquet_examples`: an Examples artifact
-      of TFX's FORMAT_PARQUET payload, the columns as TFXIO decodes the examples, one row group
-      per chunk), for Transform to analyze without decoding every example in Python.
+    - With `parquet_copy`, the same rows are written once more as Parquet (`parquet_examples`: an
+      Examples artifact of TFX's FORMAT_PARQUET payload, the columns as TFXIO decodes the
+      examples, one row group per chunk, with the span, version and row counts of `examples`),
+      for Transform to analyze without decoding every example in Python.
 
     Component `outputs` contains:
      - `examples`: Channel of type `standard_artifacts.Examples`.
      - `statistics`: Channel of type `standard_artifacts.ExampleStatistics`.
-     - `parquet_examples`: Channel of type `standard_artifacts.Examples`.
+     - `parquet_examples` (with `parquet_copy`): Channel of type `standard_artifacts.Examples`.
     """
 
     SPEC_CLASS = spec.CsvExampleGenSpec
@@ -78,6 +79,7 @@ class CsvExampleGen(base_beam_component.BaseBeamComponent):
         null_markers: Sequence[str] | None = None,
         max_bad_fraction: float = 0.0,
         label_column: str | None = None,
+        parquet_copy: bool = False,
     ):
         """Constructs a CsvExampleGen.
 
@@ -98,6 +100,8 @@ class CsvExampleGen(base_beam_component.BaseBeamComponent):
             component fails.
           label_column: The label's column (any name, spaces included); rows without a valid
             label go to the dead letter. None when there is no label to check.
+          parquet_copy: Also write the rows as Parquet (`parquet_examples`), what the pipeline's
+            Transform analyzes.
 
         Raises:
           ValueError: naming the parameter that is invalid.
@@ -130,6 +134,8 @@ class CsvExampleGen(base_beam_component.BaseBeamComponent):
             label_column=label_column or None,
             examples=types.Channel(type=standard_artifacts.Examples),
             statistics=types.Channel(type=standard_artifacts.ExampleStatistics),
-            parquet_examples=types.Channel(type=standard_artifacts.Examples),
+            parquet_examples=(
+                types.Channel(type=standard_artifacts.Examples) if parquet_copy else None
+            ),
         )
         super().__init__(spec=component_spec)

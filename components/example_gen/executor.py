@@ -180,6 +180,14 @@ def resolve_input_span(exec_properties: dict[str, Any], examples: types.Artifact
     return resolved
 
 
+# What TFX's ExampleGen driver records on `examples` (`driver.update_output_artifact`).
+_DRIVER_PROPERTIES = (
+    utils.SPAN_PROPERTY_NAME,
+    utils.VERSION_PROPERTY_NAME,
+    utils.FINGERPRINT_PROPERTY_NAME,
+)
+
+
 class Executor(BaseExampleGenExecutor):
     """Converts CSV files to GZIP TFRecord tf.Example splits plus a dead letter."""
 
@@ -243,6 +251,12 @@ class Executor(BaseExampleGenExecutor):
             parquet_examples.split_names = examples.split_names
             parquet_examples.span = examples.span
             parquet_examples.version = examples.version
+            # The driver's (or `resolve_input_span`'s) span, version and input fingerprint.
+            for key in _DRIVER_PROPERTIES:
+                if examples.has_custom_property(key):
+                    parquet_examples.mlmd_artifact.custom_properties[key].CopyFrom(
+                        examples.mlmd_artifact.custom_properties[key]
+                    )
             examples_utils.set_payload_format(parquet_examples, example_gen_pb2.FORMAT_PARQUET)
             examples_utils.set_file_format(parquet_examples, decoded_columns.PARQUET_FILE_FORMAT)
             _record_rows(parquet_examples, summary)

@@ -77,5 +77,6 @@ class CsvExampleGenSpec(ComponentSpec):
     OUTPUTS = {
         EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),
         STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics),
-        PARQUET_EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),
+        # Only when the component is asked for it (`parquet_copy`).
+        PARQUET_EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples, optional=True),
     }

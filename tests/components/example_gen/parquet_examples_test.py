@@ -109,6 +109,35 @@ def test_missing_cells_and_an_untyped_column_equal_the_decoded_examples(tmp_path
     _assert_same_rows(examples, parquet_examples)
 
 
+def test_the_copy_is_an_output_only_when_asked_for():
+    """A user of the component alone gets stock ExampleGen's outputs; the pipeline asks."""
+    assert spec.PARQUET_EXAMPLES_KEY not in component.CsvExampleGen(input_base=FIXTURES).outputs
+    asked = component.CsvExampleGen(input_base=FIXTURES, parquet_copy=True).outputs
+    assert asked[spec.PARQUET_EXAMPLES_KEY].type_name == 'Examples'
+
+
+def test_a_spans_copy_carries_its_span_version_and_input_fingerprint(tmp_path):
+    """A reader that finds the Parquet copy (the pipeline's Transform, its run summary) sees
+    the span the examples were read from, as the driver records it on `examples`."""
+    for span, name in ((3, 'crlf.csv'), (4, 'empty_cells.csv')):
+        directory = tmp_path / 'input' / f'span-{span}'
+        directory.mkdir(parents=True)
+        shutil.copy(os.path.join(FIXTURES, name), directory / 'data.csv')
+    examples, parquet_examples = _example_gen(
+        str(tmp_path / 'input'),
+        str(tmp_path),
+        input_config=example_gen_pb2.Input(
+            splits=[example_gen_pb2.Input.Split(name='single_split', pattern='span-{SPAN}/*')]
+        ),
+    )
+    _assert_same_rows(examples, parquet_examples)
+    assert examples.get_int_custom_property('span') == 4
+    for key in ('span', 'version', 'input_fingerprint'):
+        assert examples.has_custom_property(key) == (key != 'version'), key
+        if examples.has_custom_property(key):
+            assert parquet_examples.get_custom_property(key) == examples.get_custom_property(key)
+
+
 @pytest.mark.integration
 def test_transform_analyzing_the_parquet_writes_the_graph_of_the_examples(taxi):
     """Stock Transform, the pipeline's settings and the taxi feature config (z-scores,
