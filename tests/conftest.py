@@ -113,3 +113,24 @@ def taxi_pipeline_run(tmp_path_factory) -> PipelineRun:
         trainer={'training': {'train_steps': 150, 'eval_steps': 10}},
     )
     return PipelineRun(sample_dir, config, run_local(config))
+
+
+@pytest.fixture(scope='session')
+def s3_store(tmp_path_factory):
+    """An S3 endpoint on 127.0.0.1 (moto's server), one per test process, started on first use;
+    its variables set in this process's environment, so that the processes a test starts (tasks,
+    replicas) reach it too. Each test makes its own bucket (`new_bucket`)."""
+    from tests.object_store import s3_endpoint
+
+    log_path = str(tmp_path_factory.mktemp('s3') / 'moto.log')
+    with s3_endpoint(log_path) as store:
+        saved = {k: os.environ.get(k) for k in store.environment()}
+        os.environ.update(store.environment())
+        try:
+            yield store
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
