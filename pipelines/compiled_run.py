@@ -1,14 +1,20 @@
 """`asynctrain run --compiled pipeline.yaml`: a compiled PipelineSpec run on this machine, task by
 task, as open-source Kubeflow Pipelines 2.x would run it.
 
-A smoke test before uploading, and the project's proof that the compiled pipeline runs:
+A smoke test before uploading, and the project's proof that the compiled pipeline runs, on the
+KFP line `--kfp-version` names (`kfp_profiles`; the newest by default):
 
-1. the spec is refused for what the open-source backend refuses, with its reasons (`kfp_rules`);
+1. the spec is refused for what the open-source backend refuses, with its reasons (`kfp_rules`),
+   and a pipeline root the launcher cannot stage artifacts under with the launcher's own
+   message (`kfp_launcher.check_pipeline_root`);
 2. the root DAG's tasks run one at a time in dependency order; each runs its container's own
-   command and arguments (TFX's Kubeflow V2 entrypoint), `python` being this interpreter, with
-   `{{$}}` the ExecutorInput the driver would build (`kfp_driver`);
-3. after each task, its outputs are what the launcher publishes: the driver's URIs, merged with
-   the executor's output file, through ML Metadata's value types, then handed downstream.
+   command and arguments, `python` being this interpreter, with `{{$}}` the ExecutorInput the
+   driver would build (`kfp_driver`), in a pod of its own (`compiled_task`): its `/s3`,
+   `/minio`, `/gcs` and `/tmp/kfp_outputs` hold only what the launcher downloaded from the
+   object store for it (`kfp_launcher`);
+3. after each task the launcher uploads its outputs' local paths to their URIs, and its outputs
+   are what ML Metadata hands downstream: the driver's URIs merged with the executor's output
+   file, through ML Metadata's value types, with an empty type schema.
 
 The container image is not pulled: the checkout's own code and `.venv` stand for it (the image is
 built from them, `kubeflow/Dockerfile`). In the Trainer's `tfjob` cluster mode the TFJob runs as
@@ -24,6 +30,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from typing import Any, TextIO
@@ -31,7 +38,7 @@ from typing import Any, TextIO
 import yaml
 
 from components import console
-from pipelines import kfp_driver, kfp_rules
+from pipelines import compiled_task, kfp_driver, kfp_launcher, kfp_profiles, kfp_rules
 
 
 class CompiledTaskFailed(RuntimeError):
@@ -72,6 +79,7 @@ class CompiledRun:
       run_root: `<pipeline root>/<pipeline name>/<run id>`, under which every output lies.
       log_dir: One log per task, and `run.json` (this record).
       tasks: The tasks in the order they ran.
+      kfp_version: The KFP line the run followed (`kfp_profiles.PROFILES`).
     """
 
     pipeline_name: str
@@ -79,6 +87,7 @@ class CompiledRun:
     run_root: str
     log_dir: str
     tasks: tuple[TaskRun, ...]
+    kfp_version: str = kfp_profiles.NEWEST
 
     def artifact(self, task: str, output: str) -> dict[str, Any]:
         """The one artifact `task` published as `output`."""
@@ -186,28 +195,26 @@ class TaskProcesses:
                 text=True,
             )
 
-    def run(self, argv: list[str], env: dict[str, str], log_path: str) -> int:
-        """The command's exit status; its stdout and stderr go to `log_path`."""
-        if self._fresh or argv[1:2] != ['-m']:
-            if self._tfjob_log_dir and argv[1:2] == ['-m']:
-                argv = [
-                    sys.executable,
-                    '-c',
-                    'import sys; from pipelines import compiled_task; '
-                    'compiled_task.run_module_argv(sys.argv[2:], sys.argv[1])',
-                    self._tfjob_log_dir,
-                    *argv[1:],
-                ]
-            with open(log_path, 'w', encoding='utf-8') as log:
-                return subprocess.call(
-                    argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-                )
+    def run(self, argv: list[str], env: dict[str, str], log_path: str, pod_root: str) -> int:
+        """The command's exit status; its stdout and stderr go to `log_path`; it sees the pod
+        paths under `pod_root` (`compiled_task.enter_pod`)."""
         request = {
-            'argv': argv[1:],
+            # The interpreter is the task process itself; any other program replaces it.
+            'argv': argv[1:] if argv[0] == sys.executable else argv,
             'env': env,
             'log_path': os.path.abspath(log_path),
             'tfjob_log_dir': self._tfjob_log_dir,
+            'pod_root': pod_root,
         }
+        if self._fresh or argv[1:2] != ['-m']:
+            with open(log_path, 'w', encoding='utf-8') as log:
+                return subprocess.call(
+                    [sys.executable, '-m', 'pipelines.compiled_task', '--run', json.dumps(request)],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                )
         self._server.stdin.write(json.dumps(request) + '\n')
         self._server.stdin.flush()
         reply = self._server.stdout.readline()
@@ -222,27 +229,78 @@ class TaskProcesses:
             self._server_log.close()
 
 
-def _run_task(
-    name: str,
-    argv: list[str],
-    env: dict[str, str],
-    log_path: str,
+@dataclasses.dataclass(frozen=True)
+class _Task:
+    """One container task as the driver hands it to the launcher.
+
+    Attributes:
+      name: The task's name in the root DAG.
+      component: Its ComponentSpec.
+      container: Its executor's container.
+      executor_input: The `{{$}}` ExecutorInput, as the launcher parses it.
+      log_path: Its log.
+    """
+
+    name: str
+    component: dict[str, Any]
+    container: dict[str, Any]
+    executor_input: dict[str, Any]
+    log_path: str
+
+
+def _launch(
+    task: _Task,
+    run: kfp_driver.RunContext,
     processes: TaskProcesses,
+    store: kfp_launcher.ObjectStore,
     out: TextIO,
     prefix: str,
-) -> float:
-    print(f'{prefix}: running...', file=out, flush=True)
-    started = time.monotonic()
-    elapsed = console.ElapsedLine(prefix, out)
+) -> tuple[float, dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """The launcher around one task, in a pod of its own: inputs downloaded, the command run,
+    outputs uploaded. Returns (seconds, output parameters, the outputs ML Metadata records).
+
+    Raises:
+      CompiledTaskFailed: the command failed, or the launcher failed the task after it (its
+        message appended to the task's log, as it is in a pod's log).
+    """
+    pod = kfp_launcher.Pod(tempfile.mkdtemp(prefix=f'asynctrain-pod-{task.name}-'))
     try:
-        returncode = processes.run(argv, env, log_path)
+        pod.make()
+        kfp_launcher.download_inputs(task.executor_input, pod, store, run.profile)
+        kfp_launcher.prepare_output_folders(task.executor_input, pod)
+        provisioned = {
+            name: artifacts['artifacts']
+            for name, artifacts in task.executor_input['outputs'].get('artifacts', {}).items()
+        }
+        argv = _argv(task.container, json.dumps(task.executor_input, separators=(',', ':')))
+        env = {**os.environ, **{e['name']: e['value'] for e in task.container.get('env', [])}}
+        print(f'{prefix}: running...', file=out, flush=True)
+        started = time.monotonic()
+        elapsed = console.ElapsedLine(prefix, out)
+        try:
+            returncode = processes.run(argv, env, task.log_path, pod.root)
+        finally:
+            elapsed.close()
+        seconds = time.monotonic() - started
+        kfp_launcher.write_executor_logs(provisioned, pod, task.log_path)
+        if returncode != 0:
+            kfp_launcher.upload_outputs(provisioned, pod, store, False, run.profile)
+            raise CompiledTaskFailed(task.name, returncode, task.log_path)
+        try:
+            written = kfp_launcher.executor_output(task.executor_input, pod)
+            parameters = kfp_launcher.collect_output_parameters(
+                task.executor_input, written, task.component, pod
+            )
+            merged = kfp_driver.merge_executor_output(provisioned, written)
+            recorded = kfp_launcher.upload_outputs(merged, pod, store, True, run.profile)
+        except (RuntimeError, ValueError, OSError) as e:
+            with open(task.log_path, 'a', encoding='utf-8') as log:
+                log.write(f'\nlauncher: failed to execute component: {e}\n')
+            raise CompiledTaskFailed(task.name, 1, task.log_path) from e
     finally:
-        elapsed.close()
-    seconds = time.monotonic() - started
-    if returncode != 0:
-        raise CompiledTaskFailed(name, returncode, log_path)
+        shutil.rmtree(pod.root, ignore_errors=True)
     print(f'{prefix}: done in {seconds:.1f}s', file=out, flush=True)
-    return seconds
+    return seconds, parameters, recorded
 
 
 def _modules(spec: dict[str, Any]) -> list[str]:
@@ -268,46 +326,55 @@ def run_compiled(
     log_dir: str | None = None,
     tfjob_local: bool = False,
     fresh_processes: bool = False,
+    kfp_version: str = kfp_profiles.NEWEST,
     out: TextIO | None = None,
 ) -> CompiledRun:
     """Runs the compiled pipeline in `spec_path` task by task; returns what each task published.
 
     Args:
       spec_path: A PipelineSpec YAML (`asynctrain compile --target kubeflow`).
-      pipeline_root: Replaces the spec's `defaultPipelineRoot` (a local directory for a smoke
-        test of a spec compiled for a bucket).
+      pipeline_root: Replaces the spec's `defaultPipelineRoot`: an s3:// or minio:// URI, at
+        the S3 endpoint that `AWS_ENDPOINT_URL` names.
       run_id: The run's id; a new `run-<time>-<hex>` by default.
       log_dir: Where each task's log goes; `runs/compiled/<pipeline>/<run id>` by default.
       tfjob_local: Run the Trainer's TFJob (`distribution.cluster: tfjob`) as local processes.
       fresh_processes: Start every task's command as a new process, as a pod would, instead of
         forking it from a process that imported the task modules once (the same code, run
         from the same modules; 15-20 s less per task).
+      kfp_version: The KFP line whose driver and launcher to follow (`kfp_profiles.PROFILES`).
       out: Where progress lines go (stdout by default).
 
     Raises:
       kfp_rules.SpecRefused: open-source KFP would refuse the spec.
-      ValueError: the spec has no pipeline root, or a task input the driver cannot resolve.
+      kfp_launcher.StagingRefused: the launcher could not stage artifacts under the root.
+      compiled_task.PodUnavailable: tasks cannot have mount namespaces of their own here.
+      ValueError: the spec has no pipeline root, an unknown `kfp_version`, or a task input the
+        driver cannot resolve.
       CompiledTaskFailed: a task's command exited non-zero; the tasks after it did not run.
     """
     out = out or sys.stdout
+    profile = kfp_profiles.profile(kfp_version)
     spec = load_spec(spec_path)
     kfp_rules.check(spec)
     root = pipeline_root or spec.get('defaultPipelineRoot')
     if not root:
         raise ValueError(f'{spec_path}: no defaultPipelineRoot; give --pipeline-root')
+    kfp_launcher.check_pipeline_root(root)
+    compiled_task.check_pods()
     name = spec['pipelineInfo']['name']
     run = kfp_driver.RunContext(
         pipeline_name=name,
         run_id=run_id or time.strftime('run-%Y%m%d-%H%M%S-') + uuid.uuid4().hex[:6],
         pipeline_root=root,
+        profile=profile,
     )
     log_dir = log_dir or os.path.join('runs', 'compiled', name, run.run_id)
     os.makedirs(log_dir, exist_ok=True)
     order = task_order(spec)
     print(
         f'asynctrain: running compiled pipeline {name!r} ({len(order)} tasks) as open-source '
-        f'KFP would\n            run {run.run_id}, root {kfp_driver.run_root(run)}\n'
-        f'            logs {log_dir}',
+        f'{profile.describe()} would\n            run {run.run_id}, root {kfp_driver.run_root(run)}'
+        f'\n            logs {log_dir}',
         file=out,
         flush=True,
     )
@@ -316,7 +383,9 @@ def run_compiled(
         finished = _run_tasks(spec, run, order, log_dir, processes, out)
     finally:
         processes.close()
-    result = CompiledRun(name, run.run_id, kfp_driver.run_root(run), log_dir, tuple(finished))
+    result = CompiledRun(
+        name, run.run_id, kfp_driver.run_root(run), log_dir, tuple(finished), profile.version
+    )
     with open(os.path.join(log_dir, 'run.json'), 'w', encoding='utf-8') as f:
         json.dump(dataclasses.asdict(result), f, indent=2)
     return result
@@ -333,7 +402,7 @@ def _run_tasks(
     tasks = spec['root']['dag']['tasks']
     executors = spec['deploymentSpec']['executors']
     pipeline_inputs = kfp_driver.pipeline_inputs(spec)
-    env = dict(os.environ)
+    store = kfp_launcher.ObjectStore()
     published: dict[str, dict[str, list[dict[str, Any]]]] = {}
     # Each task's output parameters, as the launcher publishes them from its executor output.
     output_parameters: dict[str, dict[str, Any]] = {}
@@ -353,45 +422,43 @@ def _run_tasks(
             ]
             for key, value in task.get('inputs', {}).get('artifacts', {}).items()
         }
-        task_root = kfp_driver.task_root(run, task_name)
-        outputs = kfp_driver.output_artifacts(component, task_root)
         log_path = os.path.join(log_dir, f'{task_name}.log')
         if 'importer' in executor:
-            merged = _import(executor['importer'], parameters, outputs)
-            executor_output = {}
+            recorded = _import(executor['importer'], parameters, component)
+            output_parameters[task_name] = {}
             seconds = 0.0
             print(f'{prefix}: imported', file=out, flush=True)
         else:
-            output_file = kfp_driver.output_uri(task_root, 'output_metadata.json')
-            os.makedirs(task_root, exist_ok=True)
-            invocation = kfp_driver.executor_input(parameters, inputs, outputs, output_file)
-            argv = _argv(executor['container'], invocation)
-            task_env = {
-                **env,
-                **{e['name']: e['value'] for e in executor['container'].get('env', [])},
-            }
-            seconds = _run_task(task_name, argv, task_env, log_path, processes, out, prefix)
-            executor_output = {}
-            if os.path.exists(output_file):
-                with open(output_file, encoding='utf-8') as f:
-                    executor_output = json.load(f)
-            merged = kfp_driver.merge_executor_output(outputs, executor_output)
-        output_parameters[task_name] = executor_output.get('parameterValues', {})
+            task_root = kfp_driver.task_root(run, task_name)
+            task_outputs = kfp_driver.outputs(component, task_root, run.profile)
+            launched = _Task(
+                task_name,
+                component,
+                executor['container'],
+                json.loads(kfp_driver.executor_input(parameters, inputs, task_outputs)),
+                log_path,
+            )
+            seconds, output_parameters[task_name], recorded = _launch(
+                launched, run, processes, store, out, prefix
+            )
         published[task_name] = {}
-        for key, artifacts in merged.items():
+        for key, artifacts in recorded.items():
             published[task_name][key] = []
             for artifact in artifacts:
-                published[task_name][key].append(kfp_driver.published(artifact, next_id))
+                published[task_name][key].append(
+                    kfp_driver.published(artifact, next_id, key, run.profile)
+                )
                 next_id += 1
         finished.append(TaskRun(task_name, seconds, log_path, published[task_name]))
     return finished
 
 
 def _import(
-    importer: dict[str, Any], parameters: dict[str, Any], outputs: dict[str, list[dict[str, Any]]]
+    importer: dict[str, Any], parameters: dict[str, Any], component: dict[str, Any]
 ) -> dict[str, list[dict[str, Any]]]:
-    """An importer task (`driver.Importer`): its one output artifact at the URI it names, a
-    constant or one of the task's input parameters."""
+    """An importer task (`driver.Importer`, `component/importer_launcher.go`): its one output
+    artifact at the URI it names, a constant or one of the task's input parameters, recorded
+    in ML Metadata as it is; nothing is staged or copied."""
     artifact_uri = importer.get('artifactUri', {})
     uri = (
         parameters.get(artifact_uri['runtimeParameter'])
@@ -400,12 +467,8 @@ def _import(
     )
     if not isinstance(uri, str) or not uri:
         raise ValueError(f'importer: artifactUri {artifact_uri} gives no URI')
-    (key,) = outputs
-    artifact = {
-        **outputs[key][0],
-        'uri': uri,
-        'type': importer.get('typeSchema', outputs[key][0]['type']),
-    }
+    ((key, definition),) = component['outputDefinitions']['artifacts'].items()
+    artifact = {'uri': uri, 'type': importer.get('typeSchema', definition['artifactType'])}
     if importer.get('metadata'):
         artifact['metadata'] = importer['metadata']
     return {key: [artifact]}

@@ -13,7 +13,7 @@ import argparse
 import dataclasses
 import sys
 
-from pipelines import dataset_spec
+from pipelines import dataset_spec, kfp_profiles
 from pipelines.config import BUNDLED_DATA, ConfigError, load_config
 
 
@@ -66,7 +66,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '--pipeline-root',
         metavar='DIR',
         default=None,
-        help="with --compiled: replaces the spec's defaultPipelineRoot",
+        help="with --compiled: replaces the spec's defaultPipelineRoot (s3:// or minio://, at "
+        'the S3 endpoint in AWS_ENDPOINT_URL, as the launcher stages artifacts only there)',
+    )
+    compiled.add_argument(
+        '--kfp-version',
+        choices=tuple(kfp_profiles.PROFILES),
+        default=kfp_profiles.NEWEST,
+        help='with --compiled: the open-source KFP line whose driver and launcher to follow: '
+        '2.0 (2.0.x, Kubeflow 1.8), 2.5 (2.5.0-2.14.x) or 2.17 (2.15 and later; the default)',
     )
     compiled.add_argument(
         '--run-id', default=None, help='with --compiled: the run id (default: run-<time>-<hex>)'
@@ -176,6 +184,7 @@ def run_compiled(args: argparse.Namespace) -> int:
             run_id=args.run_id,
             tfjob_local=args.tfjob_local,
             fresh_processes=args.fresh_processes,
+            kfp_version=getattr(args, 'kfp_version', kfp_profiles.NEWEST),
         )
     except (kfp_rules.SpecRefused, ValueError, OSError) as e:
         print(f'asynctrain run: {args.compiled}: {e}', file=sys.stderr)

@@ -1,0 +1,320 @@
+"""What the open-source KFP 2.x launcher does in a task's pod around the user's command, on this
+machine: input artifacts downloaded from the object store to their local staging paths before
+the command runs, the output folders made, and after it each output's local path uploaded to
+its URI, its output parameters collected.
+
+Read from kubeflow/pipelines `backend/src/v2/component/launcher_v2.go` (`execute`,
+`downloadArtifacts`, `prepareOutputFolders`, `getExecutorOutputFile`, `collectOutputParameters`,
+`uploadOutputArtifacts`) and `backend/src/v2/objectstore/object_store.go` (`DownloadBlob`,
+`UploadBlob`), every 2.x unless a `kfp_profiles.KfpProfile` field says otherwise.
+
+A pod's local paths (`/s3/...`, `/tmp/kfp_outputs/...`) are a `Pod`'s host folders here: the
+task's process sees them at those paths through a mount namespace of its own
+(`compiled_task.enter_pod`), this process reads and writes them behind it.
+
+The object store: `s3://B/K` and `minio://B/K` are key K of bucket B at the one S3 endpoint that
+boto3's standard variables name (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`,
+`AWS_SECRET_ACCESS_KEY`); MinIO, KFP's default store, speaks S3. `gs://` is refused: this
+machine has no GCS endpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+from typing import Any
+
+from pipelines import kfp_profiles, kfp_storage
+
+# The pod paths a task's process must see as its own: the launcher's staging roots
+# (`LocalPathForURI`), the output metadata file's folder up to 2.14 and the output parameters'.
+POD_PATHS = (
+    '/gcs',
+    '/minio',
+    '/s3',
+    os.path.dirname(kfp_profiles.LEGACY_OUTPUT_METADATA_FILE),
+    kfp_profiles.OUTPUT_PARAMETERS_DIR.rsplit('/', 1)[0],
+)
+EXECUTOR_LOGS = 'executor-logs'
+ON_A_CLUSTER = (
+    'On a cluster every task fails so: the launcher has nowhere to stage an artifact of such a '
+    "URI, and what a task writes stays in its pod's file system, lost when the pod ends. Give "
+    'an s3:// or minio:// pipeline root.'
+)
+
+
+class StagingRefused(ValueError):
+    """A URI the launcher, or this machine, cannot stage."""
+
+
+def check_pipeline_root(root: str) -> None:
+    """Refuses a pipeline root whose artifacts the launcher could not stage, before any task.
+
+    Raises:
+      StagingRefused: not an object-store URI (the launcher's `LocalPathForURI` message and what
+        a cluster does with it), or a gs:// root (no GCS endpoint here).
+    """
+    try:
+        kfp_storage.local_path_for_uri(root)
+    except kfp_storage.UnsupportedStorageScheme as e:
+        raise StagingRefused(f'{e}\n{ON_A_CLUSTER}') from e
+    bucket_and_key(root)
+
+
+def bucket_and_key(uri: str) -> tuple[str, str]:
+    """(bucket, key) of an s3:// or minio:// URI at this machine's S3 endpoint.
+
+    Raises:
+      StagingRefused: a gs:// URI, or a scheme the launcher does not stage.
+    """
+    if uri.startswith('gs://'):
+        raise StagingRefused(
+            f'{uri}: gs:// is not served here (no GCS endpoint on this machine); give an s3:// '
+            'or minio:// pipeline root, served by the S3 endpoint in AWS_ENDPOINT_URL'
+        )
+    for scheme in ('s3://', 'minio://'):
+        if uri.startswith(scheme):
+            bucket, _, key = uri[len(scheme) :].partition('/')
+            return bucket, key.rstrip('/')
+    raise StagingRefused(f'failed to generate local path for URI {uri}: unsupported storage scheme')
+
+
+@dataclasses.dataclass(frozen=True)
+class Pod:
+    """The host folder behind one task's pod paths.
+
+    Attributes:
+      root: The folder; pod path `/s3/b/k` is `<root>/s3/b/k` here.
+    """
+
+    root: str
+
+    def host_path(self, pod_path: str) -> str:
+        """Where this process finds `pod_path` (an absolute path under one of POD_PATHS)."""
+        if not any(pod_path == p or pod_path.startswith(p + '/') for p in POD_PATHS):
+            raise ValueError(f'{pod_path}: not under a pod path ({", ".join(POD_PATHS)})')
+        return self.root + pod_path
+
+    def make(self) -> None:
+        """Creates the empty folders the task's mount points show."""
+        for path in POD_PATHS:
+            os.makedirs(self.root + path, exist_ok=True)
+
+
+class ObjectStore:
+    """The S3 endpoint of this machine, as the launcher's bucket (`objectstore.OpenBucket`)."""
+
+    def __init__(self, client: Any = None):
+        if client is None:
+            import boto3  # Only a run that stages anything needs it.
+
+            client = boto3.client('s3')
+        self._client = client
+
+    def keys(self, bucket: str, prefix: str) -> list[str]:
+        """Every key of `bucket` starting with `prefix` (`bucket.List`)."""
+        found = []
+        paginator = self._client.get_paginator('list_objects_v2')
+        for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+            found += [item['Key'] for item in page.get('Contents', [])]
+        return found
+
+    def download(self, bucket: str, key: str, path: str) -> None:
+        self._client.download_file(bucket, key, path)
+
+    def upload(self, path: str, bucket: str, key: str) -> None:
+        self._client.upload_file(path, bucket, key)
+
+
+def download_blob(
+    store: ObjectStore, uri: str, local_dir: str, profile: kfp_profiles.KfpProfile
+) -> int:
+    """`objectstore.DownloadBlob`: every key listed under the artifact's key, to its path
+    relative to that key under `local_dir` (the artifact's key itself, a file, to `local_dir`).
+    Returns how many files were written.
+
+    Raises:
+      StagingRefused: a key would land outside `local_dir` (2.17's `sanitizeDownloadPath`).
+    """
+    bucket, blob_dir = bucket_and_key(uri)
+    written = 0
+    for key in store.keys(bucket, blob_dir):
+        under = key == blob_dir or key.startswith(blob_dir + '/')
+        if profile.download_keys_under_prefix_only and not under:
+            continue  # `isBlobKeyUnderPrefix` (2.17)
+        relative = os.path.relpath(key, blob_dir)
+        path = os.path.normpath(os.path.join(local_dir, relative))
+        if not (path == local_dir or path.startswith(local_dir + os.sep)):
+            # Before 2.17 the launcher writes there (`filepath.Join(localDir, relativePath)`);
+            # here it would be outside the pod's folder, so it is refused either way.
+            raise StagingRefused(
+                f'blob key {key!r} resolves to {path!r}, outside the artifact folder {local_dir!r}'
+            )
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        store.download(bucket, key, path)
+        written += 1
+    return written
+
+
+def upload_blob(store: ObjectStore, local_path: str, uri: str) -> bool:
+    """`objectstore.UploadBlob`: a file to the URI's key, a folder's files recursively under it.
+    Returns False when `local_path` does not exist, which the launcher lets pass ("We allow
+    components to not produce output files")."""
+    bucket, key = bucket_and_key(uri)
+    if not os.path.exists(local_path):
+        return False
+    if not os.path.isdir(local_path):
+        store.upload(local_path, bucket, key)
+        return True
+    for entry in sorted(os.listdir(local_path)):
+        upload_blob(store, os.path.join(local_path, entry), f'{uri.rstrip("/")}/{entry}')
+    return True
+
+
+def _local_path(artifact: dict[str, Any]) -> str:
+    """`retrieveArtifactPath`: the artifact's custom path, else `LocalPathForURI` of its URI."""
+    return artifact.get('customPath') or kfp_storage.local_path_for_uri(artifact['uri'])
+
+
+def download_inputs(
+    executor_input: dict[str, Any],
+    pod: Pod,
+    store: ObjectStore,
+    profile: kfp_profiles.KfpProfile,
+) -> None:
+    """`downloadArtifacts`: each input artifact to its local path in the pod; an input of a URI
+    the launcher cannot stage is skipped, as the launcher skips it with a warning."""
+    for name, artifacts in executor_input['inputs'].get('artifacts', {}).items():
+        for artifact in artifacts['artifacts']:
+            try:
+                local_path = _local_path(artifact)
+            except kfp_storage.UnsupportedStorageScheme:
+                continue
+            try:
+                download_blob(store, artifact['uri'], pod.host_path(local_path), profile)
+            except Exception as e:
+                raise RuntimeError(
+                    f'failed to download input artifact "{name}" from remote storage URI '
+                    f'"{artifact["uri"]}": {e}'
+                ) from e
+
+
+def prepare_output_folders(executor_input: dict[str, Any], pod: Pod) -> None:
+    """`prepareOutputFolders`: the folder of each output parameter's file and of each output
+    artifact's local path (not the path itself)."""
+    outputs = executor_input['outputs']
+    for parameter in outputs.get('parameters', {}).values():
+        os.makedirs(os.path.dirname(pod.host_path(parameter['outputFile'])), exist_ok=True)
+    for artifacts in outputs.get('artifacts', {}).values():
+        for artifact in artifacts['artifacts']:
+            os.makedirs(os.path.dirname(pod.host_path(_local_path(artifact))), exist_ok=True)
+    # The metadata file's folder exists at a pod's start (2.0-2.14: `/tmp/kfp_outputs` is a
+    # folder of the launcher's image; 2.15+: under the task root, made by the line above when a
+    # task has an output, and by the SDK's executor otherwise).
+    os.makedirs(os.path.dirname(pod.host_path(outputs['outputFile'])), exist_ok=True)
+
+
+def executor_output(executor_input: dict[str, Any], pod: Pod) -> dict[str, Any]:
+    """`getExecutorOutputFile`: the executor's output file as JSON, `{}` when it wrote none."""
+    path = pod.host_path(executor_input['outputs']['outputFile'])
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding='utf-8') as f:
+        return json.load(f)
+
+
+def _text_to_value(text: str, parameter_type: str) -> Any:
+    """`metadata.TextToPbValue`: an output parameter's file content as its declared type."""
+    if parameter_type == 'STRING':
+        return text
+    if parameter_type == 'NUMBER_INTEGER':
+        return float(int(text.strip()))
+    if parameter_type == 'NUMBER_DOUBLE':
+        return float(text.strip())
+    if parameter_type == 'BOOLEAN':
+        return {'true': True, 'false': False, '1': True, '0': False}[text.strip().lower()]
+    if parameter_type in ('LIST', 'STRUCT'):
+        value = json.loads(text)
+        if not isinstance(value, list if parameter_type == 'LIST' else dict):
+            raise ValueError('unexpected type')
+        return value
+    raise ValueError(
+        'unknown type. Expected STRING, NUMBER_INTEGER, NUMBER_DOUBLE, BOOLEAN, LIST or STRUCT'
+    )
+
+
+def collect_output_parameters(
+    executor_input: dict[str, Any],
+    written: dict[str, Any],
+    component: dict[str, Any],
+    pod: Pod,
+) -> dict[str, Any]:
+    """`collectOutputParameters`: the executor output's parameter values, and each output
+    parameter it lacks read from its file.
+
+    Raises:
+      RuntimeError: a parameter's file is missing or does not parse (the launcher fails the
+        task with this message).
+    """
+    values = dict(written.get('parameterValues', {}))
+    specs = component.get('outputDefinitions', {}).get('parameters', {})
+    for name, parameter in executor_input['outputs'].get('parameters', {}).items():
+        if name in values:
+            continue  # The output metadata file has the highest priority.
+        parameter_type = specs[name].get('parameterType', '')
+        try:
+            with open(pod.host_path(parameter['outputFile']), encoding='utf-8') as f:
+                values[name] = _text_to_value(f.read(), parameter_type)
+        except (OSError, ValueError, KeyError) as e:
+            raise RuntimeError(
+                f'failed to read output parameter name="{name}" type="{parameter_type}" '
+                f'path="{parameter["outputFile"]}": {e}'
+            ) from e
+    return values
+
+
+def upload_outputs(
+    outputs: dict[str, list[dict[str, Any]]],
+    pod: Pod,
+    store: ObjectStore,
+    succeeded: bool,
+    profile: kfp_profiles.KfpProfile,
+) -> dict[str, list[dict[str, Any]]]:
+    """`uploadOutputArtifacts`: each output's local path to its URI; returns the outputs the
+    launcher records in ML Metadata (all of them; when the command failed, only the
+    `executor-logs` artifact from 2.16 on, none before). An output whose local path does not
+    exist is recorded without an upload; a missing `executor-logs` file is not recorded (2.16+)."""
+    if not succeeded:
+        if not profile.upload_logs_of_failed_task or EXECUTOR_LOGS not in outputs:
+            return {}
+        outputs = {EXECUTOR_LOGS: outputs[EXECUTOR_LOGS]}
+    recorded = {}
+    # By name: the launcher walks a Go map, in no set order; a run here is the same every time.
+    for name, artifacts in sorted(outputs.items()):
+        kept = []
+        for artifact in artifacts:
+            try:
+                local_path = _local_path(artifact)
+            except kfp_storage.UnsupportedStorageScheme:
+                kept.append(artifact)  # Not uploaded, still recorded (a warning on a cluster).
+                continue
+            uploaded = upload_blob(store, pod.host_path(local_path), artifact['uri'])
+            if not uploaded and name == EXECUTOR_LOGS and profile.upload_logs_of_failed_task:
+                continue
+            kept.append(artifact)
+        if kept:
+            recorded[name] = kept
+    return recorded
+
+
+def write_executor_logs(outputs: dict[str, list[dict[str, Any]]], pod: Pod, log_path: str) -> None:
+    """`getLogWriter`: the command's stdout and stderr, which the launcher tees into the
+    `executor-logs` artifact's local path; here the task's log, copied there after it ran."""
+    if EXECUTOR_LOGS not in outputs or len(outputs[EXECUTOR_LOGS]) != 1:
+        return
+    path = pod.host_path(_local_path(outputs[EXECUTOR_LOGS][0]))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if os.path.exists(log_path):
+        shutil.copyfile(log_path, path)

@@ -1,0 +1,174 @@
+"""The open-source Kubeflow Pipelines 2.x lines that `asynctrain run --compiled` reproduces, one
+frozen profile each, every field one behaviour of the backend's driver or launcher.
+
+Each field names the Go file and function it is read from (kubeflow/pipelines, at the tag in
+`source_tag`; `backend/src/v2/` below is shortened to `v2/`):
+
+| behaviour                        | 2.0 (2.0.5)  | 2.5 (2.5.0-2.14.x) | 2.17 (2.17.0) |
+|----------------------------------|--------------|--------------------|---------------|
+| `executor-logs` output added     | no           | yes                | yes, `-0`     |
+| output URI `<task>/<uuid>/<out>` | no (no uuid) | yes                | yes           |
+| output RuntimeArtifact `name`    | no           | no                 | yes           |
+| output metadata file             | /tmp/kfp_outputs/output_metadata.json | same | task root's |
+| `{{$.pipeline_*}}` constants     | stay literal | job/task names, uuids | + create/schedule times |
+| `store_session_info` in MLMD     | no           | yes                | yes           |
+| struct-valued parameter types    | STRUCT       | STRUCT (2.14: + TASK_FINAL_STATUS) | + TASK_CONFIG |
+| download only keys under prefix  | no           | no                 | yes           |
+| a failed task's logs uploaded    | no           | no                 | yes           |
+
+Kept the same in every line (and so not a field): output parameters are read from
+`/tmp/kfp/outputs/<name>` when the executor output does not hold them, a missing file failing the
+task (`v2/driver` `provisionOutputs`, `v2/component/launcher_v2.go` `collectOutputParameters`);
+a parameter's value is type-checked against its `parameterType`, any value given to a STRING
+input turned into text (`handleParamTypeValidationAndConversion`, `v2/driver/driver.go` up to 2.5,
+`v2/driver/resolve.go` after); an output path the executor did not write is not uploaded and not
+an error (`uploadOutputArtifacts`); an upstream artifact reaches its consumer from ML Metadata with
+an empty instance schema (`v2/metadata/client.go` `GetOutputArtifactsByExecutionId`,
+`OutputArtifact.ToRuntimeArtifact`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+# Every run placeholder the newest driver resolves in a constant (`v2/driver/resolve.go`,
+# `resolveInputParameter`, 2.17.0); each older profile resolves a prefix of this tuple.
+RUN_PLACEHOLDERS = (
+    '{{$.pipeline_job_name}}',
+    '{{$.pipeline_job_resource_name}}',
+    '{{$.pipeline_job_uuid}}',
+    '{{$.pipeline_task_name}}',
+    '{{$.pipeline_task_uuid}}',
+    '{{$.pipeline_job_create_time_utc}}',
+    '{{$.pipeline_job_schedule_time_utc}}',
+)
+# The launcher's output metadata file up to 2.14 (`v2/component/launcher_v2.go`,
+# `OutputMetadataFilepath`), still its fallback after.
+LEGACY_OUTPUT_METADATA_FILE = '/tmp/kfp_outputs/output_metadata.json'
+# Where the driver points each output parameter's file (`provisionOutputs`, every 2.x).
+OUTPUT_PARAMETERS_DIR = '/tmp/kfp/outputs'
+
+
+@dataclasses.dataclass(frozen=True)
+class KfpProfile:
+    """One open-source KFP 2.x line's driver and launcher.
+
+    Attributes:
+      version: The name `--kfp-version` takes: '2.0', '2.5' or '2.17'.
+      source_tag: The kubeflow/pipelines tag every field was read from.
+      releases: The releases that behave like this, in words.
+      executor_logs: The driver adds an `executor-logs` output artifact (schemaTitle
+        `system.Artifact`) to every container task, the `--publish_logs` default being "true"
+        (`v2/driver/driver.go` `provisionOutputs`, `v2/cmd/driver/main.go`; from 2.5).
+      executor_logs_retry_suffix: The launcher appends the retry index, `-0` on a first attempt,
+        to that artifact's URI before the command runs (`v2/component/launcher_v2.go`
+        `qualifyExecutorLogsForRetry`, `appendRetryIndexSuffix`; 2.17).
+      output_uri_salt: Output URIs are `<run root>/<task>/<uuid>/<output>`, a new UUID per
+        execution, instead of `<run root>/<task>/<output>` (`provisionOutputs`,
+        `metadata.GenerateOutputURI` with `outputURISalt`; from 2.5).
+      output_names: Each output RuntimeArtifact carries `name` = the output's key ("Required by
+        Pythonic artifacts", `provisionOutputs`; from 2.15).
+      output_metadata_in_task_root: The ExecutorInput's `outputFile` is
+        `LocalPathForURI(<task root>)/output_metadata.json` instead of
+        `/tmp/kfp_outputs/output_metadata.json` (`provisionOutputs`; from 2.15).
+      run_placeholders: The `{{$.pipeline_*}}` constants the driver replaces; any other stays
+        literal (`resolveInputParameter`: none in 2.0.5, five from 2.5, the two times from 2.16).
+      store_session_info: ML Metadata records each output with a `store_session_info` custom
+        property, which a downstream task then receives in the artifact's metadata
+        (`v2/metadata/client.go` `RecordArtifact`; from 2.5).
+      struct_parameter_types: The parameter types a struct value is accepted for
+        (`handleParamTypeValidationAndConversion`).
+      download_keys_under_prefix_only: `DownloadBlob` skips a listed key that merely starts with
+        the artifact's key (`.../examples2` for `.../examples`) instead of downloading it to a
+        path relative to the artifact's (`v2/objectstore/object_store.go`,
+        `isBlobKeyUnderPrefix`; 2.17).
+      upload_logs_of_failed_task: When the command fails the launcher still uploads and records
+        the `executor-logs` artifact, and only it (`executeV2`, `uploadOutputArtifacts` with
+        `componentSucceeded` false; 2.16 on).
+      caching_default: The driver looks a task up in the cache when the spec's
+        `cachingOptions.enableCache` is set (`v2/driver` `Container`, every 2.x; from 2.14 its
+        `--cache_disabled` flag, default false, turns that off for all). Not emulated: a run
+        here has a run root of its own, where no cache entry could hit.
+    """
+
+    version: str
+    source_tag: str
+    releases: str
+    executor_logs: bool
+    executor_logs_retry_suffix: bool
+    output_uri_salt: bool
+    output_names: bool
+    output_metadata_in_task_root: bool
+    run_placeholders: tuple[str, ...]
+    store_session_info: bool
+    struct_parameter_types: tuple[str, ...]
+    download_keys_under_prefix_only: bool
+    upload_logs_of_failed_task: bool
+    caching_default: bool = True
+
+    def describe(self) -> str:
+        """The one line a run's header shows."""
+        return f'KFP {self.version} ({self.releases}; read from tag {self.source_tag})'
+
+
+KFP_2_0 = KfpProfile(
+    version='2.0',
+    source_tag='2.0.5',
+    releases='2.0.x, as Kubeflow 1.8 ships it',
+    executor_logs=False,
+    executor_logs_retry_suffix=False,
+    output_uri_salt=False,
+    output_names=False,
+    output_metadata_in_task_root=False,
+    run_placeholders=(),
+    store_session_info=False,
+    struct_parameter_types=('STRUCT',),
+    download_keys_under_prefix_only=False,
+    upload_logs_of_failed_task=False,
+)
+KFP_2_5 = KfpProfile(
+    version='2.5',
+    source_tag='2.5.0',
+    releases='2.5.0 to 2.14.x',
+    executor_logs=True,
+    executor_logs_retry_suffix=False,
+    output_uri_salt=True,
+    output_names=False,
+    output_metadata_in_task_root=False,
+    run_placeholders=RUN_PLACEHOLDERS[:5],
+    store_session_info=True,
+    struct_parameter_types=('STRUCT',),
+    download_keys_under_prefix_only=False,
+    upload_logs_of_failed_task=False,
+)
+KFP_2_17 = KfpProfile(
+    version='2.17',
+    source_tag='2.17.0',
+    releases='2.15 and later, as of 2.17.0',
+    executor_logs=True,
+    executor_logs_retry_suffix=True,
+    output_uri_salt=True,
+    output_names=True,
+    output_metadata_in_task_root=True,
+    run_placeholders=RUN_PLACEHOLDERS,
+    store_session_info=True,
+    struct_parameter_types=('STRUCT', 'TASK_FINAL_STATUS', 'TASK_CONFIG'),
+    download_keys_under_prefix_only=True,
+    upload_logs_of_failed_task=True,
+)
+PROFILES = {p.version: p for p in (KFP_2_0, KFP_2_5, KFP_2_17)}
+NEWEST = KFP_2_17.version
+
+
+def profile(version: str = NEWEST) -> KfpProfile:
+    """The profile `--kfp-version` names.
+
+    Raises:
+      ValueError: not one of PROFILES, naming the allowed values.
+    """
+    if version not in PROFILES:
+        raise ValueError(
+            f'--kfp-version: {version!r} is not one of {", ".join(PROFILES)} (the KFP 2.x lines '
+            'whose driver and launcher a compiled run reproduces)'
+        )
+    return PROFILES[version]
