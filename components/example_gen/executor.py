@@ -19,6 +19,7 @@ import apache_beam as beam
 from absl import logging
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
 from tfx import types
 from tfx.components.example_gen import driver, input_processor, utils
 from tfx.components.example_gen.base_example_gen_executor import BaseExampleGenExecutor
@@ -48,12 +49,22 @@ def dialect_from_exec_properties(exec_properties: dict[str, Any]) -> csv_dialect
     )
 
 
+def _folder_exists(path: str) -> bool:
+    """Whether the folder `path` exists; in an object store (no folders, only keys), whether any
+    key lies under it."""
+    if FileSystems.exists(path):
+        return True
+    if '://' not in path:
+        return False
+    return bool(FileSystems.match([path.rstrip('/') + '/*'], limits=[1])[0].metadata_list)
+
+
 def config_from_exec_properties(
     exec_properties: dict[str, Any], output_dir: str
 ) -> csv_source.CsvSourceConfig:
     """Resolves TFX's protos and this component's parameters into the transform's config."""
     input_base = exec_properties[spec.INPUT_BASE_KEY]
-    if not FileSystems.exists(input_base):
+    if not _folder_exists(input_base):
         raise FileNotFoundError(f'input_base {input_base} does not exist')
     input_config = example_gen_pb2.Input()
     proto_utils.json_to_proto(exec_properties[spec.INPUT_CONFIG_KEY], input_config)
@@ -201,6 +212,10 @@ class Executor(BaseExampleGenExecutor):
         exec_properties: dict[str, Any],
     ) -> None:
         self._log_startup(input_dict, output_dict, exec_properties)
+        # Beam's filesystems read their clients' settings (S3's endpoint and credentials among
+        # them) from pipeline options, which a Beam pipeline sets only when it is built: the
+        # input is globbed and its headers read before that.
+        FileSystems.set_options(PipelineOptions(self._beam_pipeline_args))
         examples = artifact_utils.get_single_instance(output_dict[spec.EXAMPLES_KEY])
         # The component always has the statistics and Parquet outputs; a direct caller may leave
         # them out.

@@ -3,7 +3,8 @@
 The compiled files are read back with kfp's own protos (`pipeline_spec_pb2.PipelineSpec` for the
 KFP YAML, `PipelineJob` for the Vertex JSON) and compared, step by step, with the TFX pipeline
 `create_pipeline` builds: every component is a task whose executor runs the given image with
-TFX's Kubeflow V2 entrypoint, its own executor class and the Beam arguments.
+our entrypoint over TFX's Kubeflow V2 one (`kfp_entrypoint`), its own executor class, the
+component's own input and output definitions and the Beam arguments.
 """
 
 from __future__ import annotations
@@ -130,7 +131,11 @@ def test_kubeflow_yaml_loads_as_a_pipeline_spec_naming_every_component(
         assert label == f'{component_id}_executor'
         container = containers[label]
         assert container['image'] == IMAGE
-        assert container['command'] == list(kubeflow_v2_dag_runner.KUBEFLOW_TFX_CMD)
+        # TFX's command, our module: the entrypoint that survives KFP's driver and launcher.
+        assert container['command'] == [
+            *kubeflow_v2_dag_runner.KUBEFLOW_TFX_CMD[:-1],
+            'pipelines.kfp_entrypoint',
+        ]
         args = container['args']
         assert args[:4] == [
             '--executor_class_path',
@@ -142,7 +147,55 @@ def test_kubeflow_yaml_loads_as_a_pipeline_spec_naming_every_component(
         assert args[4] == '--json_serialized_inputs_spec_args'
         inputs_spec = json_format.MessageToDict(spec.components[component_id].input_definitions)
         assert json.loads(args[5]) == inputs_spec, component_id
-        assert args[6:] == ['--direct_num_workers=2'], component_id  # the config's Beam args
+        # The types of the outputs too, which the driver never sends (`kfp_entrypoint`).
+        assert args[6] == '--json_serialized_outputs_spec_args'
+        outputs_spec = json_format.MessageToDict(spec.components[component_id].output_definitions)
+        assert json.loads(args[7]) == outputs_spec, component_id
+        # Every step reads the launcher's local copies: nothing here runs outside its pod.
+        assert args[8:10] == ['--artifact_access', 'staged'], component_id
+        assert args[10:] == ['--direct_num_workers=2'], component_id  # the config's Beam args
+    # KFP caches every task by default; the ones reading the day's folder or the push
+    # destination must run every day.
+    uncached = {
+        name for name, task in spec.root.dag.tasks.items() if not task.caching_options.enable_cache
+    }
+    assert uncached == {'CsvExampleGen', 'latest_blessed_model', 'Pusher'}
+
+
+@pytest.mark.parametrize(
+    ('settings', 'object_store_steps'),
+    [
+        (
+            {
+                'trainer': {
+                    'distribution': {'cluster': 'tfjob'},
+                    'kubernetes': {'image': IMAGE},
+                }
+            },
+            {'Trainer'},
+        ),
+        (
+            {'beam_pipeline_args': ['--runner=PortableRunner', '--job_endpoint=localhost:8099']},
+            {'CsvExampleGen', 'Transform', 'Evaluator'},  # the Beam-based ones
+        ),
+    ],
+)
+def test_steps_whose_work_leaves_the_pod_get_object_store_uris(
+    tmp_path, settings, object_store_steps
+):
+    config = tmp_path / 'c.yaml'
+    config.write_text(yaml.safe_dump(settings))
+    output = tmp_path / 'p.yaml'
+    args = ['compile', '--output', str(output), '--pipeline-root', ROOT, '--config', str(config)]
+    assert cli.main(args) == 0
+    document = yaml.safe_load(output.read_text())
+    access = {}
+    for name, component in document['components'].items():
+        container = document['deploymentSpec']['executors'][component['executorLabel']]
+        container_args = container['container']['args']
+        access[name] = container_args[container_args.index('--artifact_access') + 1]
+    assert {n for n, a in access.items() if a == 'object_store'} == object_store_steps
+    assert set(access.values()) == {'object_store', 'staged'}
 
 
 def test_kubeflow_yaml_carries_the_components_parameters(kubeflow_yaml):
