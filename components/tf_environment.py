@@ -5,13 +5,14 @@ benchmarks, tests) call `configure()` first; child processes and TFJob replicas 
 `VARIABLES`. These are the standard variables of the TensorFlow ecosystem, not settings of ours.
 
 `configure_autograph()` is the one setting made after the import: code that traces Keras models
-into `tf.function`s (the Trainer's loop and export) calls it first.
+into `tf.function`s (the Trainer's loop and export) calls it first. `register_filesystems(values)`
+gives TensorFlow the object-store filesystems that the URIs a process was handed need.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import MutableMapping
+from collections.abc import Iterable, MutableMapping
 
 VARIABLES = {
     # Keras 3 cannot train under ParameterServerStrategy: select Keras 2 (tf-keras). Read when
@@ -52,3 +53,18 @@ def configure_autograph() -> None:
         for r in config.CONVERSION_RULES
     ):
         config.CONVERSION_RULES = (config_lib.DoNotConvert('tf_keras'), *config.CONVERSION_RULES)
+
+
+def register_filesystems(values: Iterable[str]) -> bool:
+    """Registers TensorFlow's `s3://` filesystem when any of `values` (paths, URIs, arguments,
+    serialized inputs) names an `s3://` URI; returns whether it did. TensorFlow 2.16 no longer
+    has it built in: tensorflow-io's plugin provides it, reading the standard `S3_ENDPOINT`,
+    `S3_USE_HTTPS` and `AWS_*` variables. A process that used it aborts at exit ("pure virtual
+    method called"), so its entry point must end with `os._exit` (as `asynctrain train` and the
+    Kubeflow steps' entrypoint do). `gs://` is built into TensorFlow.
+    """
+    if not any('s3://' in value for value in values):
+        return False
+    import tensorflow_io  # noqa: F401 (its import registers the filesystem)
+
+    return True

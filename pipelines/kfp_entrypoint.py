@@ -42,6 +42,7 @@ import sys
 import traceback
 from typing import Any
 
+from components import tf_environment
 from pipelines import kfp_storage
 
 ACCESS_MODES = ('staged', 'object_store')
@@ -135,10 +136,6 @@ def publish_executor_output(
     return result
 
 
-def _needs_s3_filesystem(document: Any) -> bool:
-    return 's3://' in json.dumps(document)
-
-
 def _parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(prog='python -m pipelines.kfp_entrypoint')
     parser.add_argument('--executor_class_path', required=True)
@@ -159,8 +156,7 @@ def run(argv: list[str]) -> None:
     prepared, published = prepare_executor_input(
         executor_input, inputs_spec, outputs_spec, args.artifact_access
     )
-    if _needs_s3_filesystem(prepared):
-        import tensorflow_io  # noqa: F401 (registers TensorFlow's s3:// filesystem)
+    tf_environment.register_filesystems([json.dumps(prepared)])
 
     from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
 
@@ -184,8 +180,6 @@ def run(argv: list[str]) -> None:
 
 def main(argv: list[str]) -> None:
     """Runs the step and ends the process with its status, past tensorflow-io's abort at exit."""
-    from components import tf_environment
-
     tf_environment.configure()
     code = 1
     try:

@@ -77,8 +77,8 @@ class S3Store:
         bucket, _, prefix = uri.removeprefix('s3://').partition('/')
         prefix = prefix.rstrip('/') + '/' if prefix else ''
         found = []
-        for page in self.client().get_paginator('list_objects_v2').paginate(
-            Bucket=bucket, Prefix=prefix
+        for page in (
+            self.client().get_paginator('list_objects_v2').paginate(Bucket=bucket, Prefix=prefix)
         ):
             found += [item['Key'][len(prefix) :] for item in page.get('Contents', [])]
         return sorted(found)

@@ -117,6 +117,8 @@ def log_path(args: argparse.Namespace, model_run_dir: str, task_type: str | None
 
 def run(args: argparse.Namespace) -> int:
     """Runs `train` as parsed by `add_arguments`; returns the exit code."""
+    # A replica of a Kubeflow step reads and writes the step's artifacts in the object store.
+    tf_environment.register_filesystems(str(value) for value in vars(args).values())
     try:
         serving_model_dir, model_run_dir = output_dirs(args)
     except ValueError as e:
