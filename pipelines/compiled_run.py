@@ -266,7 +266,9 @@ def _launch(
     pod = kfp_launcher.Pod(tempfile.mkdtemp(prefix=f'asynctrain-pod-{task.name}-'))
     try:
         pod.make()
-        kfp_launcher.download_inputs(task.executor_input, pod, store, run.profile)
+        kfp_launcher.download_inputs(
+            task.executor_input, pod, store, run.profile, kfp_driver.run_root(run)
+        )
         kfp_launcher.prepare_output_folders(task.executor_input, pod)
         provisioned = {
             name: artifacts['artifacts']
@@ -284,15 +286,19 @@ def _launch(
         seconds = time.monotonic() - started
         kfp_launcher.write_executor_logs(provisioned, pod, task.log_path)
         if returncode != 0:
-            kfp_launcher.upload_outputs(provisioned, pod, store, False, run.profile)
+            kfp_launcher.upload_outputs(
+                provisioned, pod, store, False, run.profile, kfp_driver.run_root(run)
+            )
             raise CompiledTaskFailed(task.name, returncode, task.log_path)
         try:
             written = kfp_launcher.executor_output(task.executor_input, pod)
             parameters = kfp_launcher.collect_output_parameters(
                 task.executor_input, written, task.component, pod
             )
-            merged = kfp_driver.merge_executor_output(provisioned, written)
-            recorded = kfp_launcher.upload_outputs(merged, pod, store, True, run.profile)
+            merged = kfp_driver.merge_executor_output(provisioned, written, run.profile)
+            recorded = kfp_launcher.upload_outputs(
+                merged, pod, store, True, run.profile, kfp_driver.run_root(run)
+            )
         except (RuntimeError, ValueError, OSError) as e:
             with open(task.log_path, 'a', encoding='utf-8') as log:
                 log.write(f'\nlauncher: failed to execute component: {e}\n')

@@ -98,7 +98,7 @@ def output_artifacts(
         if definition.get('metadata'):
             artifact['metadata'] = copy.deepcopy(definition['metadata'])
         outputs[name] = [artifact]
-    if profile.executor_logs_retry_suffix and 'executor-logs' in outputs:
+    if profile.executor_logs_launcher_managed and 'executor-logs' in outputs:
         # `qualifyExecutorLogsForRetry`: the first attempt's retry index.
         outputs['executor-logs'][0]['uri'] += '-0'
     return outputs
@@ -295,15 +295,17 @@ def executor_input(
 
 
 def merge_executor_output(
-    outputs: dict[str, list[dict[str, Any]]], executor_output: dict[str, Any]
+    outputs: dict[str, list[dict[str, Any]]],
+    executor_output: dict[str, Any],
+    profile: kfp_profiles.KfpProfile = kfp_profiles.KFP_2_17,
 ) -> dict[str, list[dict[str, Any]]]:
     """`launcher_v2.mergeRuntimeArtifacts`: the executor's URI, metadata fields and custom path
     over the driver's, output by output (the first artifact of each list, as the launcher;
-    never over `executor-logs`, which the launcher manages)."""
+    from 2.16.1 never over `executor-logs`, "launcher-managed", `uploadOutputArtifacts`)."""
     merged = copy.deepcopy(outputs)
     for name, artifacts in merged.items():
         written = executor_output.get('artifacts', {}).get(name, {}).get('artifacts', [])
-        if not written or name == 'executor-logs':
+        if not written or (name == 'executor-logs' and profile.executor_logs_launcher_managed):
             continue
         source, destination = written[0], artifacts[0]
         if source.get('uri'):

@@ -178,20 +178,52 @@ def _local_path(artifact: dict[str, Any]) -> str:
     return artifact.get('customPath') or kfp_storage.local_path_for_uri(artifact['uri'])
 
 
+def _check_other_bucket(name: str, uri: str, run_root: str) -> None:
+    """`fetchNonDefaultBuckets`: an input outside the run's prefixed bucket must name a bucket
+    the launcher can open (`objectstore.ParseBucketConfigForArtifactURI`); any other fails the
+    task before anything is downloaded, every 2.x.
+
+    Raises:
+      StagingRefused: the launcher's message.
+    """
+    if uri.startswith(run_root.rstrip('/')):
+        return
+    scheme, separator, rest = uri.partition('://')
+    if not separator or not scheme or not rest.lstrip('/'):
+        reason = f'unrecognized uri format: "{uri}"'
+    elif scheme not in ('gs', 's3', 'minio', 'mem'):
+        reason = f'unsupported Cloud bucket: "{uri}"'
+    else:
+        return
+    raise StagingRefused(
+        f'failed to fetch non default buckets: failed to parse bucketConfig for output artifact '
+        f'"{name}" with uri "{uri}": parse bucket config failed: {reason}'
+    )
+
+
 def download_inputs(
     executor_input: dict[str, Any],
     pod: Pod,
     store: ObjectStore,
     profile: kfp_profiles.KfpProfile,
+    run_root: str,
 ) -> None:
-    """`downloadArtifacts`: each input artifact to its local path in the pod; an input of a URI
-    the launcher cannot stage is skipped, as the launcher skips it with a warning."""
-    for name, artifacts in executor_input['inputs'].get('artifacts', {}).items():
+    """`downloadArtifacts`: each input artifact to its local path in the pod.
+
+    Raises:
+      StagingRefused: an input of a URI the launcher cannot open a bucket for.
+      RuntimeError: a download failed (the launcher's message).
+    """
+    artifacts_by_name = executor_input['inputs'].get('artifacts', {})
+    for name, artifacts in artifacts_by_name.items():
+        if artifacts['artifacts']:
+            _check_other_bucket(name, artifacts['artifacts'][0]['uri'], run_root)
+    for name, artifacts in artifacts_by_name.items():
         for artifact in artifacts['artifacts']:
             try:
                 local_path = _local_path(artifact)
             except kfp_storage.UnsupportedStorageScheme:
-                continue
+                continue  # "Skipping downloading to local path" (a warning).
             try:
                 download_blob(store, artifact['uri'], pod.host_path(local_path), profile)
             except Exception as e:
@@ -210,10 +242,10 @@ def prepare_output_folders(executor_input: dict[str, Any], pod: Pod) -> None:
     for artifacts in outputs.get('artifacts', {}).values():
         for artifact in artifacts['artifacts']:
             os.makedirs(os.path.dirname(pod.host_path(_local_path(artifact))), exist_ok=True)
-    # The metadata file's folder exists at a pod's start (2.0-2.14: `/tmp/kfp_outputs` is a
-    # folder of the launcher's image; 2.15+: under the task root, made by the line above when a
-    # task has an output, and by the SDK's executor otherwise).
-    os.makedirs(os.path.dirname(pod.host_path(outputs['outputFile'])), exist_ok=True)
+    # Not the output metadata file's folder: no 2.x launcher makes it. From 2.15 it is the
+    # task root, which the loop above makes as the parent of every output. Up to 2.14 it is
+    # /tmp/kfp_outputs, which the executor must make on a cluster; here it is the pod's mount
+    # point and so exists (`compiled_task.enter_pod`).
 
 
 def executor_output(executor_input: dict[str, Any], pod: Pod) -> dict[str, Any]:
@@ -281,15 +313,23 @@ def upload_outputs(
     store: ObjectStore,
     succeeded: bool,
     profile: kfp_profiles.KfpProfile,
+    run_root: str,
 ) -> dict[str, list[dict[str, Any]]]:
     """`uploadOutputArtifacts`: each output's local path to its URI; returns the outputs the
     launcher records in ML Metadata (all of them; when the command failed, only the
     `executor-logs` artifact from 2.16 on, none before). An output whose local path does not
-    exist is recorded without an upload; a missing `executor-logs` file is not recorded (2.16+)."""
+    exist is recorded without an upload ("We allow components to not produce output files");
+    a missing `executor-logs` file is not recorded (2.16.1+).
+
+    Raises:
+      StagingRefused: an output's URI (the executor's, merged) is outside the run's root, which
+        the launcher's `bucketConfig.KeyFromURI` refuses.
+    """
     if not succeeded:
         if not profile.upload_logs_of_failed_task or EXECUTOR_LOGS not in outputs:
             return {}
         outputs = {EXECUTOR_LOGS: outputs[EXECUTOR_LOGS]}
+    prefixed_bucket = run_root.rstrip('/')
     recorded = {}
     # By name: the launcher walks a Go map, in no set order; a run here is the same every time.
     for name, artifacts in sorted(outputs.items()):
@@ -298,10 +338,17 @@ def upload_outputs(
             try:
                 local_path = _local_path(artifact)
             except kfp_storage.UnsupportedStorageScheme:
-                kept.append(artifact)  # Not uploaded, still recorded (a warning on a cluster).
+                # "Skipping uploading to remote storage" (a warning); still recorded.
+                if not (name == EXECUTOR_LOGS and profile.executor_logs_launcher_managed):
+                    kept.append(artifact)
                 continue
+            if not artifact['uri'].startswith(prefixed_bucket):
+                raise StagingRefused(
+                    f'failed to upload output artifact "{name}": URI "{artifact["uri"]}" does '
+                    f'not have expected bucket prefix "{prefixed_bucket}"'
+                )
             uploaded = upload_blob(store, pod.host_path(local_path), artifact['uri'])
-            if not uploaded and name == EXECUTOR_LOGS and profile.upload_logs_of_failed_task:
+            if not uploaded and name == EXECUTOR_LOGS and profile.executor_logs_launcher_managed:
                 continue
             kept.append(artifact)
         if kept:

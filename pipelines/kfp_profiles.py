@@ -6,7 +6,8 @@ Each field names the Go file and function it is read from (kubeflow/pipelines, a
 
 | behaviour                        | 2.0 (2.0.5)  | 2.5 (2.5.0-2.14.x) | 2.17 (2.17.0) |
 |----------------------------------|--------------|--------------------|---------------|
-| `executor-logs` output added     | no           | yes                | yes, `-0`     |
+| `executor-logs` output added     | no           | yes                | yes, `...-0`  |
+| `executor-logs` launcher-managed | no           | no                 | yes           |
 | output URI `<task>/<uuid>/<out>` | no (no uuid) | yes                | yes           |
 | output RuntimeArtifact `name`    | no           | no                 | yes           |
 | output metadata file             | /tmp/kfp_outputs/output_metadata.json | same | task root's |
@@ -60,9 +61,11 @@ class KfpProfile:
       executor_logs: The driver adds an `executor-logs` output artifact (schemaTitle
         `system.Artifact`) to every container task, the `--publish_logs` default being "true"
         (`v2/driver/driver.go` `provisionOutputs`, `v2/cmd/driver/main.go`; from 2.5).
-      executor_logs_retry_suffix: The launcher appends the retry index, `-0` on a first attempt,
-        to that artifact's URI before the command runs (`v2/component/launcher_v2.go`
-        `qualifyExecutorLogsForRetry`, `appendRetryIndexSuffix`; 2.17).
+      executor_logs_launcher_managed: The launcher manages that artifact (2.16.1 on,
+        `v2/component/launcher_v2.go`): it appends the retry index, `-0` on a first attempt, to
+        its URI before the command runs (`qualifyExecutorLogsForRetry`,
+        `appendRetryIndexSuffix`), never merges the executor output over it and does not record
+        it when its file is missing (`uploadOutputArtifacts`).
       output_uri_salt: Output URIs are `<run root>/<task>/<uuid>/<output>`, a new UUID per
         execution, instead of `<run root>/<task>/<output>` (`provisionOutputs`,
         `metadata.GenerateOutputURI` with `outputURISalt`; from 2.5).
@@ -95,7 +98,7 @@ class KfpProfile:
     source_tag: str
     releases: str
     executor_logs: bool
-    executor_logs_retry_suffix: bool
+    executor_logs_launcher_managed: bool
     output_uri_salt: bool
     output_names: bool
     output_metadata_in_task_root: bool
@@ -116,7 +119,7 @@ KFP_2_0 = KfpProfile(
     source_tag='2.0.5',
     releases='2.0.x, as Kubeflow 1.8 ships it',
     executor_logs=False,
-    executor_logs_retry_suffix=False,
+    executor_logs_launcher_managed=False,
     output_uri_salt=False,
     output_names=False,
     output_metadata_in_task_root=False,
@@ -131,7 +134,7 @@ KFP_2_5 = KfpProfile(
     source_tag='2.5.0',
     releases='2.5.0 to 2.14.x',
     executor_logs=True,
-    executor_logs_retry_suffix=False,
+    executor_logs_launcher_managed=False,
     output_uri_salt=True,
     output_names=False,
     output_metadata_in_task_root=False,
@@ -146,7 +149,7 @@ KFP_2_17 = KfpProfile(
     source_tag='2.17.0',
     releases='2.15 and later, as of 2.17.0',
     executor_logs=True,
-    executor_logs_retry_suffix=True,
+    executor_logs_launcher_managed=True,
     output_uri_salt=True,
     output_names=True,
     output_metadata_in_task_root=True,
