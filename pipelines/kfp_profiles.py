@@ -2,20 +2,22 @@
 frozen profile each, every field one behaviour of the backend's driver or launcher.
 
 Each field names the Go file and function it is read from (kubeflow/pipelines, at the tag in
-`source_tag`; `backend/src/v2/` below is shortened to `v2/`):
+`source_tag`; `backend/src/v2/` below is shortened to `v2/`). The releases between the tags were
+compared in the backend's history; where a behaviour changed inside a profile's range, the
+profile follows its tag and the table says where the change falls:
 
-| behaviour                        | 2.0 (2.0.5)  | 2.5 (2.5.0-2.14.x) | 2.17 (2.17.0) |
-|----------------------------------|--------------|--------------------|---------------|
-| `executor-logs` output added     | no           | yes                | yes, `...-0`  |
-| `executor-logs` launcher-managed | no           | no                 | yes           |
-| output URI `<task>/<uuid>/<out>` | no (no uuid) | yes                | yes           |
-| output RuntimeArtifact `name`    | no           | no                 | yes           |
-| output metadata file             | /tmp/kfp_outputs/output_metadata.json | same | task root's |
-| `{{$.pipeline_*}}` constants     | stay literal | job/task names, uuids | + create/schedule times |
-| `store_session_info` in MLMD     | no           | yes                | yes           |
+| behaviour                        | 2.0 (2.0.5)  | 2.5 (2.5.0; 2.14.x)    | 2.17 (2.17.0)      |
+|----------------------------------|--------------|------------------------|--------------------|
+| `executor-logs` output added     | no           | yes                    | yes                |
+| `executor-logs` launcher-managed | no           | no                     | yes (2.16.1+)      |
+| output URI `<task>/<uuid>/<out>` | no (no uuid) | yes (2.4+)             | yes                |
+| output RuntimeArtifact `name`    | no           | no                     | yes (2.15+)        |
+| output metadata file             | `/tmp/kfp_outputs/...` | same         | task root (2.15+)  |
+| `{{$.pipeline_*}}` constants     | stay literal | 5 names                | 7 (2.16+)          |
+| `store_session_info` in MLMD     | no           | yes (2.2+)             | yes                |
 | struct-valued parameter types    | STRUCT       | STRUCT (2.14: + TASK_FINAL_STATUS) | + TASK_CONFIG |
-| download only keys under prefix  | no           | no                 | yes           |
-| a failed task's logs uploaded    | no           | no                 | yes           |
+| download only keys under prefix  | no           | no                     | yes (2.17)         |
+| a failed task's logs uploaded    | no           | no                     | yes (2.16+)        |
 
 Kept the same in every line (and so not a field): output parameters are read from
 `/tmp/kfp/outputs/<name>` when the executor output does not hold them, a missing file failing the
@@ -68,7 +70,7 @@ class KfpProfile:
         it when its file is missing (`uploadOutputArtifacts`).
       output_uri_salt: Output URIs are `<run root>/<task>/<uuid>/<output>`, a new UUID per
         execution, instead of `<run root>/<task>/<output>` (`provisionOutputs`,
-        `metadata.GenerateOutputURI` with `outputURISalt`; from 2.5).
+        `metadata.GenerateOutputURI` with `outputURISalt`; from 2.4).
       output_names: Each output RuntimeArtifact carries `name` = the output's key ("Required by
         Pythonic artifacts", `provisionOutputs`; from 2.15).
       output_metadata_in_task_root: The ExecutorInput's `outputFile` is
@@ -78,9 +80,10 @@ class KfpProfile:
         literal (`resolveInputParameter`: none in 2.0.5, five from 2.5, the two times from 2.16).
       store_session_info: ML Metadata records each output with a `store_session_info` custom
         property, which a downstream task then receives in the artifact's metadata
-        (`v2/metadata/client.go` `RecordArtifact`; from 2.5).
+        (`v2/metadata/client.go` `RecordArtifact`; from 2.2).
       struct_parameter_types: The parameter types a struct value is accepted for
-        (`handleParamTypeValidationAndConversion`).
+        (`handleParamTypeValidationAndConversion`: STRUCT; 2.14 adds TASK_FINAL_STATUS, 2.15
+        TASK_CONFIG).
       download_keys_under_prefix_only: `DownloadBlob` skips a listed key that merely starts with
         the artifact's key (`.../examples2` for `.../examples`) instead of downloading it to a
         path relative to the artifact's (`v2/objectstore/object_store.go`,
@@ -147,7 +150,7 @@ KFP_2_5 = KfpProfile(
 KFP_2_17 = KfpProfile(
     version='2.17',
     source_tag='2.17.0',
-    releases='2.15 and later, as of 2.17.0',
+    releases='2.15 and later, as 2.17.0 behaves',
     executor_logs=True,
     executor_logs_launcher_managed=True,
     output_uri_salt=True,
