@@ -441,7 +441,15 @@ def _run_tasks(
                 task_name,
                 component,
                 executor['container'],
-                json.loads(kfp_driver.executor_input(parameters, inputs, task_outputs)),
+                json.loads(
+                    kfp_driver.executor_input(
+                        parameters,
+                        inputs,
+                        task_outputs['artifacts'],
+                        task_outputs['outputFile'],
+                        task_outputs['parameters'],
+                    )
+                ),
                 log_path,
             )
             seconds, output_parameters[task_name], recorded = _launch(

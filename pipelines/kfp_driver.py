@@ -274,20 +274,28 @@ def pipeline_inputs(spec: dict[str, Any]) -> dict[str, Any]:
 def executor_input(
     parameters: dict[str, Any],
     inputs: dict[str, list[dict[str, Any]]],
-    task_outputs: dict[str, Any],
+    outputs: dict[str, list[dict[str, Any]]],
+    output_file: str,
+    output_parameters: dict[str, dict[str, str]] | None = None,
 ) -> str:
-    """The `{{$}}` placeholder's value: an ExecutorInput as JSON, parsed by kfp's own proto."""
+    """The `{{$}}` placeholder's value: an ExecutorInput as JSON, parsed by kfp's own proto.
+
+    Args:
+      parameters: The input `parameterValues`.
+      inputs: Input name -> its artifacts.
+      outputs: Output name -> its artifacts (`outputs(...)['artifacts']`).
+      output_file: The output metadata file (`outputs(...)['outputFile']`).
+      output_parameters: Output parameter name -> `{'outputFile': path}`.
+    """
     message = {
         'inputs': {
             'parameterValues': parameters,
             'artifacts': {name: {'artifacts': artifacts} for name, artifacts in inputs.items()},
         },
         'outputs': {
-            **task_outputs,
-            'artifacts': {
-                name: {'artifacts': artifacts}
-                for name, artifacts in task_outputs['artifacts'].items()
-            },
+            'artifacts': {name: {'artifacts': artifacts} for name, artifacts in outputs.items()},
+            'parameters': output_parameters or {},
+            'outputFile': output_file,
         },
     }
     parsed = json_format.ParseDict(message, pipeline_spec_pb2.ExecutorInput())

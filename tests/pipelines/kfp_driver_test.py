@@ -180,7 +180,15 @@ def test_a_legacy_constant_value_and_a_missing_required_input_are_refused():
 def test_executor_input_carries_parameter_values_and_the_provisioned_outputs():
     outputs = kfp_driver.outputs(COMPONENT, 's3://b/r/t/u', kfp_profiles.KFP_2_17)
     received = {'name': '7', 'uri': 's3://b/x', 'type': {'instanceSchema': ''}}
-    message = json.loads(kfp_driver.executor_input({'n': 2.0}, {'examples': [received]}, outputs))
+    message = json.loads(
+        kfp_driver.executor_input(
+            {'n': 2.0},
+            {'examples': [received]},
+            outputs['artifacts'],
+            outputs['outputFile'],
+            outputs['parameters'],
+        )
+    )
     assert message['inputs'] == {
         'parameterValues': {'n': 2.0},
         'artifacts': {'examples': {'artifacts': [received]}},

@@ -107,7 +107,15 @@ def _executor_input(bucket: str, inputs: dict, outputs: dict, profile) -> dict:
         }
     }
     task_outputs = kfp_driver.outputs(component, f's3://{bucket}/root/p/r/t/u', profile)
-    return json.loads(kfp_driver.executor_input({}, inputs, task_outputs)), component
+    return json.loads(
+        kfp_driver.executor_input(
+            {},
+            inputs,
+            task_outputs['artifacts'],
+            task_outputs['outputFile'],
+            task_outputs['parameters'],
+        )
+    ), component
 
 
 def test_a_pod_gets_its_inputs_and_its_output_folders_and_gives_back_its_outputs(
