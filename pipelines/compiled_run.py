@@ -23,6 +23,7 @@ local processes (`components.trainer.kubernetes.local`), as `--tfjob-local` asks
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import graphlib
 import json
@@ -33,6 +34,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 import yaml
@@ -264,16 +266,16 @@ def _launch(
         message appended to the task's log, as it is in a pod's log).
     """
     pod = kfp_launcher.Pod(tempfile.mkdtemp(prefix=f'asynctrain-pod-{task.name}-'))
+    run_root = kfp_driver.run_root(run)
+    provisioned = {
+        name: artifacts['artifacts']
+        for name, artifacts in task.executor_input['outputs'].get('artifacts', {}).items()
+    }
     try:
         pod.make()
-        kfp_launcher.download_inputs(
-            task.executor_input, pod, store, run.profile, kfp_driver.run_root(run)
-        )
-        kfp_launcher.prepare_output_folders(task.executor_input, pod)
-        provisioned = {
-            name: artifacts['artifacts']
-            for name, artifacts in task.executor_input['outputs'].get('artifacts', {}).items()
-        }
+        with _launcher_step(task):
+            kfp_launcher.download_inputs(task.executor_input, pod, store, run.profile, run_root)
+            kfp_launcher.prepare_output_folders(task.executor_input, pod)
         argv = _argv(task.container, json.dumps(task.executor_input, separators=(',', ':')))
         env = {**os.environ, **{e['name']: e['value'] for e in task.container.get('env', [])}}
         print(f'{prefix}: running...', file=out, flush=True)
@@ -286,27 +288,31 @@ def _launch(
         seconds = time.monotonic() - started
         kfp_launcher.write_executor_logs(provisioned, pod, task.log_path)
         if returncode != 0:
-            kfp_launcher.upload_outputs(
-                provisioned, pod, store, False, run.profile, kfp_driver.run_root(run)
-            )
+            kfp_launcher.upload_outputs(provisioned, pod, store, False, run.profile, run_root)
             raise CompiledTaskFailed(task.name, returncode, task.log_path)
-        try:
+        with _launcher_step(task):
             written = kfp_launcher.executor_output(task.executor_input, pod)
             parameters = kfp_launcher.collect_output_parameters(
                 task.executor_input, written, task.component, pod
             )
             merged = kfp_driver.merge_executor_output(provisioned, written, run.profile)
-            recorded = kfp_launcher.upload_outputs(
-                merged, pod, store, True, run.profile, kfp_driver.run_root(run)
-            )
-        except (RuntimeError, ValueError, OSError) as e:
-            with open(task.log_path, 'a', encoding='utf-8') as log:
-                log.write(f'\nlauncher: failed to execute component: {e}\n')
-            raise CompiledTaskFailed(task.name, 1, task.log_path) from e
+            recorded = kfp_launcher.upload_outputs(merged, pod, store, True, run.profile, run_root)
     finally:
         shutil.rmtree(pod.root, ignore_errors=True)
     print(f'{prefix}: done in {seconds:.1f}s', file=out, flush=True)
     return seconds, parameters, recorded
+
+
+@contextlib.contextmanager
+def _launcher_step(task: _Task) -> Iterator[None]:
+    """Fails the task as the launcher does when one of its own steps fails: its message at the
+    end of the task's log (a pod's log has it), the task failed."""
+    try:
+        yield
+    except (RuntimeError, ValueError, OSError) as e:
+        with open(task.log_path, 'a', encoding='utf-8') as log:
+            log.write(f'launcher: failed to execute component: {e}\n')
+        raise CompiledTaskFailed(task.name, 1, task.log_path) from e
 
 
 def _modules(spec: dict[str, Any]) -> list[str]:

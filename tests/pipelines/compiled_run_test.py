@@ -258,3 +258,37 @@ def test_without_root_a_run_is_refused_saying_why_never_run_on_shared_paths():
     ).stdout
     assert printed.startswith('unshare: Operation not permitted (needs root or CAP_SYS_ADMIN)')
     assert 'each task needs its own /gcs, /s3, /minio and /tmp/kfp_outputs, as a pod has' in printed
+
+
+def test_an_output_the_executor_moved_off_the_store_fails_its_consumer_in_the_launcher(
+    s3_store, tmp_path
+):
+    # The executor output names a local folder as the URI: the launcher merges it
+    # (mergeRuntimeArtifacts), cannot upload it ("Skipping uploading to remote storage") and
+    # records it; the consumer's launcher cannot open a bucket for it (fetchNonDefaultBuckets).
+    moves = (
+        'import json, sys; x = json.loads(sys.argv[1]); '
+        "open(x['outputs']['outputFile'], 'w').write(json.dumps("
+        "{'artifacts': {'out': {'artifacts': [{'uri': '/data/out'}]}}}))"
+    )
+    bucket = s3_store.new_bucket()
+    path = tmp_path / 'spec.json'
+    path.write_text(
+        json.dumps(_spec({'a': _task(), 'b': _task('a')}, command=['python', '-c', moves]))
+    )
+
+    with pytest.raises(compiled_run.CompiledTaskFailed) as raised:
+        compiled_run.run_compiled(
+            str(path),
+            pipeline_root=f's3://{bucket}/root',
+            run_id='r',
+            log_dir=str(tmp_path / 'logs'),
+            kfp_version='2.0',
+        )
+
+    assert (raised.value.task, raised.value.returncode) == ('b', 1)
+    assert (tmp_path / 'logs' / 'b.log').read_text() == (
+        'launcher: failed to execute component: failed to fetch non default buckets: failed to '
+        'parse bucketConfig for output artifact "examples" with uri "/data/out": parse bucket '
+        'config failed: unrecognized uri format: "/data/out"\n'
+    )
