@@ -1,5 +1,6 @@
-"""Runs the tasks of `asynctrain run --compiled`: each container command `python -m MODULE ARG...`
-as `__main__` in a process of its own, forked from one that imported the task modules once.
+"""Runs the tasks of `asynctrain run --compiled`: each container command (`python -m MODULE ARG...`
+as `__main__`, `python -c CODE ...` or a program) in a process of its own, forked from one that
+imported the task modules once.
 
 TFX's Kubeflow V2 entrypoint imports every TFX component, kfp's client and TensorFlow before it
 runs anything: 15-20 s of CPU per task on a 2-core machine, most of a small pipeline's time. A
@@ -62,8 +63,9 @@ def _libc_call(name: str, *args) -> None:
         hint = ' (needs root or CAP_SYS_ADMIN)' if code in (errno.EPERM, errno.EACCES) else ''
         raise PodUnavailable(
             code,
-            f'{name}{args[:2] if name == "mount" else ""}: {os.strerror(code)}{hint}; each task '
-            'needs its own /gcs, /s3, /minio and /tmp/kfp_outputs, as a pod has',
+            f'{name}{" " + args[1].decode() if name == "mount" else ""}: {os.strerror(code)}'
+            f'{hint}; each task needs its own /gcs, /s3, /minio and /tmp/kfp_outputs, as a pod '
+            'has',
         )
 
 

@@ -5,6 +5,7 @@ each task in a pod of its own, and a failing task named with its log."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -292,3 +293,31 @@ def test_an_output_the_executor_moved_off_the_store_fails_its_consumer_in_the_la
         'parse bucketConfig for output artifact "examples" with uri "/data/out": parse bucket '
         'config failed: unrecognized uri format: "/data/out"\n'
     )
+
+
+def test_tasks_side_by_side_each_see_their_own_pod_paths(tmp_path):
+    # Two task processes at once (as two test workers' runs would be) write the same pod path
+    # and read it back after both wrote.
+    check = (
+        'import pathlib, sys, time; p = pathlib.Path("/s3/b/shared.txt"); '
+        'p.parent.mkdir(parents=True, exist_ok=True); p.write_text(sys.argv[1]); time.sleep(2); '
+        'print(p.read_text(), sorted(x.name for x in pathlib.Path("/s3/b").iterdir()))'
+    )
+    processes = []
+    for name in ('one', 'two'):
+        request = {
+            'argv': ['-c', check, name],
+            'env': dict(os.environ),
+            'log_path': str(tmp_path / f'{name}.log'),
+            'pod_root': str(tmp_path / f'pod-{name}'),
+        }
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, '-m', 'pipelines.compiled_task', '--run', json.dumps(request)]
+            )
+        )
+    assert [p.wait() for p in processes] == [0, 0]
+    for name in ('one', 'two'):
+        assert (tmp_path / f'{name}.log').read_text() == f"{name} ['shared.txt']\n"
+        assert (tmp_path / f'pod-{name}' / 's3' / 'b' / 'shared.txt').read_text() == name
+    assert not os.path.exists('/s3/b/shared.txt')
