@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     compiled.add_argument(
         '--pipeline-root',
-        metavar='DIR',
+        metavar='URI',
         default=None,
         help="with --compiled: replaces the spec's defaultPipelineRoot (s3:// or minio://, at "
         'the S3 endpoint in AWS_ENDPOINT_URL, as the launcher stages artifacts only there)',
