@@ -72,6 +72,18 @@ class S3Store:
                 key = '/'.join(p for p in (prefix, os.path.relpath(path, local_dir)) if p)
                 client.upload_file(path, bucket, key)
 
+    def download_dir(self, uri: str, local_dir: str) -> str:
+        """Every key under `s3://bucket/prefix/` (`uri`) into `local_dir`, same relative paths;
+        returns `local_dir`. For tests to read what a run wrote (never through TensorFlow's S3
+        filesystem in the test process: it aborts the process at exit)."""
+        bucket, _, prefix = uri.removeprefix('s3://').partition('/')
+        client = self.client()
+        for key in self.keys(uri):
+            path = os.path.join(local_dir, key)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            client.download_file(bucket, f'{prefix.rstrip("/")}/{key}', path)
+        return local_dir
+
     def keys(self, uri: str) -> list[str]:
         """Every key under `s3://bucket/prefix`, relative to the prefix, sorted."""
         bucket, _, prefix = uri.removeprefix('s3://').partition('/')

@@ -56,7 +56,7 @@ def _folder_exists(path: str) -> bool:
         return True
     if '://' not in path:
         return False
-    return bool(FileSystems.match([path.rstrip('/') + '/*'], limits=[1])[0].metadata_list)
+    return bool(FileSystems.match([path.rstrip('/') + '/**'], limits=[1])[0].metadata_list)
 
 
 def config_from_exec_properties(
