@@ -277,7 +277,11 @@ def _launch(
             kfp_launcher.download_inputs(task.executor_input, pod, store, run.profile, run_root)
             kfp_launcher.prepare_output_folders(task.executor_input, pod)
         argv = _argv(task.container, json.dumps(task.executor_input, separators=(',', ':')))
-        env = {**os.environ, **{e['name']: e['value'] for e in task.container.get('env', [])}}
+        env = {
+            **os.environ,
+            **_pod_environment(run),
+            **{e['name']: e['value'] for e in task.container.get('env', [])},
+        }
         print(f'{prefix}: running...', file=out, flush=True)
         started = time.monotonic()
         elapsed = console.ElapsedLine(prefix, out)
@@ -301,6 +305,16 @@ def _launch(
         shutil.rmtree(pod.root, ignore_errors=True)
     print(f'{prefix}: done in {seconds:.1f}s', file=out, flush=True)
     return seconds, parameters, recorded
+
+
+def _pod_environment(run: kfp_driver.RunContext) -> dict[str, str]:
+    """What every 2.x user container has in its environment from its pod
+    (`compiler/argocompiler/common.go`, `commonEnvs`): its pod's name and UID, Argo's names
+    here being `<workflow>-system-container-impl-<n>`."""
+    return {
+        'KFP_POD_NAME': f'{run.run_id}-system-container-impl-{uuid.uuid4().int % 10**10}',
+        'KFP_POD_UID': str(uuid.uuid4()),
+    }
 
 
 @contextlib.contextmanager

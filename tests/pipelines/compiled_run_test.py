@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -25,6 +26,8 @@ out = x['outputs']['artifacts']['out']['artifacts'][0]
 path = '/' + out['uri'].replace('://', '/', 1)
 os.makedirs(path, exist_ok=True)
 open(os.path.join(path, 'input.json'), 'w').write(sys.argv[1])
+pod = {k: os.environ[k] for k in ('KFP_POD_NAME', 'KFP_POD_UID')}
+open(os.path.join(path, 'pod.json'), 'w').write(json.dumps(pod))
 open(os.path.join(path, 'seen.json'), 'w').write(json.dumps(seen))
 open('/s3/leftover', 'w').write('not uploaded')
 os.makedirs(os.path.dirname(x['outputs']['outputFile']), exist_ok=True)
@@ -138,7 +141,15 @@ def test_a_downstream_task_receives_the_published_artifact_through_the_store(
     # file the producer left in its own /s3 without uploading it.
     seen = json.loads(_read(s3_store, run.artifact('b', 'out')['uri'] + '/seen.json'))
     local_input = '/s3/' + produced['uri'].removeprefix('s3://')
-    assert seen == [f'{local_input}/input.json', f'{local_input}/seen.json']
+    assert seen == [
+        f'{local_input}/input.json',
+        f'{local_input}/pod.json',
+        f'{local_input}/seen.json',
+    ]
+    # The pod's own environment (argocompiler/common.go commonEnvs).
+    pod = json.loads(_read(s3_store, run.artifact('b', 'out')['uri'] + '/pod.json'))
+    assert re.fullmatch(r'r-system-container-impl-\d+', pod['KFP_POD_NAME'])
+    assert re.fullmatch(r'[0-9a-f-]{36}', pod['KFP_POD_UID'])
     # The launcher uploaded each output's local path and the task's log as executor-logs.
     assert 'task log line' in _read(s3_store, run.artifact('b', 'executor-logs')['uri'])
     assert 'task log line' in (tmp_path / 'logs' / 'b.log').read_text()
@@ -164,8 +175,10 @@ def test_on_2_0_outputs_have_no_salt_and_no_logs_artifact(s3_store, tmp_path):
     # minio://B/K is bucket B of the one S3 endpoint.
     assert s3_store.keys(f's3://{bucket}/root') == [
         'p/r/a/out/input.json',
+        'p/r/a/out/pod.json',
         'p/r/a/out/seen.json',
         'p/r/b/out/input.json',
+        'p/r/b/out/pod.json',
         'p/r/b/out/seen.json',
     ]
     received = json.loads(_read(s3_store, f's3://{bucket}/root/p/r/b/out/input.json'))
