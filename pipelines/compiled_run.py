@@ -160,19 +160,15 @@ def task_order(spec: dict[str, Any]) -> list[str]:
     return order
 
 
-def _argv(container: dict[str, Any], invocation: str) -> list[str]:
-    """The container's command and args, `{{$}}` filled and `python` this interpreter."""
-    argv = [*container.get('command', []), *container.get('args', [])]
-    for index, arg in enumerate(argv):
-        if arg == '{{$}}':
-            argv[index] = invocation
-        elif '{{$' in arg:
-            raise ValueError(
-                f'container argument {arg!r}: only the {{{{$}}}} placeholder is run here'
-            )
-    if argv and argv[0] in ('python', 'python3'):
+def _argv(
+    container: dict[str, Any], executor_input: dict[str, Any], profile: kfp_profiles.KfpProfile
+) -> list[str]:
+    """The command line the launcher runs (`kfp_launcher.command_line`), `python` being this
+    interpreter and any other program found beside it or on the PATH."""
+    argv = kfp_launcher.command_line(container, executor_input, profile)
+    if argv[0] in ('python', 'python3'):
         argv[0] = sys.executable
-    elif argv and not os.path.isabs(argv[0]):
+    elif not os.path.isabs(argv[0]):
         beside = os.path.join(os.path.dirname(sys.executable), argv[0])
         argv[0] = beside if os.path.exists(beside) else shutil.which(argv[0]) or argv[0]
     return argv
@@ -276,7 +272,8 @@ def _launch(
         with _launcher_step(task):
             kfp_launcher.download_inputs(task.executor_input, pod, store, run.profile, run_root)
             kfp_launcher.prepare_output_folders(task.executor_input, pod)
-        argv = _argv(task.container, json.dumps(task.executor_input, separators=(',', ':')))
+        with _launcher_step(task):
+            argv = _argv(task.container, task.executor_input, run.profile)
         env = {
             **os.environ,
             **_pod_environment(run),

@@ -26,6 +26,8 @@ import os
 import shutil
 from typing import Any
 
+import numpy
+
 from pipelines import kfp_profiles, kfp_storage
 
 # The pod paths a task's process must see as its own: the launcher's staging roots
@@ -47,6 +49,74 @@ ON_A_CLUSTER = (
 
 class StagingRefused(ValueError):
     """A URI the launcher, or this machine, cannot stage."""
+
+
+def _placeholder_text(value: Any) -> str:
+    """An input parameter as `getPlaceholders` writes it: a string as is, a number with
+    `strconv.FormatFloat(v, 'f', -1, 64)`, a bool as true/false, a list or struct as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    if isinstance(value, (int, float)):
+        return numpy.format_float_positional(float(value), unique=True, trim='-')
+    return json.dumps(value, separators=(',', ':'))
+
+
+def placeholders(executor_input: dict[str, Any]) -> dict[str, str]:
+    """`getPlaceholders`: the `{{$.inputs...}}` and `{{$.outputs...}}` placeholders of a task,
+    from the first artifact of each list.
+
+    Raises:
+      StagingRefused: an output artifact without a local path (the launcher's error).
+    """
+    found = {}
+    for name, artifacts in executor_input['inputs'].get('artifacts', {}).items():
+        if not artifacts['artifacts']:
+            continue
+        artifact = artifacts['artifacts'][0]
+        found[f"{{{{$.inputs.artifacts['{name}'].uri}}}}"] = artifact['uri']
+        try:
+            found[f"{{{{$.inputs.artifacts['{name}'].path}}}}"] = _local_path(artifact)
+        except kfp_storage.UnsupportedStorageScheme:
+            pass  # "Input Artifact does not have a recognized storage URI": no path placeholder.
+    for name, artifacts in executor_input['outputs'].get('artifacts', {}).items():
+        if not artifacts['artifacts']:
+            continue
+        artifact = artifacts['artifacts'][0]
+        found[f"{{{{$.outputs.artifacts['{name}'].uri}}}}"] = artifact['uri']
+        try:
+            found[f"{{{{$.outputs.artifacts['{name}'].path}}}}"] = _local_path(artifact)
+        except kfp_storage.UnsupportedStorageScheme as e:
+            raise StagingRefused(f'resolve output artifact "{name}"\'s local path: {e}') from e
+    for name, value in executor_input['inputs'].get('parameterValues', {}).items():
+        found[f"{{{{$.inputs.parameters['{name}']}}}}"] = _placeholder_text(value)
+    for name, parameter in executor_input['outputs'].get('parameters', {}).items():
+        found[f"{{{{$.outputs.parameters['{name}'].output_file}}}}"] = parameter['outputFile']
+    return found
+
+
+def command_line(
+    container: dict[str, Any], executor_input: dict[str, Any], profile: kfp_profiles.KfpProfile
+) -> list[str]:
+    """The command line the launcher runs: the container's command and arguments, which the
+    driver hands it as one list (`initPodSpecPatch`'s `userCmdArgs`), the first element its
+    `cmd`, the rest its `args` (`NewLauncherV2`). `{{$}}` becomes the ExecutorInput as JSON
+    everywhere; the other placeholders are filled in the args, and in `cmd` too up to 2.5
+    (`executeV2`; from 2.14 `compileCmdAndArgs` fills them into a copy of `cmd` it then drops);
+    an unknown placeholder stays as written."""
+    invocation = json.dumps(executor_input, separators=(',', ':'))
+    found = placeholders(executor_input)
+
+    def filled(text: str) -> str:
+        text = text.replace('{{$}}', invocation)
+        for key, value in found.items():
+            text = text.replace(key, value)
+        return text
+
+    cmd, *args = [*container.get('command', []), *container.get('args', [])]
+    cmd = filled(cmd) if profile.command_placeholders else cmd.replace('{{$}}', invocation)
+    return [cmd, *(filled(a) for a in args)]
 
 
 def check_pipeline_root(root: str) -> None:

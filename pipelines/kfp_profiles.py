@@ -18,6 +18,7 @@ profile follows its tag and the table says where the change falls:
 | struct-valued parameter types    | STRUCT       | STRUCT (2.14: + TASK_FINAL_STATUS) | + TASK_CONFIG |
 | download only keys under prefix  | no           | no                     | yes (2.17)         |
 | a failed task's logs uploaded    | no           | no                     | yes (2.16+)        |
+| placeholders in argv[0] filled   | yes          | yes (2.14: no)         | no                 |
 
 Kept the same in every line (and so not a field): output parameters are read from
 `/tmp/kfp/outputs/<name>` when the executor output does not hold them, a missing file failing the
@@ -91,6 +92,10 @@ class KfpProfile:
       upload_logs_of_failed_task: When the command fails the launcher still uploads and records
         the `executor-logs` artifact, and only it (`executeV2`, `uploadOutputArtifacts` with
         `componentSucceeded` false; 2.16 on).
+      command_placeholders: The launcher fills the `{{$.inputs...}}` and `{{$.outputs...}}`
+        placeholders in the command line's first element as well as in the rest (`executeV2`
+        up to 2.5; from 2.14 `compileCmdAndArgs` fills them in a copy of the first element that
+        it drops, `{{$}}` only being filled there).
       caching_default: The driver looks a task up in the cache when the spec's
         `cachingOptions.enableCache` is set (`v2/driver` `Container`, every 2.x; from 2.14 its
         `--cache_disabled` flag, default false, turns that off for all). Not emulated: a run
@@ -110,6 +115,7 @@ class KfpProfile:
     struct_parameter_types: tuple[str, ...]
     download_keys_under_prefix_only: bool
     upload_logs_of_failed_task: bool
+    command_placeholders: bool
     caching_default: bool = True
 
     def describe(self) -> str:
@@ -131,6 +137,7 @@ KFP_2_0 = KfpProfile(
     struct_parameter_types=('STRUCT',),
     download_keys_under_prefix_only=False,
     upload_logs_of_failed_task=False,
+    command_placeholders=True,
 )
 KFP_2_5 = KfpProfile(
     version='2.5',
@@ -146,6 +153,7 @@ KFP_2_5 = KfpProfile(
     struct_parameter_types=('STRUCT',),
     download_keys_under_prefix_only=False,
     upload_logs_of_failed_task=False,
+    command_placeholders=True,
 )
 KFP_2_17 = KfpProfile(
     version='2.17',
@@ -161,6 +169,7 @@ KFP_2_17 = KfpProfile(
     struct_parameter_types=('STRUCT', 'TASK_FINAL_STATUS', 'TASK_CONFIG'),
     download_keys_under_prefix_only=True,
     upload_logs_of_failed_task=True,
+    command_placeholders=False,
 )
 PROFILES = {p.version: p for p in (KFP_2_0, KFP_2_5, KFP_2_17)}
 NEWEST = KFP_2_17.version

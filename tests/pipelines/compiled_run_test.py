@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from pipelines import cli, compiled_run
+from pipelines import cli, compiled_run, kfp_profiles
 
 TYPE = {'instanceSchema': 'title: tfx.Examples\ntype: object\n'}
 # Lists the files it finds under /s3, writes that and its ExecutorInput into its `out` artifact's
@@ -89,17 +89,29 @@ def test_tasks_run_after_their_producers_ties_by_name():
     assert compiled_run.task_order(spec) == ['a', 'b', 'd', 'c']
 
 
-def test_python_is_this_interpreter_and_only_the_whole_input_placeholder_runs():
-    container = {'command': ['python', '-m', 'mod'], 'args': ['--x', '{{$}}']}
-    assert compiled_run._argv(container, '{"i": 1}') == [
+def test_python_is_this_interpreter_and_the_launchers_placeholders_are_filled():
+    executor_input = {
+        'inputs': {'parameterValues': {'n': 2.0}},
+        'outputs': {'outputFile': '/tmp/kfp_outputs/output_metadata.json'},
+    }
+    container = {
+        'command': ['python', '-m', 'mod'],
+        'args': [
+            '--x',
+            '{{$}}',
+            "--n={{$.inputs.parameters['n']}}",
+            "{{$.inputs.parameters['m']}}",
+        ],
+    }
+    assert compiled_run._argv(container, executor_input, kfp_profiles.KFP_2_17) == [
         sys.executable,
         '-m',
         'mod',
         '--x',
-        '{"i": 1}',
+        json.dumps(executor_input, separators=(',', ':')),
+        '--n=2',
+        "{{$.inputs.parameters['m']}}",  # no such input: left as written
     ]
-    with pytest.raises(ValueError, match=r"inputs.parameters\['n'\]"):
-        compiled_run._argv({'command': ['python'], 'args': ["{{$.inputs.parameters['n']}}"]}, '')
 
 
 @pytest.mark.parametrize('fresh', [False, True], ids=['forked', 'fresh-processes'])

@@ -217,3 +217,37 @@ def test_a_failed_commands_logs_are_uploaded_from_2_16_only(s3_store, store, buc
         )
         assert list(recorded) == (['executor-logs'] if profile.upload_logs_of_failed_task else [])
     assert s3_store.keys(f's3://{bucket}/root/p/r/t/u') == ['executor-logs-0']
+
+
+def test_placeholders_of_a_task_and_the_first_element_filled_up_to_2_5(bucket):
+    # launcher_v2.go getPlaceholders; executeV2 (2.5.0) fills every element,
+    # compileCmdAndArgs (2.14+) drops what it filled into cmd.
+    received = {'name': '1', 'uri': f's3://{bucket}/root/p/r/up/u/examples'}
+    executor_input, _ = _executor_input(
+        bucket, {'examples': [received]}, {'model': None}, kfp_profiles.KFP_2_17
+    )
+    executor_input['inputs']['parameterValues'] = {'flag': True, 'l': [1, 2], 'x': 0.5}
+    found = kfp_launcher.placeholders(executor_input)
+    assert {k: v for k, v in found.items() if 'executor-logs' not in k} == {
+        "{{$.inputs.artifacts['examples'].uri}}": f's3://{bucket}/root/p/r/up/u/examples',
+        "{{$.inputs.artifacts['examples'].path}}": f'/s3/{bucket}/root/p/r/up/u/examples',
+        "{{$.outputs.artifacts['model'].uri}}": f's3://{bucket}/root/p/r/t/u/model',
+        "{{$.outputs.artifacts['model'].path}}": f'/s3/{bucket}/root/p/r/t/u/model',
+        "{{$.inputs.parameters['flag']}}": 'true',
+        "{{$.inputs.parameters['l']}}": '[1,2]',
+        "{{$.inputs.parameters['x']}}": '0.5',
+        "{{$.outputs.parameters['count'].output_file}}": '/tmp/kfp/outputs/count',
+    }
+    container = {
+        'command': ["{{$.inputs.parameters['x']}}"],
+        'args': ["{{$.outputs.artifacts['model'].path}}"],
+    }
+    model_path = f'/s3/{bucket}/root/p/r/t/u/model'
+    assert kfp_launcher.command_line(container, executor_input, kfp_profiles.KFP_2_5) == [
+        '0.5',
+        model_path,
+    ]
+    assert kfp_launcher.command_line(container, executor_input, kfp_profiles.KFP_2_17) == [
+        "{{$.inputs.parameters['x']}}",
+        model_path,
+    ]

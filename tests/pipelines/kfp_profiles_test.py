@@ -73,6 +73,8 @@ def test_ml_metadata_parameters_downloads_and_caching():
     )
     # objectstore/object_store.go isBlobKeyUnderPrefix (2.17.0).
     assert _row('download_keys_under_prefix_only') == (False, False, True)
+    # launcher_v2.go executeV2 (2.5.0) / compileCmdAndArgs (2.14+).
+    assert _row('command_placeholders') == (True, True, False)
     # driver: cachingOptions.enableCache is honoured by every line.
     assert _row('caching_default') == (True, True, True)
 
