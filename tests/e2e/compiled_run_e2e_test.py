@@ -1,16 +1,25 @@
-"""The compiled Kubeflow pipeline, run task by task as open-source KFP 2.x would run it
-(`asynctrain compile --target kubeflow`, then `asynctrain run --compiled`).
+"""The compiled Kubeflow pipeline, run task by task as open-source KFP 2.x's driver and launcher
+run it (`asynctrain compile --target kubeflow`, then `asynctrain run --compiled --kfp-version`),
+on an S3 endpoint on 127.0.0.1 (moto's server): the pipeline root, the input CSVs and the push
+destination all in the store, every task in a pod of its own that starts with nothing but what the
+launcher downloaded. Each KFP line runs a whole pipeline:
 
-- The taxi pipeline on a small sample, its Trainer in the `tfjob` cluster mode: the TFJob's
-  chief, workers and parameter server run as local processes. Every task succeeds, the blessing
-  names the model as TFX's Kubeflow V2 entrypoint names it for stock Evaluator, and the pushed
-  model serves raw rows with Transform's output gone.
-- Penguins, one compiled spec run on three days, as a daily recurring run would: day 1 has no
-  blessed model yet and is pushed; day 2 (train labels partly swapped, `penguin_days`) finds
-  day 1's pushed model through `latest_blessed_model`, warm-starts from it, is judged against it
-  and, worse by more than `max_regression` though above the absolute bound, is not pushed (the
-  blessing against the last blessed model); day 3's culmen lengths arrive in centimetres: DriftValidator
-  compares them with day 1's data (the served model's) and stops the run before Transform.
+- 2.17 (the newest): taxi, its Trainer in the `tfjob` cluster mode, the TFJob's chief, workers
+  and parameter servers as local processes reading and writing the store themselves. The blessing
+  names the model as TFX's entrypoint names it for stock Evaluator, the pushed model, read back
+  from the store, serves raw rows.
+- 2.5: taxi with the store a stock Kubeflow install uses, `minio://` (which neither TensorFlow
+  nor Beam can open): every URI published is a minio:// one, the launcher's /minio/ copies never
+  leak into what a task publishes.
+- 2.0 (Kubeflow 1.8): penguins, one compiled spec run on three days, as a daily recurring run
+  would: day 1 has no blessed model yet and is pushed; day 2 (train labels partly swapped,
+  `penguin_days`) finds day 1's pushed model through `latest_blessed_model`, warm-starts from it,
+  is judged against it and, worse by more than `max_regression` though above the absolute bound,
+  is not pushed; day 3's culmen lengths arrive in centimetres: DriftValidator compares them with
+  day 1's data (the served model's) and stops the run before Transform.
+
+tests/e2e/stock_entrypoint_on_kfp_e2e_test.py runs the same spec with stock TFX's entrypoint put
+back, and sees it fail as it fails on a cluster.
 """
 
 from __future__ import annotations
@@ -19,7 +28,6 @@ import csv
 import glob
 import json
 import os
-import shutil
 
 import pytest
 import tensorflow as tf
@@ -35,6 +43,7 @@ from tests.e2e.e2e_helpers import raw_example
 from tests.e2e.penguin_days import (
     DATASET,
     DAYS,
+    DRIFTED_DAY,
     DRIFTED_FEATURE,
     MAX_REGRESSION,
     MIN_VALUE,
@@ -45,7 +54,7 @@ from tests.e2e.penguin_days import (
 
 pytestmark = pytest.mark.e2e
 
-TAXI_ROWS = 3000
+TAXI_ROWS = 2000
 # The order a run takes: every producer before its consumers, ties by name.
 TASKS = [
     'CsvExampleGen',
@@ -61,21 +70,20 @@ TASKS = [
 ]
 
 
-def _compile_and_run(tmp_path, config: dict, name: str, *run_args: str):
-    """Compiles `config` once (kept as `<name>.yaml`) and runs it; returns (exit code, run.json)."""
+def _compile(tmp_path, config: dict, name: str, pipeline_root: str) -> str:
+    """Compiles `config` once (kept as `<name>.yaml`) for `pipeline_root`; returns its path."""
     spec = tmp_path / f'{name}.yaml'
-    if not spec.exists():
-        config_file = tmp_path / f'{name}-config.yaml'
-        config_file.write_text(yaml.safe_dump(config))
-        assert (
-            cli.main(
-                ['compile', '--target', 'kubeflow', '--output', str(spec)]
-                + ['--config', str(config_file)]
-            )
-            == 0
-        )
-    code = cli.main(['run', '--compiled', str(spec), *run_args])
-    runs = sorted(glob.glob(str(tmp_path / 'runs' / 'compiled' / '*' / '*' / 'run.json')))
+    config_file = tmp_path / f'{name}-config.yaml'
+    config_file.write_text(yaml.safe_dump(config))
+    args = ['compile', '--target', 'kubeflow', '--output', str(spec), '--config', str(config_file)]
+    assert cli.main([*args, '--pipeline-root', pipeline_root]) == 0
+    return str(spec)
+
+
+def _run(spec: str, *run_args: str) -> tuple[int, dict]:
+    """`asynctrain run --compiled spec ...`; returns (exit code, the run's run.json)."""
+    code = cli.main(['run', '--compiled', spec, *run_args])
+    runs = glob.glob(os.path.join('runs', 'compiled', '*', '*', 'run.json'))
     with open(max(runs, key=os.path.getmtime)) as f:
         return code, json.load(f)
 
@@ -91,69 +99,35 @@ def _task_log(run: dict, task: str) -> str:
         return f.read()
 
 
+def _as_s3(uri: str) -> str:
+    """The store's name for an artifact URI: minio://B/K is bucket B of the same S3 endpoint."""
+    return 's3://' + uri.split('://', 1)[1]
+
+
 @pytest.fixture
 def in_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # `runs/compiled/...` logs under the test's directory
     return tmp_path
 
 
-def test_taxi_compiled_runs_every_task_with_the_trainer_as_a_local_tfjob(in_tmp, capsys):
-    sample = in_tmp / 'taxi'
+def _taxi_sample(store, bucket: str, tmp_path) -> str:
+    """The first TAXI_ROWS rows of the bundled CSV, uploaded to `s3://bucket/taxi/`."""
+    sample = tmp_path / 'taxi'
     sample.mkdir()
     with open(os.path.join(bundled_data_dir(), 'data.csv')) as src:
         lines = [line for _, line in zip(range(TAXI_ROWS + 1), src)]
     (sample / 'data.csv').write_text(''.join(lines))
-    work_dir = in_tmp / 'work'
-    config = {
-        'pipeline_name': 'taxi-compiled',
-        'data': str(sample),
-        'work_dir': str(work_dir),
-        'trainer': {
-            'training': {'train_steps': 150, 'eval_steps': 10},
-            'distribution': {'cluster': 'tfjob'},
-            'kubernetes': {'image': 'registry.example/asynctrain:test', 'namespace': 'ml'},
-        },
-    }
+    store.upload_dir(str(sample), f's3://{bucket}/taxi')
+    return str(sample / 'data.csv')
 
-    code, run = _compile_and_run(in_tmp, config, 'taxi', '--tfjob-local', '--run-id', 'r1')
 
-    assert code == 0
-    printed = capsys.readouterr().out
-    assert [t['name'] for t in run['tasks']] == TASKS
-    for index, task in enumerate(run['tasks'], start=1):
-        assert f'[{index}/{len(TASKS)}] {task["name"]}: done in' in printed
-    assert run['run_root'] == f'{work_dir}/pipeline_root/taxi-compiled/r1'
-    outputs = _outputs(run)
-    # Every output lies under the run's root, in a per-execution folder, as the driver puts it.
-    for task, artifacts in outputs.items():
-        for name, artifact in artifacts.items():
-            assert artifact['uri'].startswith(f'{run["run_root"]}/{task}/'), (task, name)
-            assert artifact['uri'].endswith(f'/{name}')
-
-    # The Trainer trained as a TFJob whose replicas ran here.
-    assert 'Training as TFJob ml/' in _task_log(run, 'Trainer')
-    replica_logs = sorted(os.path.basename(p) for p in glob.glob('runs/compiled/*/r1/tfjob/*'))
-    assert any('chief' in p.lower() for p in replica_logs), replica_logs
-    assert sum('worker' in p.lower() for p in replica_logs) == 2, replica_logs
-    assert any('ps' in p.lower() for p in replica_logs), replica_logs
-
-    # The blessing, as TFX's V2 entrypoint publishes stock Evaluator's: the model named by the
-    # name the run gave the Trainer's model, not by a number.
-    blessing = outputs['Evaluator']['blessing']['metadata']
-    assert blessing['blessed'] == 1
-    assert blessing['current_model_id'] == outputs['Trainer']['model']['name']
-    assert blessing['current_model'] == outputs['Trainer']['model']['uri']
-    pushed = outputs['Pusher']['pushed_model']['metadata']
-    assert pushed['pushed'] == 1
-    assert pushed['pushed_destination'].startswith(f'{work_dir}/serving_model/')
-    assert f'pushed: {pushed["pushed_destination"]}' in printed
-
-    # The pushed model stands alone: Transform's output removed, it scores raw rows.
-    shutil.rmtree(os.path.dirname(outputs['Transform']['transform_graph']['uri']))
-    loaded = tf.saved_model.load(pushed['pushed_destination'])
+def _assert_serves_raw_rows(store, pushed_uri: str, csv_path: str, local_dir: str) -> None:
+    """The pushed model, downloaded from the store alone (no Transform output beside it), scores
+    raw taxi rows."""
+    loaded = tf.saved_model.load(store.download_dir(pushed_uri, local_dir))
     schema = load_schema(str(REPO_ROOT / 'schemas' / 'taxi' / 'schema.pbtxt'))
     types = {f.name: f.type for f in schema.feature}
-    with open(sample / 'data.csv', newline='') as f:
+    with open(csv_path, newline='') as f:
         rows = list(csv.DictReader(f))[:8]
     scores = loaded.signatures['serving_default'](
         examples=tf.constant([raw_example(r, types, 'tips') for r in rows])
@@ -163,21 +137,129 @@ def test_taxi_compiled_runs_every_task_with_the_trainer_as_a_local_tfjob(in_tmp,
     assert types['company'] == schema_pb2.BYTES  # raw text went in, not a vocabulary index
 
 
-def test_penguins_compiled_once_run_daily_warm_starts_keeps_a_worse_day_out_stops_on_drift(
-    in_tmp, capsys
+def test_taxi_on_s3_kfp_2_17_trainer_as_a_tfjob_whose_replicas_use_the_store(
+    in_tmp, capsys, s3_store
 ):
+    bucket = s3_store.new_bucket()
+    csv_path = _taxi_sample(s3_store, bucket, in_tmp)
+    config = {
+        'pipeline_name': 'taxi-compiled',
+        'data': f's3://{bucket}/taxi',
+        'work_dir': f's3://{bucket}/work',
+        'trainer': {
+            'training': {'train_steps': 150, 'eval_steps': 10},
+            'distribution': {'cluster': 'tfjob'},
+            'kubernetes': {'image': 'registry.example/asynctrain:test', 'namespace': 'ml'},
+        },
+    }
+    spec = _compile(in_tmp, config, 'taxi', f's3://{bucket}/root')
+
+    code, run = _run(spec, '--kfp-version', '2.17', '--tfjob-local', '--run-id', 'r1')
+
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert [t['name'] for t in run['tasks']] == TASKS
+    for index, task in enumerate(run['tasks'], start=1):
+        assert f'[{index}/{len(TASKS)}] {task["name"]}: done in' in printed
+    assert run['run_root'] == f's3://{bucket}/root/taxi-compiled/r1'
+    outputs = _outputs(run)
+    # Every output is in the store under the run's root, in a per-execution folder, as the
+    # driver puts it; the launcher uploaded what each step wrote.
+    for task, artifacts in outputs.items():
+        for name, artifact in artifacts.items():
+            if name == 'executor-logs':
+                continue
+            assert artifact['uri'].startswith(f'{run["run_root"]}/{task}/'), (task, name)
+            assert artifact['uri'].endswith(f'/{name}')
+    for task, name in (
+        ('CsvExampleGen', 'examples'),
+        ('Transform', 'transform_graph'),
+        ('ExampleBatcher', 'batched_examples'),
+        ('Trainer', 'model'),
+        ('Evaluator', 'evaluation'),
+    ):
+        assert s3_store.keys(outputs[task][name]['uri']), (task, name)
+
+    # The Trainer trained as a TFJob whose replicas ran here, reading and writing the store
+    # themselves (no pod's local copy reaches another pod).
+    assert 'Training as TFJob ml/' in _task_log(run, 'Trainer')
+    replica_logs = sorted(glob.glob('runs/compiled/*/r1/tfjob/*'))
+    names = [os.path.basename(p).lower() for p in replica_logs]
+    assert any('chief' in n for n in names) and any('ps' in n for n in names), names
+    assert sum('worker' in n for n in names) == 2, names
+    # The step handed them the store's URIs (its executor's inputs), never a pod's local copy;
+    # the chief exported the model into the store itself (nothing was staged to upload).
+    trainer_log = _task_log(run, 'Trainer')
+    assert f'uri: "{outputs["ExampleBatcher"]["batched_examples"]["uri"]}"' in trainer_log
+    assert 'uri: "/s3/' not in trainer_log
+    assert s3_store.keys(outputs['Trainer']['model']['uri'] + '/Format-Serving')
+
+    # The blessing, as TFX's V2 entrypoint publishes stock Evaluator's: the model named by the
+    # name the run gave the Trainer's model, and by its URI in the store, not a pod's path.
+    blessing = outputs['Evaluator']['blessing']['metadata']
+    assert blessing['blessed'] == 1
+    assert blessing['current_model_id'] == outputs['Trainer']['model']['name']
+    assert blessing['current_model'] == outputs['Trainer']['model']['uri']
+    pushed = outputs['Pusher']['pushed_model']['metadata']
+    assert pushed['pushed'] == 1
+    assert pushed['pushed_destination'].startswith(f's3://{bucket}/work/serving_model/')
+    assert f'pushed: {pushed["pushed_destination"]}' in printed
+    _assert_serves_raw_rows(s3_store, pushed['pushed_destination'], csv_path, str(in_tmp / 'm'))
+
+
+def test_taxi_on_kfps_default_minio_store_kfp_2_5_publishes_minio_uris_only(in_tmp, s3_store):
+    bucket = s3_store.new_bucket('mlpipeline')
+    csv_path = _taxi_sample(s3_store, bucket, in_tmp)
+    config = {
+        'pipeline_name': 'taxi-minio',
+        'data': f's3://{bucket}/taxi',
+        'work_dir': f's3://{bucket}/work',
+        'drift': {'enabled': False},
+        'trainer': {'training': {'train_steps': 150, 'eval_steps': 10}},
+    }
+    # A stock install's root: minio://mlpipeline/v2/artifacts (here the bucket is the test's).
+    spec = _compile(in_tmp, config, 'taxi', f'minio://{bucket}/v2/artifacts')
+
+    code, run = _run(spec, '--kfp-version', '2.5', '--run-id', 'm1')
+
+    assert code == 0
+    outputs = _outputs(run)
+    assert 'DriftValidator' not in outputs
+    for task, artifacts in outputs.items():
+        for artifact in artifacts.values():
+            assert artifact['uri'].startswith(
+                f'minio://{bucket}/v2/artifacts/taxi-minio/m1/{task}/'
+            )
+    # Nothing a task published names the launcher's local copies.
+    assert '/minio/' not in json.dumps(run['tasks'])
+    for task, name in (('CsvExampleGen', 'examples'), ('Trainer', 'model')):
+        assert s3_store.keys(_as_s3(outputs[task][name]['uri'])), (task, name)
+    blessing = outputs['Evaluator']['blessing']['metadata']
+    assert blessing['blessed'] == 1
+    assert blessing['current_model'] == outputs['Trainer']['model']['uri']
+    pushed = outputs['Pusher']['pushed_model']['metadata']
+    assert pushed['pushed'] == 1
+    _assert_serves_raw_rows(s3_store, pushed['pushed_destination'], csv_path, str(in_tmp / 'm'))
+
+
+def test_penguins_on_kfp_2_0_compiled_once_run_daily_warm_starts_keeps_a_worse_day_out_stops_on_drift(
+    in_tmp, capsys, s3_store
+):
+    bucket = s3_store.new_bucket()
     data = in_tmp / 'data'
     write_days(str(data), str(in_tmp / 'scratch'))
-    day2_data = in_tmp / 'later' / DAYS[1]
-    os.makedirs(day2_data.parent)
-    # Day 2's folder arrives after day 1's run.
-    os.rename(data / DAYS[1], day2_data)
-    work_dir = in_tmp / 'work'
+    write_drifted_day(str(data))
+    store_data = f's3://{bucket}/penguins'
+    serving = f's3://{bucket}/work/serving_model'
+
+    def arrive(day: str) -> None:  # A day's folder lands in the store before that day's run.
+        s3_store.upload_dir(str(data / day), f'{store_data}/{day}')
+
     config = {
         'pipeline_name': 'penguins-daily',
         'dataset': str(DATASET),
-        'data': str(data),
-        'work_dir': str(work_dir),
+        'data': store_data,
+        'work_dir': f's3://{bucket}/work',
         'example_gen': {
             'input_pattern': '{YYYY}-{MM}-{DD}/*.csv',
             'null_markers': list(NULL_MARKERS),
@@ -190,14 +272,22 @@ def test_penguins_compiled_once_run_daily_warm_starts_keeps_a_worse_day_out_stop
             'max_regression': MAX_REGRESSION,
         },
     }
+    spec = _compile(in_tmp, config, 'penguins', f's3://{bucket}/root')
+    profile = ('--kfp-version', '2.0')
 
-    code, day1 = _compile_and_run(in_tmp, config, 'penguins', '--run-id', 'day1')
+    arrive(DAYS[0])
+    code, day1 = _run(spec, *profile, '--run-id', 'day1')
     assert code == 0
-    os.rename(day2_data, data / DAYS[1])
-    code, day2 = _compile_and_run(in_tmp, config, 'penguins', '--run-id', 'day2')
+    arrive(DAYS[1])
+    code, day2 = _run(spec, *profile, '--run-id', 'day2')
     assert code == 0
 
     first, second = _outputs(day1), _outputs(day2)
+    # KFP 2.0.x: no executor-logs output, no uuid folder in the driver's URIs.
+    assert 'executor-logs' not in first['Trainer']
+    assert (
+        first['Trainer']['model']['uri'] == f's3://{bucket}/root/penguins-daily/day1/Trainer/model'
+    )
     # Day 1: nothing pushed before, so no base model, no baseline; blessed on the bound alone.
     assert first['latest_blessed_model']['model']['metadata']['pushed_model'] == ''
     assert 'Warm start' not in _task_log(day1, 'Trainer')
@@ -205,17 +295,20 @@ def test_penguins_compiled_once_run_daily_warm_starts_keeps_a_worse_day_out_stop
     assert first['Evaluator']['blessing']['metadata']['blessed'] == 1
     day1_push = first['Pusher']['pushed_model']['metadata']['pushed_destination']
     assert first['Pusher']['pushed_model']['metadata']['pushed'] == 1
+    assert day1_push.startswith(serving + '/')
 
-    # Day 2 reads day 1's push (its own span: the newest folder) and warm-starts from it.
+    # Day 2 reads day 1's push from the store (its own span: the newest folder) and warm-starts
+    # from it.
     assert second['latest_blessed_model']['model']['metadata']['pushed_model'] == day1_push
     trainer_log = _task_log(day2, 'Trainer')
     assert 'Warm start: ' in trainer_log
-    assert second['latest_blessed_model']['model']['uri'] in trainer_log
     # Judged against it: the baseline is the model latest_blessed_model handed on.
     blessing = second['Evaluator']['blessing']['metadata']
     assert blessing['baseline_model_id'] == second['latest_blessed_model']['model']['name']
     assert blessing['current_model_id'] == second['Trainer']['model']['name']
-    evaluation = second['Evaluator']['evaluation']['uri']
+    evaluation = s3_store.download_dir(
+        second['Evaluator']['evaluation']['uri'], str(in_tmp / 'evaluation2')
+    )
     candidate = tfma.load_eval_result(evaluation, model_name='candidate')
     baseline = tfma.load_eval_result(evaluation, model_name='baseline')
     ((_, candidate_metrics),) = candidate.slicing_metrics
@@ -229,16 +322,21 @@ def test_penguins_compiled_once_run_daily_warm_starts_keeps_a_worse_day_out_stop
     # Not blessed, not pushed: day 1's model is still the one served.
     assert blessing['blessed'] == 0
     assert second['Pusher']['pushed_model']['metadata']['pushed'] == 0
-    assert os.listdir(work_dir / 'serving_model') == [os.path.basename(day1_push)]
+    assert _pushed_versions(s3_store, serving) == {day1_push.rsplit('/', 1)[1]}
 
     # Both days scored the same clean eval examples; day 2 cleared the absolute bound and failed
     # on the change against the baseline only, whose accuracy is day 1's model's, re-measured.
-    assert _eval_split(first) == _eval_split(second) and len(_eval_split(first)) == 128
+    assert _eval_split(s3_store, first, in_tmp / 'e1') == _eval_split(
+        s3_store, second, in_tmp / 'e2'
+    )
+    assert len(_eval_split(s3_store, first, in_tmp / 'e1')) == 128
     for run in (first, second):
         rows = run['CsvExampleGen']['examples']['metadata']
         assert (rows['rows_read'], rows['rows_written'], rows['rows_rejected']) == (344, 339, 5)
     assert day2_accuracy >= MIN_VALUE
-    day1_evaluation = tfma.load_eval_result(first['Evaluator']['evaluation']['uri'])
+    day1_evaluation = tfma.load_eval_result(
+        s3_store.download_dir(first['Evaluator']['evaluation']['uri'], str(in_tmp / 'ev1'))
+    )
     ((_, day1_metrics),) = day1_evaluation.slicing_metrics
     assert day1_accuracy == pytest.approx(day1_metrics['']['']['accuracy']['doubleValue'], abs=1e-6)
     # Day 2's data is day 1's with labels swapped in pairs: no drift against it.
@@ -252,27 +350,28 @@ def test_penguins_compiled_once_run_daily_warm_starts_keeps_a_worse_day_out_stop
 
     # Day 3, drifted: stopped at DriftValidator, before Transform, naming the feature; compared
     # with day 1's data, since day 1's model is still the one served.
-    write_drifted_day(str(data))
+    arrive(DRIFTED_DAY)
     capsys.readouterr()
-    code, _ = _compile_and_run(in_tmp, config, 'penguins', '--run-id', 'day3')
+    code, _ = _run(spec, *profile, '--run-id', 'day3')
     printed = capsys.readouterr()
     assert code == 1
     assert 'task DriftValidator failed' in printed.err
     assert f'{DRIFTED_FEATURE} (jensen_shannon_divergence ' in printed.err
     assert '] Transform' not in printed.out
-    drift_log = _task_log_at(in_tmp, 'day3', 'DriftValidator')
-    assert f'--accept-drift {DRIFTED_FEATURE}' in drift_log
-    assert os.listdir(work_dir / 'serving_model') == [os.path.basename(day1_push)]
+    (drift_log,) = glob.glob('runs/compiled/*/day3/DriftValidator.log')
+    with open(drift_log) as f:
+        assert f'--accept-drift {DRIFTED_FEATURE}' in f.read()
+    assert _pushed_versions(s3_store, serving) == {day1_push.rsplit('/', 1)[1]}
 
 
-def _eval_split(outputs: dict) -> set[bytes]:
+def _pushed_versions(store, serving: str) -> set[str]:
+    """The version folders under the push destination in the store."""
+    return {key.split('/', 1)[0] for key in store.keys(serving)}
+
+
+def _eval_split(store, outputs: dict, local_dir) -> set[bytes]:
     """The serialized examples of the eval split of a run's CsvExampleGen output."""
     uri = outputs['CsvExampleGen']['examples']['uri']
-    paths = sorted(glob.glob(os.path.join(uri, 'Split-eval', '*.gz')))
+    local = store.download_dir(uri + '/Split-eval', str(local_dir))
+    paths = sorted(glob.glob(os.path.join(local, '*.gz')))
     return {r.numpy() for r in tf.data.TFRecordDataset(paths, compression_type='GZIP')}
-
-
-def _task_log_at(root, run_id: str, task: str) -> str:
-    (path,) = glob.glob(str(root / 'runs' / 'compiled' / '*' / run_id / f'{task}.log'))
-    with open(path) as f:
-        return f.read()
