@@ -81,9 +81,17 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:  # kfp_rules.SpecRefused, a module file with a remote root
         print(f'asynctrain compile: {error}\n  log: {log_path}')
         return 2
-    tasks = document.get('pipelineSpec', document)['root']['dag']['tasks']
+    spec = document.get('pipelineSpec', document)
     print(
-        f'wrote {args.output}: {args.target} pipeline {config.pipeline_name!r}, {len(tasks)} steps, '
-        f'image {options.image}, pipeline root {options.pipeline_root}'
+        f'wrote {args.output}: {args.target} pipeline {config.pipeline_name!r}, '
+        f'{len(spec["root"]["dag"]["tasks"])} steps, image {options.image}, '
+        f'pipeline root {options.pipeline_root}'
     )
+    from pipelines import kfp_storage
+
+    for where in kfp_storage.pod_local_paths(spec):
+        print(
+            f"  warning: {where} is a local path: a step's pod starts without it and loses what "
+            'it writes there; give a gs:// or s3:// URI (docs/kubeflow.md, where artifacts live)'
+        )
     return 0

@@ -11,6 +11,9 @@ each output's local path after it (`downloadArtifacts`, `uploadOutputArtifacts`)
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 # Scheme -> the local folder the launcher stages it under.
 STAGING_ROOTS = {'gs://': '/gcs/', 'minio://': '/minio/', 's3://': '/s3/'}
 
@@ -36,3 +39,37 @@ def local_path_for_uri(uri: str) -> str:
 def is_object_store_uri(uri: str) -> bool:
     """Whether the launcher stages `uri` (a gs://, minio:// or s3:// URI)."""
     return any(uri.startswith(scheme) for scheme in STAGING_ROOTS)
+
+
+def _destination_directory(value: Any) -> str | None:
+    """The folder a `push_destination` parameter names: the Pusher's is TFX's PushDestination as
+    JSON, `latest_blessed_model`'s the folder itself."""
+    if not isinstance(value, str):
+        return None
+    try:
+        destination = json.loads(value)
+    except ValueError:
+        return value
+    if not isinstance(destination, dict):
+        return None
+    return destination.get('filesystem', {}).get('base_directory')
+
+
+def pod_local_paths(spec: dict[str, Any]) -> list[str]:
+    """The input folders and push destinations a compiled PipelineSpec names by a local path,
+    each as `<task>.<parameter>: <path>`. A step's pod starts with none of them and loses what it
+    writes there, so on a cluster the ExampleGen finds no input and the next run no pushed model.
+    """
+    found = []
+    for task_name, task in sorted(spec['root']['dag']['tasks'].items()):
+        for name, parameter in sorted(task.get('inputs', {}).get('parameters', {}).items()):
+            value = parameter.get('runtimeValue', {}).get('constant')
+            if name == 'input_base':
+                path = value
+            elif name == 'push_destination':
+                path = _destination_directory(value)
+            else:
+                continue
+            if isinstance(path, str) and path and '://' not in path:
+                found.append(f'{task_name}.{name}: {path}')
+    return found

@@ -24,7 +24,7 @@ from tfx.dsl.components.base import base_component
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from pipelines import cli, kfp_rules, kubeflow_runner
-from pipelines.config import load_config
+from pipelines.config import bundled_data_dir, load_config
 from pipelines.pipeline import PREPROCESSING_FN, create_pipeline
 
 IMAGE = 'registry.example/asynctrain:1.2.3'
@@ -402,7 +402,16 @@ def test_compile_prints_its_own_line_only(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ''
-    assert done.stdout.splitlines() == [
+    lines = done.stdout.splitlines()
+    assert lines[0] == (
         f"wrote {output}: kubeflow pipeline 'asynctrain-taxi', 10 steps, image {IMAGE}, "
         f'pipeline root {ROOT}'
+    )
+    # The default config's input folder and push destination are local paths, which a step's
+    # pod does not have: said, by task and parameter.
+    assert [line.split(' is a local path')[0] for line in lines[1:]] == [
+        f'  warning: CsvExampleGen.input_base: {bundled_data_dir()}',
+        f'  warning: Pusher.push_destination: {os.path.abspath("runs/local/serving_model")}',
+        '  warning: latest_blessed_model.push_destination: '
+        + os.path.abspath('runs/local/serving_model'),
     ]
