@@ -24,10 +24,10 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from components.transform import calendar_parts
-from components.transform import feature_config as fc
-from pipelines import dataset_spec, run_summary
-from pipelines.config import load_config
+from asynctrain.components.transform import calendar_parts
+from asynctrain.components.transform import feature_config as fc
+from asynctrain.pipelines import dataset_spec, run_summary
+from asynctrain.pipelines.config import load_config
 
 _CALENDAR = ('year', 'month', 'day', 'hour', 'minute', 'day_of_week', 'day_of_year')
 
@@ -41,8 +41,8 @@ def examples_dir(config, work_dir: str) -> str:
         return examples
     import apache_beam as beam
 
-    from components.example_gen import csv_dialect, csv_source, feature_types
-    from pipelines import pipeline
+    from asynctrain.components.example_gen import csv_dialect, csv_source, feature_types
+    from asynctrain.pipelines import pipeline
 
     examples = os.path.join(work_dir, 'examples')
     source = csv_source.CsvSourceConfig(

@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 
-from components import tf_environment
+from asynctrain.components import tf_environment
 
 tf_environment.configure()
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
@@ -95,8 +95,8 @@ class PipelineRun:
 def taxi_pipeline_run(tmp_path_factory) -> PipelineRun:
     """The default pipeline, trained briefly, run once per test process: for tests that only read
     a run's outputs (a test that reruns the pipeline on it must come after them)."""
-    from pipelines.config import bundled_data_dir, load_config
-    from pipelines.local_runner import run_local
+    from asynctrain.pipelines.config import bundled_data_dir, load_config
+    from asynctrain.pipelines.local_runner import run_local
 
     sample_dir = tmp_path_factory.mktemp('taxi_sample')
     with (

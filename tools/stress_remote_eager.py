@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from components import tf_environment
+from asynctrain.components import tf_environment
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Lines that mark the flake (or its consequences) in a run's output.
@@ -37,8 +37,8 @@ _SIGNS = (
 
 def run_scenario(work_dir: str, train_steps: int, steps_per_execution: int) -> None:
     """One run, in this process: Transform, then Trainer on an in-process cluster."""
-    from components.trainer import config as config_lib
-    from components.trainer.cluster import launch
+    from asynctrain.components.trainer import config as config_lib
+    from asynctrain.components.trainer.cluster import launch
     from tests.components.trainer import trainer_testdata
 
     data = trainer_testdata.make_transformed_data(

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from components.trainer import config as config_lib
-from components.trainer.training import model as model_lib
+from asynctrain.components.trainer import config as config_lib
+from asynctrain.components.trainer.training import model as model_lib
 
 DEEP_UNITS = (32, 16)
 EMBEDDING_DIM = 4

@@ -4,7 +4,7 @@ import subprocess
 import sys
 import time
 
-from benchmarks import memory
+from asynctrain.benchmarks import memory
 
 _MB = 1 << 20
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pipelines import cli
+from asynctrain.pipelines import cli
 
 pytestmark = pytest.mark.integration
 

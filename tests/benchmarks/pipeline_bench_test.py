@@ -5,7 +5,7 @@ import json
 import pytest
 import tensorflow_transform as tft
 
-from pipelines import cli
+from asynctrain.pipelines import cli
 
 pytestmark = pytest.mark.integration
 

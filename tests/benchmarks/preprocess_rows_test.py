@@ -3,7 +3,7 @@ rounding at each column's scale."""
 
 import numpy as np
 
-from benchmarks import preprocess
+from asynctrain.benchmarks import preprocess
 
 
 def test_rows_in_any_order_sort_the_same_and_a_changed_value_does_not():

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from pipelines import markdown
+from asynctrain.pipelines import markdown
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PAGES = sorted(

@@ -35,10 +35,10 @@ import tensorflow_model_analysis as tfma
 import yaml
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from components import model_statistics
-from components.example_gen.feature_types import load_schema
-from pipelines import cli
-from pipelines.config import REPO_ROOT, bundled_data_dir
+from asynctrain.components import model_statistics
+from asynctrain.components.example_gen.feature_types import load_schema
+from asynctrain.pipelines import cli
+from asynctrain.pipelines.config import BUNDLED_SCHEMAS, bundled_data_dir
 from tests.e2e.e2e_helpers import raw_example
 from tests.e2e.penguin_days import (
     DATASET,
@@ -125,7 +125,7 @@ def _assert_serves_raw_rows(store, pushed_uri: str, csv_path: str, local_dir: st
     """The pushed model, downloaded from the store alone (no Transform output beside it), scores
     raw taxi rows."""
     loaded = tf.saved_model.load(store.download_dir(pushed_uri, local_dir))
-    schema = load_schema(str(REPO_ROOT / 'schemas' / 'taxi' / 'schema.pbtxt'))
+    schema = load_schema(str(BUNDLED_SCHEMAS / 'taxi' / 'schema.pbtxt'))
     types = {f.name: f.type for f in schema.feature}
     with open(csv_path, newline='') as f:
         rows = list(csv.DictReader(f))[:8]

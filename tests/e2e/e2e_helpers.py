@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from pipelines.config import REPO_ROOT
+from tests.repository import REPO_ROOT
 
 # Every component of the default `create_pipeline` (drift on), sorted as the run summary lists
 # them: `latest_blessed_model` reads the push destination for DriftValidator.
@@ -194,7 +194,7 @@ def trivial_baseline(config, dataset: Dataset) -> float:
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     """`asynctrain ARGS` in a process of its own, from the repository root."""
     return subprocess.run(
-        [sys.executable, '-m', 'pipelines', *args],
+        [sys.executable, '-m', 'asynctrain', *args],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

@@ -10,7 +10,7 @@ import csv
 import pytest
 import tensorflow as tf
 
-from pipelines.local_runner import run_local
+from asynctrain.pipelines.local_runner import run_local
 from tests.e2e.e2e_helpers import COMPONENTS
 
 pytestmark = pytest.mark.e2e

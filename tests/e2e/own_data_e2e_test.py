@@ -27,10 +27,10 @@ import yaml
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from components.example_gen import spec as example_gen_spec
-from components.example_gen.feature_types import load_schema
-from pipelines import cli, run_summary
-from pipelines.config import REPO_ROOT, load_config
+from asynctrain.components.example_gen import spec as example_gen_spec
+from asynctrain.components.example_gen.feature_types import load_schema
+from asynctrain.pipelines import cli, run_summary
+from asynctrain.pipelines.config import load_config
 from tests.e2e.e2e_helpers import (
     COMPONENTS,
     DATASETS,
@@ -44,6 +44,7 @@ from tests.e2e.e2e_helpers import (
     run_cli,
     trivial_baseline,
 )
+from tests.repository import REPO_ROOT
 
 pytestmark = pytest.mark.e2e
 

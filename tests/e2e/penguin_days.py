@@ -18,13 +18,18 @@ import glob
 import os
 import random
 
-from components.example_gen import csv_convert, csv_dialect, example_encoder, split_assignment
-from components.example_gen.feature_types import (
+from asynctrain.components.example_gen import (
+    csv_convert,
+    csv_dialect,
+    example_encoder,
+    split_assignment,
+)
+from asynctrain.components.example_gen.feature_types import (
     column_types_from_schema,
     load_schema,
     resolve_column_types,
 )
-from pipelines.config import REPO_ROOT
+from tests.repository import REPO_ROOT
 
 DATASET = REPO_ROOT / 'datasets' / 'penguins'
 LABEL = 'Species'

@@ -8,8 +8,8 @@ from ml_metadata.proto import metadata_store_pb2
 from tfx import v1 as tfx
 from tfx.orchestration import metadata
 
-from pipelines.config import bundled_data_dir, load_config
-from pipelines.local_runner import PipelineRunError, run_local
+from asynctrain.pipelines.config import bundled_data_dir, load_config
+from asynctrain.pipelines.local_runner import PipelineRunError, run_local
 from tests.e2e.e2e_helpers import COMPONENTS
 
 pytestmark = pytest.mark.e2e
@@ -20,7 +20,7 @@ def preprocessing_fn(inputs):
 """
 
 FIXED = """
-from components.transform import feature_config, preprocessing
+from asynctrain.components.transform import feature_config, preprocessing
 
 preprocessing_fn = preprocessing.build_preprocessing_fn(
     feature_config.load_feature_config({features!r}, {schema!r}))

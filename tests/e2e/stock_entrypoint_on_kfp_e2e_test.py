@@ -24,8 +24,8 @@ import os
 import pytest
 import yaml
 
-from pipelines import cli
-from pipelines.config import bundled_data_dir
+from asynctrain.pipelines import cli
+from asynctrain.pipelines.config import bundled_data_dir
 
 pytestmark = pytest.mark.e2e
 

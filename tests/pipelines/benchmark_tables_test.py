@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from pipelines import benchmark_tables
+from asynctrain.pipelines import benchmark_tables
 
 TRANSFORM_RESULT = {
     'rows_per_span': 20000,
@@ -119,7 +119,7 @@ def _pipeline_result(rows: int, ours_peaks: dict, stock: dict | None = None) -> 
 
 
 def test_stock_extrapolated_by_the_rows_is_said_so_and_has_no_memory():
-    from benchmarks import pipeline as pipeline_bench
+    from asynctrain.benchmarks import pipeline as pipeline_bench
 
     measured = _pipeline_result(1_000_000, {'Transform': 1000.0, 'Trainer': 2000.0})
     stock = pipeline_bench.extrapolated_stock(measured, 5_000_000)

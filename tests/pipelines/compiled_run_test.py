@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from pipelines import cli, compiled_run, kfp_profiles
+from asynctrain.pipelines import cli, compiled_run, kfp_profiles
 
 TYPE = {'instanceSchema': 'title: tfx.Examples\ntype: object\n'}
 # Lists the files it finds under /s3, writes that and its ExecutorInput into its `out` artifact's
@@ -272,7 +272,7 @@ def test_without_root_a_run_is_refused_saying_why_never_run_on_shared_paths():
     # `nobody` after its imports).
     script = (
         'import os\n'
-        'from pipelines import compiled_task\n'
+        'from asynctrain.pipelines import compiled_task\n'
         'os.setgid(65534); os.setuid(65534)\n'
         'try:\n'
         '    compiled_task.check_pods()\n'
@@ -338,7 +338,13 @@ def test_tasks_side_by_side_each_see_their_own_pod_paths(tmp_path):
         }
         processes.append(
             subprocess.Popen(
-                [sys.executable, '-m', 'pipelines.compiled_task', '--run', json.dumps(request)]
+                [
+                    sys.executable,
+                    '-m',
+                    'asynctrain.pipelines.compiled_task',
+                    '--run',
+                    json.dumps(request),
+                ]
             )
         )
     assert [p.wait() for p in processes] == [0, 0]

@@ -5,9 +5,9 @@ import dataclasses
 
 import pytest
 
-from components import yaml_config
-from pipelines import config_reference
-from pipelines.config import PipelineConfig
+from asynctrain.components import yaml_config
+from asynctrain.pipelines import config_reference
+from asynctrain.pipelines.config import PipelineConfig
 
 PIPELINE_SECTIONS = list(config_reference.sections(PipelineConfig, 'config.yaml'))
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipelines.config import (
+from asynctrain.pipelines.config import (
     BUNDLED_DATA,
     ConfigError,
     EvaluationSettings,
@@ -18,8 +18,8 @@ def test_defaults_point_at_the_bundled_sample_and_taxi_schema():
     config = load_config()
     assert config.data == BUNDLED_DATA
     assert config.data_dir.endswith('tfx/examples/chicago_taxi_pipeline/data/simple')
-    assert config.schema_path.endswith('schemas/taxi/schema.pbtxt')
-    assert config.feature_config_path.endswith('schemas/taxi/features.yaml')
+    assert config.schema_path.endswith('asynctrain/schemas/taxi/schema.pbtxt')
+    assert config.feature_config_path.endswith('asynctrain/schemas/taxi/features.yaml')
     assert config.enable_cache is True
 
 
@@ -157,7 +157,7 @@ def test_a_file_error_names_the_file_and_the_field(tmp_path):
 
 
 def test_accept_drift_adds_its_features_to_the_configs_for_one_run():
-    from pipelines.run_command import with_accepted_drift
+    from asynctrain.pipelines.run_command import with_accepted_drift
 
     config = load_config(drift={'accept': ['tips']})
     assert with_accepted_drift(config, None) is config

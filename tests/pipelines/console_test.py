@@ -7,8 +7,8 @@ import re
 import subprocess
 import sys
 
-from components import console
-from pipelines.local_runner import ComponentProgress
+from asynctrain.components import console
+from asynctrain.pipelines.local_runner import ComponentProgress
 
 NOISY_LOG = """\
 2026-12-01 INFO absl: Component Trainer is running.
@@ -126,7 +126,7 @@ def _record(message, *args, **attributes):
 def test_example_gen_end_line_has_its_row_counts_and_a_cached_component_says_so(tmp_path):
     import io
 
-    from components.example_gen.spec import ROWS_RECORD_ATTRIBUTE
+    from asynctrain.components.example_gen.spec import ROWS_RECORD_ATTRIBUTE
 
     out = io.StringIO()
     progress = ComponentProgress(['CsvExampleGen', 'StatisticsGen'], out, str(tmp_path / 'run.log'))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import tfx
 
-from components.trainer.kubernetes import tfjob as tfjob_lib
+from asynctrain.components.trainer.kubernetes import tfjob as tfjob_lib
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / 'kubeflow' / 'Dockerfile'
@@ -71,9 +71,9 @@ def test_installs_the_lock_without_resolving_then_the_project_without_dependenci
         for source in copy.split()[:-1]:
             assert (REPO / source).exists(), source
     # The console script the TFJob runs is smoke-tested in the build, and the schemas the
-    # pipeline reads sit where pipelines/config.py looks for them.
+    # pipeline reads sit where asynctrain/pipelines/config.py looks for them.
     assert 'asynctrain --help' in runs[project_install]
-    assert "(c.REPO_ROOT / 'schemas').is_dir()" in runs[project_install]
+    assert "(c.BUNDLED_SCHEMAS / 'taxi').is_dir()" in runs[project_install]
 
 
 def test_sets_legacy_keras_and_puts_the_venv_first_on_path():

@@ -5,11 +5,14 @@ import argparse
 import json
 import shutil
 
-from pipelines import docs_command
+from asynctrain.pipelines import docs_command
+from tests.repository import REPO_ROOT
+
+DOCS_DIR = str(REPO_ROOT / 'docs')
 
 
 def test_the_committed_generated_pages_are_current():
-    for path, text in docs_command.generated_pages(docs_command.DOCS_DIR).items():
+    for path, text in docs_command.generated_pages(DOCS_DIR).items():
         with open(path, encoding='utf-8') as f:
             committed = f.read()
         assert committed == text, f'{path} is not current: run `asynctrain docs`'
@@ -17,7 +20,7 @@ def test_the_committed_generated_pages_are_current():
 
 def test_check_finds_a_stale_table_and_writing_brings_the_new_figure(tmp_path, capsys):
     docs = tmp_path / 'docs'
-    shutil.copytree(docs_command.DOCS_DIR, docs, ignore=shutil.ignore_patterns('*.png'))
+    shutil.copytree(DOCS_DIR, docs, ignore=shutil.ignore_patterns('*.png'))
     result = json.loads((docs / 'bench_examplegen.json').read_text())
     result['variants']['ours']['rows_per_second'] = 123456
     (docs / 'bench_examplegen.json').write_text(json.dumps(result))

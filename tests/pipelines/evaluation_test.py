@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 import tensorflow_model_analysis as tfma
 
-from components.evaluator import executor, scoring
-from components.trainer.training import export
-from components.transform import feature_config as fc
-from pipelines import pipeline as pipeline_lib
-from pipelines import run_summary
-from pipelines.config import load_config
+from asynctrain.components.evaluator import executor, scoring
+from asynctrain.components.trainer.training import export
+from asynctrain.components.transform import feature_config as fc
+from asynctrain.pipelines import pipeline as pipeline_lib
+from asynctrain.pipelines import run_summary
+from asynctrain.pipelines.config import load_config
 from tests.components.evaluator import evaluator_testdata as data
 
 pytestmark = pytest.mark.integration

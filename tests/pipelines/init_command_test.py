@@ -8,10 +8,10 @@ import random
 import pytest
 import yaml
 
-from components.example_gen import csv_dialect, csv_sample
-from components.transform import feature_config as fc
-from components.yaml_config import ConfigError
-from pipelines import init_command, spec_draft
+from asynctrain.components.example_gen import csv_dialect, csv_sample
+from asynctrain.components.transform import feature_config as fc
+from asynctrain.components.yaml_config import ConfigError
+from asynctrain.pipelines import init_command, spec_draft
 
 
 def _write_csv(path, header, rows):
@@ -132,8 +132,8 @@ def test_a_large_input_is_sampled_and_says_so(tmp_path):
 
 @pytest.mark.integration
 def test_init_writes_reviewable_files_that_the_pipeline_config_accepts(tmp_path, capsys):
-    from components.transform import feature_config as fc
-    from pipelines.config import load_config
+    from asynctrain.components.transform import feature_config as fc
+    from asynctrain.pipelines.config import load_config
 
     rows = [(*row[:5], row[5], row[6] if row[6] != '' else 'NA') for row in _rows(80)]
     _write_csv(tmp_path / 'data' / 'part.csv', HEADER, rows)
@@ -234,7 +234,7 @@ def test_init_shows_only_its_own_lines_and_logs_tensorflows(tmp_path):
     import subprocess
     import sys
 
-    from pipelines.config import REPO_ROOT
+    from tests.repository import REPO_ROOT
 
     (tmp_path / 'data').mkdir()
     text = '\n'.join([','.join(HEADER)] + [','.join(map(str, r)) for r in _rows()]) + '\n'
@@ -243,7 +243,7 @@ def test_init_shows_only_its_own_lines_and_logs_tensorflows(tmp_path):
         [
             sys.executable,
             '-m',
-            'pipelines',
+            'asynctrain',
             'init',
             '--data',
             str(tmp_path / 'data'),
@@ -275,8 +275,9 @@ def test_init_shows_only_its_own_lines_and_logs_tensorflows(tmp_path):
 def test_the_committed_date_and_gzip_datasets_are_what_init_proposes(
     tmp_path, capsys, monkeypatch, name, label, transforms
 ):
-    from pipelines import dataset_spec
-    from pipelines.config import REPO_ROOT, load_config
+    from asynctrain.pipelines import dataset_spec
+    from asynctrain.pipelines.config import load_config
+    from tests.repository import REPO_ROOT
 
     committed = REPO_ROOT / 'datasets' / name
     args = argparse.Namespace(
@@ -310,13 +311,13 @@ def test_a_class_label_trains_40_passes_and_a_regression_label_20(tmp_path):
 
 def _drift_sample(tmp_path, rows):
     sample = _sample(tmp_path, ('region', 'amount', 'label'), rows)
-    from pipelines import spec_files
+    from asynctrain.pipelines import spec_files
 
     return sample, spec_files.infer_schema(sample)
 
 
 def test_init_proposes_a_threshold_for_a_feature_that_moves_over_the_file(tmp_path):
-    from pipelines import drift_draft
+    from asynctrain.pipelines import drift_draft
 
     rng = random.Random(0)
     # `region` shifts from the first half of the file to the second (north 80% -> 20%), as a
@@ -342,7 +343,7 @@ def test_init_proposes_a_threshold_for_a_feature_that_moves_over_the_file(tmp_pa
 
 
 def test_init_measures_random_halves_only_when_the_rows_are_ordered_by_the_label(tmp_path):
-    from pipelines import drift_draft
+    from asynctrain.pipelines import drift_draft
 
     rng = random.Random(1)
     # Sorted by the label: file order says nothing of days, so `region`, which follows the
@@ -360,7 +361,7 @@ def test_init_measures_random_halves_only_when_the_rows_are_ordered_by_the_label
 
 
 def test_init_keeps_the_defaults_on_too_few_rows(tmp_path):
-    from pipelines import drift_draft
+    from asynctrain.pipelines import drift_draft
 
     rows = [('north', 1.0, 'a'), ('south', 2.0, 'b')] * 50
     sample, schema = _drift_sample(tmp_path, rows)

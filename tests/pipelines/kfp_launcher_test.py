@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 
-from pipelines import kfp_driver, kfp_launcher, kfp_profiles
+from asynctrain.pipelines import kfp_driver, kfp_launcher, kfp_profiles
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from pipelines import kfp_profiles
-from pipelines.kfp_profiles import KFP_2_0, KFP_2_5, KFP_2_17
+from asynctrain.pipelines import kfp_profiles
+from asynctrain.pipelines.kfp_profiles import KFP_2_0, KFP_2_5, KFP_2_17
 
 
 def _row(field: str) -> tuple:

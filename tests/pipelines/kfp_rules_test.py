@@ -9,9 +9,9 @@ import pytest
 import yaml
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
-from pipelines import cli, kfp_rules
-from pipelines.config import load_config
-from pipelines.pipeline import create_pipeline
+from asynctrain.pipelines import cli, kfp_rules
+from asynctrain.pipelines.config import load_config
+from asynctrain.pipelines.pipeline import create_pipeline
 
 pytestmark = pytest.mark.integration
 

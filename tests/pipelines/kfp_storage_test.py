@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from pipelines import kfp_storage
+from asynctrain.pipelines import kfp_storage
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Tests for pipelines/kubeflow_runner.py and `asynctrain compile`.
+"""Tests for asynctrain/pipelines/kubeflow_runner.py and `asynctrain compile`.
 
 The compiled files are read back with kfp's own protos (`pipeline_spec_pb2.PipelineSpec` for the
 KFP YAML, `PipelineJob` for the Vertex JSON) and compared, step by step, with the TFX pipeline
@@ -23,9 +23,9 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx.dsl.components.base import base_component
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
-from pipelines import cli, kfp_rules, kubeflow_runner
-from pipelines.config import bundled_data_dir, load_config
-from pipelines.pipeline import PREPROCESSING_FN, create_pipeline
+from asynctrain.pipelines import cli, kfp_rules, kubeflow_runner
+from asynctrain.pipelines.config import bundled_data_dir, load_config
+from asynctrain.pipelines.pipeline import PREPROCESSING_FN, create_pipeline
 
 IMAGE = 'registry.example/asynctrain:1.2.3'
 ROOT = 'gs://asynctrain-test/root'
@@ -134,7 +134,7 @@ def test_kubeflow_yaml_loads_as_a_pipeline_spec_naming_every_component(
         # TFX's command, our module: the entrypoint that survives KFP's driver and launcher.
         assert container['command'] == [
             *kubeflow_v2_dag_runner.KUBEFLOW_TFX_CMD[:-1],
-            'pipelines.kfp_entrypoint',
+            'asynctrain.pipelines.kfp_entrypoint',
         ]
         args = container['args']
         assert args[:4] == [

@@ -6,13 +6,13 @@ import time
 
 import pytest
 
-from pipelines.config import load_config
-from pipelines.local_runner import run_local
-from pipelines.work_dir_lock import WorkDirBusyError, exclusive_work_dir
+from asynctrain.pipelines.config import load_config
+from asynctrain.pipelines.local_runner import run_local
+from asynctrain.pipelines.work_dir_lock import WorkDirBusyError, exclusive_work_dir
 
 HOLD_LOCK = """
 import sys, time
-from pipelines.work_dir_lock import exclusive_work_dir
+from asynctrain.pipelines.work_dir_lock import exclusive_work_dir
 with exclusive_work_dir(sys.argv[1]):
     print('locked', flush=True)
     time.sleep(60)
@@ -47,8 +47,8 @@ def test_the_lock_is_exclusive_within_one_process_too(tmp_path):
 
 
 def test_the_beam_components_are_the_ones_whose_elapsed_time_shows(tmp_path):
-    from pipelines.local_runner import beam_component_ids
-    from pipelines.pipeline import create_pipeline
+    from asynctrain.pipelines.local_runner import beam_component_ids
+    from asynctrain.pipelines.pipeline import create_pipeline
 
     pipeline = create_pipeline(load_config(None, work_dir=str(tmp_path)))
     assert beam_component_ids(pipeline) == [

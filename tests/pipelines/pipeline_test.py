@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from components.example_gen import spec as example_gen_spec
-from components.transform import feature_config as fc
-from components.transform import preprocessing
-from components.transform.feature_config import FeatureConfigError
-from pipelines import pipeline as pipeline_lib
-from pipelines.config import ConfigError, load_config
+from asynctrain.components.example_gen import spec as example_gen_spec
+from asynctrain.components.transform import feature_config as fc
+from asynctrain.components.transform import preprocessing
+from asynctrain.components.transform.feature_config import FeatureConfigError
+from asynctrain.pipelines import pipeline as pipeline_lib
+from asynctrain.pipelines.config import ConfigError, load_config
 
 PENGUIN_SCHEMA = """
 feature { name: "Species" type: BYTES }
@@ -166,7 +166,7 @@ def test_a_date_selects_that_days_span_and_the_trainer_warm_starts(tmp_path):
 
 
 def test_a_date_without_a_dated_input_pattern_is_rejected(tmp_path):
-    from pipelines.config import ConfigError
+    from asynctrain.pipelines.config import ConfigError
 
     with pytest.raises(ConfigError, match=r'example_gen.input_pattern: a run for one date needs'):
         load_config(work_dir=str(tmp_path), date='2024-01-02')

@@ -1,6 +1,6 @@
 """The run summary's closing lines: the pushed model, then where TensorBoard reads the run."""
 
-from pipelines import run_summary
+from asynctrain.pipelines import run_summary
 
 
 def _summary(**overrides) -> run_summary.RunSummary:

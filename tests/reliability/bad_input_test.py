@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from components.example_gen import csv_source
+from asynctrain.components.example_gen import csv_source
 
 pytestmark = pytest.mark.integration
 
@@ -148,7 +148,7 @@ def test_file_that_vanishes_mid_run_fails_naming_it(stage, corpus_input, tmp_pat
     """A file that vanishes mid-run: the run fails naming the file, with no summary written"""
     import apache_beam as beam
 
-    from components.example_gen import feature_types
+    from asynctrain.components.example_gen import feature_types
 
     input_dir = corpus_input('long_field.csv', 'wrong_column_count.csv')
     victim = os.path.join(input_dir, 'long_field.csv')
@@ -233,7 +233,7 @@ def test_executor_counts_every_row_of_the_corpus(
     from tfx.types import standard_artifacts
     from tfx.utils import proto_utils
 
-    from components.example_gen import component, executor, spec
+    from asynctrain.components.example_gen import component, executor, spec
 
     input_dir = corpus_input(*CONVERTED)
     schema = os.path.join(os.path.dirname(__file__), '..', 'data', 'bad_csv', 'schema.pbtxt')
@@ -277,7 +277,7 @@ def test_executor_rejects_too_many_bad_rows_naming_file_and_line(corpus_input, t
     from tfx.types import standard_artifacts
     from tfx.utils import proto_utils
 
-    from components.example_gen import component, executor, spec
+    from asynctrain.components.example_gen import component, executor, spec
 
     input_dir = corpus_input('type_mismatch.csv')
     schema = os.path.join(os.path.dirname(__file__), '..', 'data', 'bad_csv', 'schema.pbtxt')
@@ -298,7 +298,7 @@ def test_examplegen_command_on_the_corpus(
     corpus_input, tmp_path, read_examples, read_rejected, capsys
 ):
     """asynctrain examplegen on the corpus: JSON summary, rows and dead letter match the files"""
-    from pipelines import cli
+    from asynctrain.pipelines import cli
 
     input_dir = corpus_input(*CONVERTED)
     out = tmp_path / 'cli_out'
@@ -334,7 +334,7 @@ def test_examplegen_command_on_the_corpus(
 
 def test_examplegen_command_fails_on_empty_input(corpus_input, tmp_path, capsys):
     """asynctrain examplegen on an empty file: exit status 1 and an error naming the file"""
-    from pipelines import cli
+    from asynctrain.pipelines import cli
 
     input_dir = corpus_input('empty.csv')
     status = cli.main(['examplegen', '--input', input_dir, '--output', str(tmp_path / 'o')])
@@ -348,7 +348,7 @@ def test_executor_on_a_missing_input_dir_fails_naming_it(tmp_path):
     from tfx.types import standard_artifacts
     from tfx.utils import proto_utils
 
-    from components.example_gen import component, executor, spec
+    from asynctrain.components.example_gen import component, executor, spec
 
     missing = str(tmp_path / 'no_such_dir')
     props = dict(component.CsvExampleGen(input_base=missing).exec_properties)

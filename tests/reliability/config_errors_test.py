@@ -1,6 +1,6 @@
 """Configuration errors fail before any work starts, naming the field (or the file).
 
-Each case runs the real command line in-process (`pipelines.cli.main`) and asserts the exit
+Each case runs the real command line in-process (`asynctrain.pipelines.cli.main`) and asserts the exit
 status, the message, and that no work began: no ML Metadata database, no pipeline root, no logs
 (and, for errors in the config file itself, no work directory at all).
 """
@@ -10,10 +10,10 @@ import shutil
 
 import pytest
 
-from pipelines import cli
+from asynctrain.pipelines import cli
 
 REPO = os.path.join(os.path.dirname(__file__), '..', '..')
-TAXI = os.path.join(REPO, 'schemas', 'taxi')
+TAXI = os.path.join(REPO, 'asynctrain', 'schemas', 'taxi')
 
 
 def _run(config_path, work_dir, capsys):
@@ -95,7 +95,7 @@ def test_trainer_paths_outside_the_work_dir_are_refused(field, section, tmp_path
         assert status == 2
         assert f'{field}: {outside!r} is outside the work directory' in err
     inside = _config(tmp_path, 'trainer:\n  ' + section % (work_dir / 'ckpt') + '\n')
-    from pipelines.config import load_config
+    from asynctrain.pipelines.config import load_config
 
     assert load_config(str(inside), work_dir=str(work_dir)).work_dir == str(work_dir)
 
@@ -199,7 +199,7 @@ def test_unreadable_config_fails_naming_the_file(make, message, tmp_path, capsys
 )
 def test_bad_cron_fails_before_contacting_the_server(cron, field, tmp_path, capsys, monkeypatch):
     """Bad cron for asynctrain schedule: exit 2 naming the cron field, no KFP client created"""
-    from pipelines import schedule
+    from asynctrain.pipelines import schedule
 
     def no_client(*args, **kwargs):
         raise AssertionError('a KFP client was created for an invalid cron')

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.example_gen.feature_types import ColumnType
+from asynctrain.components.example_gen.feature_types import ColumnType
 
 pytestmark = pytest.mark.integration
 
@@ -87,7 +87,7 @@ def test_every_row_written_intact_or_rejected_with_its_line(
     import apache_beam as beam
     import tensorflow as tf
 
-    from components.example_gen import csv_source
+    from asynctrain.components.example_gen import csv_source
 
     root = tmp_path_factory.mktemp('property')
     input_dir = root / 'in'

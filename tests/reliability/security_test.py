@@ -13,7 +13,7 @@ import pathlib
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-SCANNED = ('components', 'pipelines', 'benchmarks')
+SCANNED = ('asynctrain',)
 DESERIALIZERS = {'pickle', 'cPickle', 'cloudpickle', 'dill', 'marshal', 'shelve', 'jsonpickle'}
 
 
@@ -24,7 +24,7 @@ def _payload(sentinel: pathlib.Path) -> str:
 
 def test_pipeline_config_refuses_python_object_tag(tmp_path):
     """YAML !!python/object tag in the pipeline config: refused, nothing executed"""
-    from pipelines.config import ConfigError, load_config
+    from asynctrain.pipelines.config import ConfigError, load_config
 
     sentinel = tmp_path / 'pwned'
     path = tmp_path / 'config.yaml'
@@ -39,23 +39,28 @@ def test_pipeline_config_refuses_python_object_tag(tmp_path):
 
 def test_feature_config_refuses_python_object_tag(tmp_path):
     """YAML !!python/object tag in features.yaml: refused, nothing executed"""
-    from components.transform.feature_config import FeatureConfigError, load_feature_config
+    from asynctrain.components.transform.feature_config import (
+        FeatureConfigError,
+        load_feature_config,
+    )
 
     sentinel = tmp_path / 'pwned'
     path = tmp_path / 'features.yaml'
     path.write_text('label: ' + _payload(sentinel) + 'features: []\n')
     with pytest.raises(FeatureConfigError, match='not valid YAML'):
-        load_feature_config(str(path), str(REPO / 'schemas' / 'taxi' / 'schema.pbtxt'))
+        load_feature_config(
+            str(path), str(REPO / 'asynctrain' / 'schemas' / 'taxi' / 'schema.pbtxt')
+        )
     assert not sentinel.exists()
 
 
 def test_tfjob_values_refuse_python_object_tag(tmp_path):
     """YAML !!python/object tag in the TFJob values file: refused, nothing executed"""
-    from components.trainer.kubernetes.values import load_tfjob_settings
-    from components.yaml_config import ConfigError
+    from asynctrain.components.trainer.kubernetes.values import load_tfjob_settings
+    from asynctrain.components.yaml_config import ConfigError
 
     sentinel = tmp_path / 'pwned'
-    values = (REPO / 'kubeflow' / 'tfjob-values.yaml').read_text()
+    values = (REPO / 'asynctrain' / 'kubeflow' / 'tfjob-values.yaml').read_text()
     path = tmp_path / 'values.yaml'
     path.write_text(
         values.replace(
@@ -114,7 +119,7 @@ def _unsafe_uses(tree: ast.AST) -> list[str]:
 
 
 def test_no_module_deserializes_or_evaluates_data():
-    """Source scan of components/, pipelines/, benchmarks/: no pickle, unsafe yaml.load, eval, exec"""
+    """Source scan of asynctrain/: no pickle, unsafe yaml.load, eval, exec"""
     modules = list(_modules())
     assert len(modules) > 30  # the scan saw the packages
     offenders = {str(path): uses for path, tree in modules if (uses := _unsafe_uses(tree))}
@@ -138,7 +143,7 @@ def test_scan_catches_what_it_looks_for():
 @pytest.mark.parametrize('work_dir', ['runs/local', '../elsewhere/run', '/srv/asynctrain/run'])
 def test_work_paths_are_under_the_work_dir(work_dir, monkeypatch, tmp_path):
     """Pipeline root, metadata and serving dir: always inside the configured work directory"""
-    from pipelines.config import PipelineConfig
+    from asynctrain.pipelines.config import PipelineConfig
 
     monkeypatch.chdir(tmp_path)
     config = PipelineConfig(work_dir=work_dir)
@@ -150,8 +155,8 @@ def test_work_paths_are_under_the_work_dir(work_dir, monkeypatch, tmp_path):
 @pytest.mark.integration
 def test_every_component_writes_under_the_work_dir(tmp_path):
     """create_pipeline: every output and the pushed model land under the work directory"""
-    from pipelines.config import PipelineConfig
-    from pipelines.pipeline import create_pipeline
+    from asynctrain.pipelines.config import PipelineConfig
+    from asynctrain.pipelines.pipeline import create_pipeline
 
     config = PipelineConfig(work_dir=str(tmp_path / 'work'), data=str(tmp_path / 'data'))
     pipeline = create_pipeline(config)

@@ -36,72 +36,81 @@ def test_the_repository_has_no_cycle_no_direction_violation_and_no_oversized_mod
     assert report.module_level_cycles == []
     assert report.cycles == []  # function-level imports included
     assert report.direction_violations == []
-    assert report.oversized == []  # components/ and pipelines/: at most 450 lines each
+    assert report.oversized == []  # components and pipelines: at most 450 lines each
 
 
 def test_reports_exactly_the_planted_cycles_violations_and_long_modules(graph, tmp_path, capsys):
     _write(
         tmp_path,
         {
-            'components/__init__.py': '',
-            'components/trainer/__init__.py': '',
-            'components/trainer/training/__init__.py': '',
+            'asynctrain/components/__init__.py': '',
+            'asynctrain/components/trainer/__init__.py': '',
+            'asynctrain/components/trainer/training/__init__.py': '',
             # A module-level cycle through a relative import.
-            'components/trainer/training/loop.py': 'from . import run_files\n',
-            'components/trainer/training/run_files.py': 'import components.trainer.training.loop\n',
+            'asynctrain/components/trainer/training/loop.py': 'from . import run_files\n',
+            'asynctrain/components/trainer/training/run_files.py': 'import asynctrain.components.trainer.training.loop\n',
             # A lazy import from training/ back to cluster/: a direction violation, and a cycle
             # only through a function-level import.
-            'components/trainer/training/export.py': """\
+            'asynctrain/components/trainer/training/export.py': """\
                 import os
 
                 def export():
-                    from components.trainer.cluster import servers
+                    from asynctrain.components.trainer.cluster import servers
                     return servers, os
             """,
-            'components/trainer/cluster/__init__.py': '',
-            'components/trainer/cluster/servers.py': (
-                'from components.trainer.training.export import export\n'
+            'asynctrain/components/trainer/cluster/__init__.py': '',
+            'asynctrain/components/trainer/cluster/servers.py': (
+                'from asynctrain.components.trainer.training.export import export\n'
             ),
             # The allowed direction (kubernetes -> cluster); a type-only import never runs, but
             # reaching up into the pipeline layer is a violation even there.
-            'components/trainer/kubernetes/__init__.py': '',
-            'components/trainer/kubernetes/tfjob.py': """\
+            'asynctrain/components/trainer/kubernetes/__init__.py': '',
+            'asynctrain/components/trainer/kubernetes/tfjob.py': """\
                 from typing import TYPE_CHECKING
 
-                from components.trainer.cluster import servers
+                from asynctrain.components.trainer.cluster import servers
 
                 if TYPE_CHECKING:
-                    from pipelines import config
+                    from asynctrain.pipelines import config
             """,
-            'pipelines/__init__.py': '',
-            'pipelines/config.py': 'import components.trainer.kubernetes.tfjob\n' + 'x = 1\n' * 451,
-            'pipelines/short.py': 'y = 1\n' * 401,
-            'benchmarks/__init__.py': '',
-            'benchmarks/long.py': 'z = 1\n' * 500,
+            'asynctrain/pipelines/__init__.py': '',
+            'asynctrain/pipelines/config.py': 'import asynctrain.components.trainer.kubernetes.tfjob\n'
+            + 'x = 1\n' * 451,
+            'asynctrain/pipelines/short.py': 'y = 1\n' * 401,
+            'asynctrain/benchmarks/__init__.py': '',
+            'asynctrain/benchmarks/long.py': 'z = 1\n' * 500,
         },
     )
 
     report = graph.check(str(tmp_path))
 
-    loop, run_files = 'components.trainer.training.loop', 'components.trainer.training.run_files'
-    export, servers = 'components.trainer.training.export', 'components.trainer.cluster.servers'
-    tfjob, config = 'components.trainer.kubernetes.tfjob', 'pipelines.config'
+    loop, run_files = (
+        'asynctrain.components.trainer.training.loop',
+        'asynctrain.components.trainer.training.run_files',
+    )
+    export, servers = (
+        'asynctrain.components.trainer.training.export',
+        'asynctrain.components.trainer.cluster.servers',
+    )
+    tfjob, config = 'asynctrain.components.trainer.kubernetes.tfjob', 'asynctrain.pipelines.config'
     assert report.module_level_cycles == [[loop, run_files]]
     # Through every import: the lazy one closes export <-> servers, the type-only one
     # config <-> tfjob.
     assert report.cycles == [[servers, export], [tfjob, config], [loop, run_files]]
     assert report.direction_violations == [
-        'components/trainer/kubernetes/tfjob.py:6: components.trainer.kubernetes.tfjob imports '
-        'pipelines.config (components must not import pipelines)',
-        'components/trainer/training/export.py:4: components.trainer.training.export imports '
-        'components.trainer.cluster.servers '
-        '(components.trainer.training must not import components.trainer.cluster)',
+        'asynctrain/components/trainer/kubernetes/tfjob.py:6: asynctrain.components.trainer.kubernetes.tfjob imports '
+        'asynctrain.pipelines.config (asynctrain.components must not import asynctrain.pipelines)',
+        'asynctrain/components/trainer/training/export.py:4: asynctrain.components.trainer.training.export imports '
+        'asynctrain.components.trainer.cluster.servers '
+        '(asynctrain.components.trainer.training must not import asynctrain.components.trainer.cluster)',
     ]
-    assert report.oversized == [('pipelines/config.py', 452)]  # benchmarks/ are not size-checked
+    assert report.oversized == [
+        ('asynctrain/pipelines/config.py', 452)
+    ]  # asynctrain/benchmarks/ are not size-checked
     assert report.long_modules == [
-        ('benchmarks/long.py', 500),
-        ('pipelines/config.py', 452),
-        ('pipelines/short.py', 401),
+        ('asynctrain/benchmarks/long.py', 500),
+        ('asynctrain/pipelines/config.py', 452),
+        ('asynctrain/pipelines/short.py', 401),
     ]
     assert not report.ok
 
@@ -110,8 +119,8 @@ def test_reports_exactly_the_planted_cycles_violations_and_long_modules(graph, t
     assert f'cycle (module-level imports): {loop} <-> {run_files}' in printed
     assert f'cycle (through function-level imports): {servers} <-> {export}' in printed
     assert f'cycle (through function-level imports): {tfjob} <-> {config}' in printed
-    assert 'direction: components/trainer/training/export.py:4:' in printed
-    assert 'size: pipelines/config.py: 452 lines (limit 450)' in printed
+    assert 'direction: asynctrain/components/trainer/training/export.py:4:' in printed
+    assert 'size: asynctrain/pipelines/config.py: 452 lines (limit 450)' in printed
     assert printed.rstrip().endswith('import graph: FAILED')
 
 
@@ -119,14 +128,14 @@ def test_a_clean_package_passes(graph, tmp_path, capsys):
     _write(
         tmp_path,
         {
-            'components/__init__.py': '',
-            'components/trainer/__init__.py': '',
-            'components/trainer/training/loop.py': 'import os\n',
-            'components/trainer/cluster/servers.py': (
-                'from components.trainer.training import loop\n'
+            'asynctrain/components/__init__.py': '',
+            'asynctrain/components/trainer/__init__.py': '',
+            'asynctrain/components/trainer/training/loop.py': 'import os\n',
+            'asynctrain/components/trainer/cluster/servers.py': (
+                'from asynctrain.components.trainer.training import loop\n'
             ),
-            'pipelines/__init__.py': '',
-            'pipelines/run.py': 'from components.trainer.cluster import servers\n',
+            'asynctrain/pipelines/__init__.py': '',
+            'asynctrain/pipelines/run.py': 'from asynctrain.components.trainer.cluster import servers\n',
         },
     )
 
@@ -138,31 +147,31 @@ def test_a_component_importing_the_pipeline_layer_or_a_benchmark_is_reported(gra
     _write(
         tmp_path,
         {
-            'components/__init__.py': '',
-            'components/console.py': 'import os\n',
-            'components/trainer/__init__.py': '',
+            'asynctrain/components/__init__.py': '',
+            'asynctrain/components/console.py': 'import os\n',
+            'asynctrain/components/trainer/__init__.py': '',
             # What the trainer's CLI once did: the console from the pipeline layer.
-            'components/trainer/cli.py': 'from pipelines import console\n',
-            'components/trainer/executor.py': """\
+            'asynctrain/components/trainer/cli.py': 'from asynctrain.pipelines import console\n',
+            'asynctrain/components/trainer/executor.py': """\
                 def run():
-                    from benchmarks import report
+                    from asynctrain.benchmarks import report
                     return report
             """,
-            'pipelines/__init__.py': '',
-            'pipelines/console.py': 'from components.console import *\n',
-            # The layers' allowed direction: pipelines and benchmarks import components.
-            'pipelines/run.py': 'from components import console\n',
-            'benchmarks/__init__.py': '',
-            'benchmarks/report.py': 'from components.trainer import cli\n',
+            'asynctrain/pipelines/__init__.py': '',
+            'asynctrain/pipelines/console.py': 'from asynctrain.components.console import *\n',
+            # The layers' allowed direction: pipelines and benchmarks import asynctrain.components.
+            'asynctrain/pipelines/run.py': 'from asynctrain.components import console\n',
+            'asynctrain/benchmarks/__init__.py': '',
+            'asynctrain/benchmarks/report.py': 'from asynctrain.components.trainer import cli\n',
         },
     )
 
     report = graph.check(str(tmp_path))
 
     assert report.direction_violations == [
-        'components/trainer/cli.py:1: components.trainer.cli imports pipelines.console '
-        '(components must not import pipelines)',
-        'components/trainer/executor.py:2: components.trainer.executor imports benchmarks.report '
-        '(components must not import benchmarks)',
+        'asynctrain/components/trainer/cli.py:1: asynctrain.components.trainer.cli imports asynctrain.pipelines.console '
+        '(asynctrain.components must not import asynctrain.pipelines)',
+        'asynctrain/components/trainer/executor.py:2: asynctrain.components.trainer.executor imports asynctrain.benchmarks.report '
+        '(asynctrain.components must not import asynctrain.benchmarks)',
     ]
     assert not report.ok

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from tensorflow_metadata.proto.v0 import anomalies_pb2
 
-from components.drift_validator import comparison
-from components.drift_validator.comparison import JENSEN_SHANNON, L_INFINITY, Thresholds
+from asynctrain.components.drift_validator import comparison
+from asynctrain.components.drift_validator.comparison import JENSEN_SHANNON, L_INFINITY, Thresholds
 from tests.components.drift_validator import drift_testdata as data
 
 # Tiny thresholds: every distance above zero counts, so every measured one is reported.

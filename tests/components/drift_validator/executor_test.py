@@ -13,8 +13,8 @@ from tensorflow_data_validation.utils import anomalies_util
 from tfx.types import channel, standard_artifacts
 from tfx.utils import io_utils
 
-from components.drift_validator import executor, spec
-from components.drift_validator.component import DriftValidator
+from asynctrain.components.drift_validator import executor, spec
+from asynctrain.components.drift_validator.component import DriftValidator
 from tests.components.drift_validator import drift_testdata as data
 
 

@@ -12,8 +12,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from components.trainer.training import export
-from components.transform import feature_config as fc
+from asynctrain.components.trainer.training import export
+from asynctrain.components.transform import feature_config as fc
 
 LABEL = 'Species (label)'
 CLASSES = ['Adelie', 'Gentoo', 'Chinstrap']

@@ -11,10 +11,10 @@ from google.protobuf import json_format
 from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
 from tfx.types import channel, standard_artifacts
 
-from components.evaluator import component, executor, spec
-from components.transform import feature_config as fc
-from pipelines import pipeline as pipeline_lib
-from pipelines.config import load_config
+from asynctrain.components.evaluator import component, executor, spec
+from asynctrain.components.transform import feature_config as fc
+from asynctrain.pipelines import pipeline as pipeline_lib
+from asynctrain.pipelines.config import load_config
 from tests.components.evaluator import evaluator_testdata as data
 
 pytestmark = pytest.mark.integration

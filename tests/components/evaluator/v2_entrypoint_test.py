@@ -13,10 +13,10 @@ import pytest
 from google.protobuf import json_format
 from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
 
-from components.transform import feature_config as fc
-from pipelines import kfp_driver
-from pipelines import pipeline as pipeline_lib
-from pipelines.config import load_config
+from asynctrain.components.transform import feature_config as fc
+from asynctrain.pipelines import kfp_driver
+from asynctrain.pipelines import pipeline as pipeline_lib
+from asynctrain.pipelines.config import load_config
 from tests.components.evaluator import evaluator_testdata as data
 
 pytestmark = pytest.mark.integration
@@ -25,7 +25,7 @@ TYPES = {
     name: {'instanceSchema': f'title: tfx.{name}\ntype: object\n'}
     for name in ('Examples', 'Model', 'ModelEvaluation', 'ModelBlessing')
 }
-OURS = 'components.evaluator.executor.Executor'
+OURS = 'asynctrain.components.evaluator.executor.Executor'
 STOCK = 'tfx.components.evaluator.executor.Executor'
 
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.example_batcher import columnar_records
-from components.trainer import config as config_lib
-from components.trainer.training import data
+from asynctrain.components.example_batcher import columnar_records
+from asynctrain.components.trainer import config as config_lib
+from asynctrain.components.trainer.training import data
 from tests.components.example_batcher.batcher_testdata import (
     FEATURE_SPEC,
     LABEL_KEY,

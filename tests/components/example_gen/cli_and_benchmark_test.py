@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from benchmarks import examplegen as bench
-from components.example_gen import cli
+from asynctrain.benchmarks import examplegen as bench
+from asynctrain.components.example_gen import cli
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'data', 'csv')
 

@@ -9,8 +9,8 @@ import tensorflow as tf
 from apache_beam.testing import test_pipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from components.example_gen import csv_dialect, csv_source, serialized_examples
-from components.example_gen.feature_types import ColumnType
+from asynctrain.components.example_gen import csv_dialect, csv_source, serialized_examples
+from asynctrain.components.example_gen.feature_types import ColumnType
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'data', 'csv')
 TYPES = {'id': ColumnType.INT, 'price': ColumnType.FLOAT, 'name': ColumnType.BYTES}

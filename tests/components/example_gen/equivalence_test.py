@@ -13,13 +13,13 @@ from tfx.proto import example_gen_pb2
 from tfx.types import standard_artifacts
 from tfx.utils import proto_utils
 
-from components.example_gen import component, executor, spec
+from asynctrain.components.example_gen import component, executor, spec
 
 TAXI_DIR = os.path.join(
     os.path.dirname(tfx.__file__), 'examples', 'chicago_taxi_pipeline', 'data', 'simple'
 )
 SCHEMA = os.path.join(
-    os.path.dirname(__file__), '..', '..', '..', 'schemas', 'taxi', 'schema.pbtxt'
+    os.path.dirname(__file__), '..', '..', '..', 'asynctrain', 'schemas', 'taxi', 'schema.pbtxt'
 )
 
 

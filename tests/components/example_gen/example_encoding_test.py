@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from tfx.components.example_gen import base_example_gen_executor
 from tfx.proto import example_gen_pb2
 
-from components.example_gen import example_encoder, split_assignment, tfrecord_writer
-from components.example_gen.feature_types import ColumnType
+from asynctrain.components.example_gen import example_encoder, split_assignment, tfrecord_writer
+from asynctrain.components.example_gen.feature_types import ColumnType
 
 TYPES = {
     'zeta': ColumnType.INT,

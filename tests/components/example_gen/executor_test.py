@@ -12,7 +12,7 @@ from tfx.proto import example_gen_pb2
 from tfx.types import standard_artifacts
 from tfx.utils import proto_utils
 
-from components.example_gen import component, executor, spec
+from asynctrain.components.example_gen import component, executor, spec
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'data', 'csv')
 SCHEMA = os.path.join(FIXTURES, 'schema.pbtxt')

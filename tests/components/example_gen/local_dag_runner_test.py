@@ -10,7 +10,7 @@ from tfx.orchestration import metadata, pipeline
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 from tfx.proto import example_gen_pb2
 
-from components.example_gen import component
+from asynctrain.components.example_gen import component
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'data', 'csv')
 

@@ -10,14 +10,14 @@ from tfx.components.statistics_gen import executor as statistics_gen_executor
 from tfx.types import artifact_utils, standard_artifacts, standard_component_specs
 from tfx.utils import proto_utils
 
-from components.example_gen import component, executor, spec, split_statistics
+from asynctrain.components.example_gen import component, executor, spec, split_statistics
 
 REPO = os.path.join(os.path.dirname(__file__), '..', '..', '..')
 FIXTURES = os.path.join(REPO, 'tests', 'data', 'csv')
 TAXI_CSV = os.path.join(
     os.path.dirname(tfx.__file__), 'examples', 'chicago_taxi_pipeline', 'data', 'simple'
 )
-TAXI_SCHEMA = os.path.join(REPO, 'schemas', 'taxi', 'schema.pbtxt')
+TAXI_SCHEMA = os.path.join(REPO, 'asynctrain', 'schemas', 'taxi', 'schema.pbtxt')
 
 
 def _exec_properties(input_base, **kwargs):

@@ -9,9 +9,9 @@ import pytest
 import tensorflow as tf
 from tfx.types import standard_artifacts
 
-from components.evaluator import executor as evaluator_executor
-from components.latest_blessed_model import executor, spec
-from components.trainer import executor as trainer_executor
+from asynctrain.components.evaluator import executor as evaluator_executor
+from asynctrain.components.latest_blessed_model import executor, spec
+from asynctrain.components.trainer import executor as trainer_executor
 
 
 def _saved_model(path) -> None:
@@ -76,7 +76,7 @@ def test_before_the_first_push_the_model_is_empty_and_taken_as_none(tmp_path, de
 def test_the_push_destination_is_required():
     from tfx.types import channel
 
-    from components.latest_blessed_model.component import LatestBlessedModel
+    from asynctrain.components.latest_blessed_model.component import LatestBlessedModel
 
     with pytest.raises(ValueError, match="push_destination: expected the Pusher's base directory"):
         LatestBlessedModel(

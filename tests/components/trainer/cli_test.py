@@ -12,10 +12,10 @@ import tempfile
 import portpicker
 import pytest
 
-from components.trainer import cli
-from components.trainer import config as config_lib
-from components.trainer.cluster import servers as cluster
-from components.yaml_config import ConfigError
+from asynctrain.components.trainer import cli
+from asynctrain.components.trainer import config as config_lib
+from asynctrain.components.trainer.cluster import servers as cluster
+from asynctrain.components.yaml_config import ConfigError
 from tests.components.trainer.trainer_testdata import (
     LABEL_KEY,
     REPO_ROOT,
@@ -254,7 +254,7 @@ def test_log_file_is_the_flag_or_under_the_model_run_dir_and_none_when_verbose_o
 def test_a_failed_quiet_run_shows_the_cause_and_the_log_not_tensorflows_lines(
     tmp_path, capfd, monkeypatch
 ):
-    from components.trainer.cluster import launch
+    from asynctrain.components.trainer.cluster import launch
 
     capfd.readouterr()  # TensorFlow's import-time lines, from before the run.
 

@@ -5,9 +5,9 @@ import json
 import pytest
 from tfx.types import channel_utils, standard_artifacts
 
-from components.trainer import config as config_lib
-from components.trainer import spec
-from components.trainer.component import Trainer
+from asynctrain.components.trainer import config as config_lib
+from asynctrain.components.trainer import spec
+from asynctrain.components.trainer.component import Trainer
 
 
 def _channels():

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from components.trainer import config as config_lib
+from asynctrain.components.trainer import config as config_lib
 
 
 def test_defaults_are_valid_and_round_trip():

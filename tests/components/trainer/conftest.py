@@ -30,8 +30,8 @@ def trained_model(transformed_data, tmp_path_factory) -> TrainedModel:
 
 
 def _train_model(transformed_data: TransformedData, root: str) -> TrainedModel:
-    from components.trainer import config as config_lib
-    from components.trainer.cluster import launch
+    from asynctrain.components.trainer import config as config_lib
+    from asynctrain.components.trainer.cluster import launch
 
     transform_graph = os.path.join(root, 'transform_graph')
     shutil.copytree(transformed_data.transform_graph, transform_graph)

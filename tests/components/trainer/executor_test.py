@@ -8,9 +8,9 @@ import pytest
 import tensorflow as tf
 from tfx.types import standard_artifacts
 
-from components.trainer import config as config_lib
-from components.trainer import executor, spec
-from components.trainer.training import run_files
+from asynctrain.components.trainer import config as config_lib
+from asynctrain.components.trainer import executor, spec
+from asynctrain.components.trainer.training import run_files
 from tests.components.trainer.trainer_testdata import LABEL_KEY, SCHEMA_PBTXT, make_artifact
 
 pytestmark = pytest.mark.integration

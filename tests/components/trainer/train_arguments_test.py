@@ -1,4 +1,4 @@
-"""Tests for components/trainer/train_arguments.py: `asynctrain train`'s flags, declared once."""
+"""Tests for asynctrain/components/trainer/train_arguments.py: `asynctrain train`'s flags, declared once."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from components.trainer import train_arguments
+from asynctrain.components.trainer import train_arguments
 
 
 def test_train_arguments_can_point_the_replicas_at_artifact_uris():

@@ -14,11 +14,12 @@ import os
 import pathlib
 import sys
 
-from components.trainer import train_arguments
+from asynctrain.components.trainer import train_arguments
+from asynctrain.pipelines.config import BUNDLED_SCHEMAS
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[3]
-FEATURES_YAML = REPO_ROOT / 'schemas' / 'taxi' / 'features.yaml'
-SCHEMA_PBTXT = REPO_ROOT / 'schemas' / 'taxi' / 'schema.pbtxt'
+FEATURES_YAML = BUNDLED_SCHEMAS / 'taxi' / 'features.yaml'
+SCHEMA_PBTXT = BUNDLED_SCHEMAS / 'taxi' / 'schema.pbtxt'
 LABEL_KEY = 'big_tipper'
 
 # Rows of the bundled CSV used for training and evaluation: enough for AUC well above 0.5 in a
@@ -168,7 +169,7 @@ def make_transformed_data(
 ) -> TransformedData:
     from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
-    from components.transform import feature_config, preprocessing
+    from asynctrain.components.transform import feature_config, preprocessing
 
     config = feature_config.load_feature_config(str(FEATURES_YAML), str(SCHEMA_PBTXT))
     schema = feature_config.load_schema(str(SCHEMA_PBTXT))
@@ -190,7 +191,7 @@ def make_transformed_data(
 
 def train_command(transformed_data: TransformedData, output, config_path) -> list[str]:
     """`asynctrain train` on `transformed_data` into `output` with the config file at
-    `config_path`, run as `python -m pipelines`, the way every TFJob replica runs it."""
+    `config_path`, run as `python -m asynctrain`, the way every TFJob replica runs it."""
     train = train_arguments.TrainArguments(
         examples=transformed_data.examples,
         transform_graph=transformed_data.transform_graph,
@@ -198,7 +199,7 @@ def train_command(transformed_data: TransformedData, output, config_path) -> lis
         config=str(config_path),
         label_key=LABEL_KEY,
     )
-    return [sys.executable, '-m', 'pipelines', *train.to_argv()]
+    return [sys.executable, '-m', 'asynctrain', *train.to_argv()]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,7 +227,7 @@ TRAIN_STEPS = 300
 def raw_feature_spec() -> dict:
     from tensorflow_transform.tf_metadata import schema_utils
 
-    from components.transform import feature_config
+    from asynctrain.components.transform import feature_config
 
     schema = feature_config.load_schema(str(SCHEMA_PBTXT))
     return schema_utils.schema_as_feature_spec(schema).feature_spec
@@ -254,7 +255,7 @@ def assert_serves_raw_examples(serving_model_dir) -> None:
     import numpy as np
     import tensorflow as tf
 
-    from components.trainer.training import export
+    from asynctrain.components.trainer.training import export
 
     rows = read_taxi_rows(5000)[4000:4400]
     spec = raw_feature_spec()

@@ -7,7 +7,7 @@ background threads: no place for the pytest process, which hosts the in-process 
     python -m tests.components.trainer.worker_failure_scenario EXAMPLES TRANSFORM_GRAPH OUTPUT
 """
 
-from components import tf_environment
+from asynctrain.components import tf_environment
 
 tf_environment.configure()
 
@@ -17,10 +17,10 @@ import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-from components.trainer import config as config_lib  # noqa: E402
-from components.trainer.cluster import servers as cluster_lib  # noqa: E402
-from components.trainer.training import export, task, tasks  # noqa: E402
-from components.trainer.training import loop as train_lib  # noqa: E402
+from asynctrain.components.trainer import config as config_lib  # noqa: E402
+from asynctrain.components.trainer.cluster import servers as cluster_lib  # noqa: E402
+from asynctrain.components.trainer.training import export, task, tasks  # noqa: E402
+from asynctrain.components.trainer.training import loop as train_lib  # noqa: E402
 
 TRAIN_STEPS = 60
 KILL_AT_STEP = 15

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.transform import calendar_parts
+from asynctrain.components.transform import calendar_parts
 
 
 def _parts(civil: calendar_parts.Civil) -> list[tuple]:

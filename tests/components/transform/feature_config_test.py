@@ -3,10 +3,10 @@
 import pytest
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from components.transform import feature_config as fc
-from pipelines.config import REPO_ROOT
+from asynctrain.components.transform import feature_config as fc
+from asynctrain.pipelines.config import BUNDLED_SCHEMAS
 
-TAXI = REPO_ROOT / 'schemas' / 'taxi'
+TAXI = BUNDLED_SCHEMAS / 'taxi'
 
 
 def _schema(**types) -> schema_pb2.Schema:

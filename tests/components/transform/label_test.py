@@ -14,8 +14,8 @@ import tensorflow_transform.beam as tft_beam
 from tensorflow_metadata.proto.v0 import schema_pb2
 from tensorflow_transform.tf_metadata import dataset_metadata
 
-from components.transform import feature_config as fc
-from components.transform import preprocessing
+from asynctrain.components.transform import feature_config as fc
+from asynctrain.components.transform import preprocessing
 
 pytestmark = pytest.mark.integration
 

@@ -5,9 +5,9 @@ import os
 
 import pytest
 
-from components.trainer import config as config_lib
-from components.trainer.cluster import launch, recovery
-from components.trainer.training import run_files
+from asynctrain.components.trainer import config as config_lib
+from asynctrain.components.trainer.cluster import launch, recovery
+from asynctrain.components.trainer.training import run_files
 
 pytestmark = pytest.mark.integration
 

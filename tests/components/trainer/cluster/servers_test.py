@@ -8,8 +8,8 @@ import subprocess
 import sys
 import time
 
-from components.trainer import config as config_lib
-from components.trainer.cluster import servers
+from asynctrain.components.trainer import config as config_lib
+from asynctrain.components.trainer.cluster import servers
 
 
 def test_in_process_cluster_has_the_requested_tasks_listening_on_loopback():
@@ -40,7 +40,9 @@ def test_child_env_drops_tf_config_unless_given_and_puts_the_package_first(monke
     assert 'TF_CONFIG' not in env
     assert env['PYTHONPATH'].split(os.pathsep) == [servers._PACKAGE_ROOT, '/elsewhere']
     assert os.path.isfile(
-        os.path.join(servers._PACKAGE_ROOT, 'components', 'trainer', 'cluster', 'servers.py')
+        os.path.join(
+            servers._PACKAGE_ROOT, 'asynctrain', 'components', 'trainer', 'cluster', 'servers.py'
+        )
     )
     assert env['GRPC_FAIL_FAST'] == 'use_caller'
     # Values already set are kept.
@@ -64,12 +66,12 @@ def test_child_env_carries_the_task_it_is_given(monkeypatch):
 # `preexec_fn`), not when it starts one with vfork, which runs no fork handlers at all.
 _PARENT = """
 import os, sys, time
-from components.trainer.cluster import servers
+from asynctrain.components.trainer.cluster import servers
 forks = []
 os.register_at_fork(before=lambda: forks.append(1))
 child = servers.spawn(
     [sys.executable, '-c',
-     'from components.trainer.cluster import servers; servers.die_with_parent(); '
+     'from asynctrain.components.trainer.cluster import servers; servers.die_with_parent(); '
      'import time; time.sleep(120)'],
     servers.child_env(),
 )
@@ -128,7 +130,7 @@ def test_die_with_parent_exits_when_the_parent_is_already_gone():
         [
             sys.executable,
             '-c',
-            'from components.trainer.cluster import servers; servers.die_with_parent(); '
+            'from asynctrain.components.trainer.cluster import servers; servers.die_with_parent(); '
             'print("outlived its parent")',
         ],
         env=env,

@@ -1,4 +1,4 @@
-"""Tests for components/trainer/kubernetes/client.py: submit, wait, report a failure, cancel.
+"""Tests for asynctrain/components/trainer/kubernetes/client.py: submit, wait, report a failure, cancel.
 
 No Kubernetes cluster runs here: the SDK's real `TrainingClient` talks to a fake API server on
 127.0.0.1 (`fake_kubernetes`) that records each request and answers with scripted TFJob and Pod
@@ -12,8 +12,8 @@ import signal
 
 import pytest
 
-from components.trainer.kubernetes import client
-from components.trainer.kubernetes import tfjob as tfjob_lib
+from asynctrain.components.trainer.kubernetes import client
+from asynctrain.components.trainer.kubernetes import tfjob as tfjob_lib
 from tests.components.trainer import fake_kubernetes
 from tests.components.trainer.kubernetes.kubernetes_testdata import TRAIN, VALUES, make_tfjob
 

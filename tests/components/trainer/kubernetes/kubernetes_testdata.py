@@ -6,13 +6,13 @@ from pathlib import Path
 
 from kubeflow.training import models
 
-from components.trainer import train_arguments
-from components.trainer.kubernetes import tfjob as tfjob_lib
-from components.trainer.kubernetes import values as values_lib
+from asynctrain.components.trainer import train_arguments
+from asynctrain.components.trainer.kubernetes import tfjob as tfjob_lib
+from asynctrain.components.trainer.kubernetes import values as values_lib
 from tests.components.trainer.trainer_testdata import LABEL_KEY
 
 REPO = Path(__file__).resolve().parents[4]
-VALUES = REPO / 'kubeflow' / 'tfjob-values.yaml'
+VALUES = REPO / 'asynctrain' / 'kubeflow' / 'tfjob-values.yaml'
 RBAC = REPO / 'kubeflow' / 'rbac.yaml'
 # The Kubernetes version whose OpenAPI schemas the manifests are validated against.
 K8S_VERSION = '1.26.0'

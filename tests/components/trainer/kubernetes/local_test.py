@@ -1,4 +1,4 @@
-"""Tests for components/trainer/kubernetes/local.py: a TFJob's replicas as processes on 127.0.0.1.
+"""Tests for asynctrain/components/trainer/kubernetes/local.py: a TFJob's replicas as processes on 127.0.0.1.
 
 The first tests replace the container command with a small probe (each replica records its
 TF_CONFIG and environment; servers listen on their address; the chief connects to every server)
@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.trainer import train_arguments
-from components.trainer.kubernetes import local as tfjob_local
-from components.trainer.kubernetes import tfjob as tfjob_lib
-from components.trainer.kubernetes import values as values_lib
+from asynctrain.components.trainer import train_arguments
+from asynctrain.components.trainer.kubernetes import local as tfjob_local
+from asynctrain.components.trainer.kubernetes import tfjob as tfjob_lib
+from asynctrain.components.trainer.kubernetes import values as values_lib
 from tests.components.trainer.kubernetes.kubernetes_testdata import VALUES
 
 PROBE = textwrap.dedent("""

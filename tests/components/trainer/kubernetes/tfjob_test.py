@@ -1,4 +1,4 @@
-"""Tests for components/trainer/kubernetes/tfjob.py: the TFJob and RBAC manifests, TF_CONFIG, names.
+"""Tests for asynctrain/components/trainer/kubernetes/tfjob.py: the TFJob and RBAC manifests, TF_CONFIG, names.
 
 No Kubernetes cluster runs here. Manifests are checked against the Kubernetes 1.26 OpenAPI schemas
 (`kubernetes_validate`, strict: unknown fields fail) and the Training Operator SDK's models.
@@ -12,8 +12,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.trainer.kubernetes import tfjob as tfjob_lib
-from components.trainer.kubernetes import values as values_lib
+from asynctrain.components.trainer.kubernetes import tfjob as tfjob_lib
+from asynctrain.components.trainer.kubernetes import values as values_lib
 from tests.components.trainer.kubernetes.kubernetes_testdata import (
     K8S_VERSION,
     RBAC,

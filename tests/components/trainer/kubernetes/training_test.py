@@ -21,12 +21,12 @@ import pytest
 import yaml
 from tfx.types import standard_artifacts
 
-from components.trainer import cli, executor, spec
-from components.trainer import config as config_lib
-from components.trainer.kubernetes import client
-from components.trainer.kubernetes import local as tfjob_local
-from components.trainer.kubernetes import tfjob as tfjob_lib
-from components.trainer.kubernetes import training as tfjob_training
+from asynctrain.components.trainer import cli, executor, spec
+from asynctrain.components.trainer import config as config_lib
+from asynctrain.components.trainer.kubernetes import client
+from asynctrain.components.trainer.kubernetes import local as tfjob_local
+from asynctrain.components.trainer.kubernetes import tfjob as tfjob_lib
+from asynctrain.components.trainer.kubernetes import training as tfjob_training
 from tests.components.trainer import fake_kubernetes
 from tests.components.trainer.kubernetes.kubernetes_testdata import VALUES
 from tests.components.trainer.trainer_testdata import LABEL_KEY, make_artifact

@@ -1,12 +1,12 @@
-"""Tests for components/trainer/kubernetes/values.py: the TFJob values file and its errors."""
+"""Tests for asynctrain/components/trainer/kubernetes/values.py: the TFJob values file and its errors."""
 
 from __future__ import annotations
 
 import pytest
 import yaml
 
-from components import yaml_config
-from components.trainer.kubernetes import values as values_lib
+from asynctrain.components import yaml_config
+from asynctrain.components.trainer.kubernetes import values as values_lib
 from tests.components.trainer.kubernetes.kubernetes_testdata import VALUES
 
 

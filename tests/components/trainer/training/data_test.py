@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer import config as config_lib
-from components.trainer.training import data
-from components.trainer.training import task as task_lib
+from asynctrain.components.trainer import config as config_lib
+from asynctrain.components.trainer.training import data
+from asynctrain.components.trainer.training import task as task_lib
 from tests.components.trainer.trainer_testdata import (
     LABEL_KEY,
     NUM_EVAL_ROWS,

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer import config as config_lib
-from components.trainer.cluster import launch
-from components.trainer.cluster import servers as cluster_lib
-from components.trainer.training import evaluation, export, loop, run_files, task, tasks
+from asynctrain.components.trainer import config as config_lib
+from asynctrain.components.trainer.cluster import launch
+from asynctrain.components.trainer.cluster import servers as cluster_lib
+from asynctrain.components.trainer.training import evaluation, export, loop, run_files, task, tasks
 from tests.components.trainer.trainer_testdata import (
     LABEL_KEY,
     TRAIN_STEPS,

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer import config as config_lib
-from components.trainer.cluster import launch
-from components.trainer.training import export, model_module, run_files, tasks
-from components.trainer.training import task as task_lib
+from asynctrain.components.trainer import config as config_lib
+from asynctrain.components.trainer.cluster import launch
+from asynctrain.components.trainer.training import export, model_module, run_files, tasks
+from asynctrain.components.trainer.training import task as task_lib
 from tests.components.trainer.trainer_testdata import REPO_ROOT
 from tests.components.trainer.training import task_testdata
 
@@ -142,7 +142,7 @@ def test_wrong_output_shape_fails_before_training(multiclass_data, tmp_path):
         tmp_path,
         """
         import tensorflow as tf
-        from components.trainer.training import model
+        from asynctrain.components.trainer.training import model
 
         def build_model(features, config):
             inputs = model.feature_inputs(features)

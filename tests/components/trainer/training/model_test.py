@@ -4,8 +4,8 @@ per feature keyed by its raw name, embedding widths, and the head's width per ta
 import numpy as np
 import tensorflow as tf
 
-from components.trainer import config as config_lib
-from components.trainer.training import model
+from asynctrain.components.trainer import config as config_lib
+from asynctrain.components.trainer.training import model
 
 FEATURES = model.ModelFeatures(
     numeric=('Culmen Length (mm)', 'fare'),

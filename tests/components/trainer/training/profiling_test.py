@@ -11,9 +11,9 @@ import os
 import pytest
 import tensorflow as tf
 
-from components.trainer import config as config_lib
-from components.trainer.cluster import servers as cluster_lib
-from components.trainer.training import loop, profiling, task, tasks
+from asynctrain.components.trainer import config as config_lib
+from asynctrain.components.trainer.cluster import servers as cluster_lib
+from asynctrain.components.trainer.training import loop, profiling, task, tasks
 
 STEPS_PER_EXECUTION = 4
 
@@ -164,7 +164,7 @@ def test_a_worker_is_traced_through_its_servers_profiler_service(multiclass_data
 
 
 def test_run_summary_prints_the_verdict_next_to_input_wait_fraction():
-    from pipelines import run_summary
+    from asynctrain.pipelines import run_summary
 
     summary = run_summary.RunSummary(
         executed=['Trainer'],

@@ -3,7 +3,7 @@ an in-place tqdm bar when it is, with steps, examples/s, loss and staleness."""
 
 import io
 
-from components.trainer.training import progress as progress_lib
+from asynctrain.components.trainer.training import progress as progress_lib
 
 
 def test_plain_output_prints_a_line_per_interval_and_the_last_state():

@@ -7,7 +7,7 @@ import contextlib
 import pytest
 import tensorflow as tf
 
-from components.trainer.training import scheduling
+from asynctrain.components.trainer.training import scheduling
 
 PARSE_ERROR = tf.errors.InternalError(
     None, None, 'Unable to parse request /job:worker/replica:0/task:1'

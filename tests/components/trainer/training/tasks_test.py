@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components.trainer import config as config_lib
-from components.trainer.training import export, tasks
-from components.trainer.training import task as task_lib
+from asynctrain.components.trainer import config as config_lib
+from asynctrain.components.trainer.training import export, tasks
+from asynctrain.components.trainer.training import task as task_lib
 from tests.components.trainer.training import task_testdata
 
 CLASSES = ('Adelie (P. adeliae)', 'Chinstrap', 'Gentoo')

@@ -1,0 +1,508 @@
+"""`asynctrain bench input`: does training wait for input? Five input pipelines, one model.
+
+Data: a sample of the bundled taxi CSV is transformed by the stock Transform executor running our
+`preprocessing_fn` (as the pipeline does; `--transformed-examples` and `--transform-graph` give an
+earlier Transform's output instead), and its transformed train split is resampled, with
+replacement and whole rows at a time, to `--examples` transformed tf.Examples written as sharded
+GZIP TFRecords: real transformed values, the pipeline's record layout, at any size in seconds.
+The pipeline's ExampleBatcher writer then rewrites them once, shuffled and pre-batched (each
+record a `tf.Example` holding 256 examples column by column); its disk size and write time are
+reported, and it is checked to read back as the same examples, every value equal.
+
+The same model (`asynctrain.components.trainer.model`, the Trainer's default widths) trains the same number
+of steps at the same batch size (`--batch-size`, by default the Trainer's default, 2048), fed by:
+
+1. `upper_bound`: one parsed batch held in memory, fed to every step: no I/O, no parsing, no
+   iterator, no indexing. Our step in a `tf.function` running `steps_per_execution` steps per
+   call.
+2. `ours`: the Trainer's per-worker dataset (`asynctrain.components.trainer.data.make_dataset`, defaults of
+   `InputConfig`, no cache) over the pre-batched examples, as the pipeline feeds it, timed from
+   the first batch of the first epoch, feeding that same step function.
+2b. `ours_cached`: the same with `input.cache: memory`, timed after one full epoch (which parses
+   and fills the cache, and is reported on its own as `first_epoch_examples_per_sec`): what the
+   cache still adds when the split fits in memory.
+2c. `per_example`: the Trainer's dataset over Transform's own output (one `tf.Example` per
+   record: a batch is one proto parsed per example), the pipeline's input before the
+   ExampleBatcher.
+3. `tfx`: what TFX's examples do: `data_accessor.tf_dataset_factory` (the factory stock Trainer
+   hands to `run_fn`, built here from the artifact exactly as stock Trainer builds it) feeding
+   `model.fit` with Keras's defaults; the model compiled with the same optimizer and loss.
+4. `naive`: records read one at a time, parsed one at a time (`parse_single_example`), stacked into
+   a batch in Python, no prefetch, and an eager (not `tf.function`) train step.
+
+Ours, ours_cached and per_example also report the trained model's AUC on the eval split
+(`eval_auc`): the shuffle of the pre-batched records must not cost accuracy.
+
+The input stall is the share of step time spent waiting for the next batch. For 1, 2 and 4 it is
+measured in the loop (timestamps around `next(iterator)`, as the Trainer reports it). `model.fit`
+gives no such hook, so for 3 it is derived: 1 - rate(fit on the dataset) / rate(the same fit on
+the in-memory batches), i.e. the time per step that the dataset adds.
+
+A sweep over hidden widths (upper bound and ours only) shows where the model stops being
+input-bound; the input pipelines' rates alone (no model) say where the crossover should be.
+
+Compare ratios, not absolute rates: the machine may be shared, and here input and compute share
+the same CPU cores, so they can overlap only as far as cores are idle.
+
+    asynctrain bench input [--examples N] [--steps N] [--batch-size N] [--output DIR]
+                           [--transformed-examples DIR --transform-graph DIR]
+
+The data, the batched writer's check and the variants' runners live in `input_variants`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+
+from asynctrain.benchmarks import report
+from asynctrain.benchmarks.input_variants import (
+    BATCH_SIZE,
+    DEFAULT_SAMPLE_ROWS,
+    STEPS_PER_EXECUTION,
+    TransformedExamples,
+    add_transform_output_arguments,
+    cached_dataset,
+    in_memory_batches,
+    in_memory_dataset,
+    input_only_rate,
+    make_task,
+    make_transformed_examples,
+    model_parameters,
+    naive_input_only_rate,
+    same_examples,
+    tfx_dataset,
+    train_in_loop,
+    train_naive,
+    train_with_fit,
+    transform_output_from_args,
+    write_batched_examples,
+)
+
+DEFAULT_OUTPUT = os.path.join('bench_out', 'input')
+DEFAULT_EXAMPLES = 1_000_000
+# One epoch of the default examples at the default batch.
+DEFAULT_STEPS = 500
+# The naive pipeline runs about 1,000 examples/s here; its rate is steady after a few steps, so
+# it runs fewer (reported as its own `steps`) to keep the bench within minutes.
+DEFAULT_NAIVE_STEPS = 5  # 10,240 examples at the default batch
+DEFAULT_ROUNDS = 3
+VARIANTS = ('upper_bound', 'ours', 'ours_cached', 'per_example', 'tfx', 'naive')
+# Hidden layers of the sweep, small (input-bound) to large (compute-bound). The first is the
+# Trainer's default model.
+SWEEP = ((64, 32), (256, 128), (1024, 512), (2048, 1024))
+# Ours counts as "not input-bound" at this stall, the profiler's threshold.
+NOT_INPUT_BOUND_STALL = 0.05
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        '--examples',
+        type=int,
+        default=DEFAULT_EXAMPLES,
+        help=f'transformed examples to generate (default {DEFAULT_EXAMPLES:,})',
+    )
+    parser.add_argument(
+        '--steps',
+        type=int,
+        default=DEFAULT_STEPS,
+        help=f'timed train steps per variant (default {DEFAULT_STEPS}); the '
+        'model sweep runs an eighth of them per width',
+    )
+    parser.add_argument(
+        '--batch-size',
+        type=int,
+        default=BATCH_SIZE,
+        help=f"examples per step (default {BATCH_SIZE}, the Trainer's default)",
+    )
+    parser.add_argument(
+        '--rounds',
+        type=int,
+        default=DEFAULT_ROUNDS,
+        help='alternating rounds of the upper bound, ours and per_example; the best of each '
+        f'counts, as noise on a shared machine only slows a round (default {DEFAULT_ROUNDS})',
+    )
+    parser.add_argument(
+        '--naive-steps',
+        type=int,
+        default=DEFAULT_NAIVE_STEPS,
+        help=f'timed steps of the naive pipeline (default {DEFAULT_NAIVE_STEPS})',
+    )
+    parser.add_argument(
+        '--sweep',
+        nargs='+',
+        default=[','.join(map(str, w)) for w in SWEEP],
+        metavar='UNITS',
+        help='hidden layers of each model in the sweep, e.g. 64,32 2048,1024 '
+        f'(default {" ".join(",".join(map(str, w)) for w in SWEEP)})',
+    )
+    parser.add_argument(
+        '--sample-rows',
+        type=int,
+        default=DEFAULT_SAMPLE_ROWS,
+        help='taxi rows transformed by the Transform executor, then resampled '
+        f'(default {DEFAULT_SAMPLE_ROWS})',
+    )
+    add_transform_output_arguments(parser)
+    parser.add_argument(
+        '--output',
+        default=DEFAULT_OUTPUT,
+        help=f'directory for the data, result.json and input_pipeline.png '
+        f'(default {DEFAULT_OUTPUT}); emptied first',
+    )
+
+
+def _log(message: str) -> None:
+    print(f'[bench input {time.strftime("%H:%M:%S")}] {message}', flush=True)
+
+
+def run_sweep(
+    data: TransformedExamples,
+    ours_dir: str,
+    widths,
+    steps: int,
+    ours_input_rate: float,
+    batch_size: int,
+) -> dict:
+    """Upper bound and ours (reading `ours_dir`) per hidden width; the crossover is where ours
+    stops stalling."""
+    from asynctrain.components.trainer.training import data as data_lib
+
+    points = []
+    for hidden_units in widths:
+        task = make_task(data, hidden_units, batch_size=batch_size)
+        upper = train_in_loop(task, in_memory_batches(task, data), steps)
+        ours = train_in_loop(
+            task, task.build_inputs(ours_dir, data_lib.TRAIN_SPLIT, training=True), steps
+        )
+        point = {
+            'hidden_units': list(hidden_units),
+            'parameters': model_parameters(task),
+            'upper_bound_examples_per_sec': upper['examples_per_sec'],
+            'ours_examples_per_sec': ours['examples_per_sec'],
+            'ours_ratio_to_upper_bound': ours['examples_per_sec'] / upper['examples_per_sec'],
+            'ours_input_stall_fraction': ours['input_stall_fraction'],
+            # The model alone is slower than the input alone: compute-bound.
+            'compute_bound': upper['examples_per_sec'] < ours_input_rate,
+        }
+        points.append(point)
+        _log(
+            f'sweep {hidden_units}: {point["parameters"]:,} parameters, upper '
+            f'{upper["examples_per_sec"]:,.0f}/s, ours {ours["examples_per_sec"]:,.0f}/s '
+            f'(ratio {point["ours_ratio_to_upper_bound"]:.2f}, stall '
+            f'{ours["input_stall_fraction"]:.1%})'
+        )
+    first_not_input_bound = next(
+        (
+            p['hidden_units']
+            for p in points
+            if p['ours_input_stall_fraction'] < NOT_INPUT_BOUND_STALL
+        ),
+        None,
+    )
+    first_compute_bound = next((p['hidden_units'] for p in points if p['compute_bound']), None)
+    return {
+        'steps': steps,
+        'points': points,
+        'first_width_with_stall_under_5pct': first_not_input_bound,
+        'first_width_slower_than_ours_input_alone': first_compute_bound,
+    }
+
+
+def write_chart(result: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use('Agg')
+    from matplotlib import pyplot as plt
+
+    variants = result['variants']
+    names = [v for v in VARIANTS if v in variants]
+    figure, (bars_axes, sweep_axes) = plt.subplots(1, 2, figsize=(13, 4.5))
+    bars = bars_axes.bar(
+        names,
+        [variants[n]['examples_per_sec'] for n in names],
+        color=['#9e9e9e', '#1f77b4', '#2ca02c', '#8c564b', '#ff7f0e', '#d62728'][: len(names)],
+    )
+    bars_axes.bar_label(
+        bars,
+        labels=[
+            f'{variants[n]["ratio_to_upper_bound"]:.2f}x\nstall {variants[n]["input_stall_fraction"]:.0%}'
+            for n in names
+        ],
+    )
+    bars_axes.tick_params(axis='x', labelsize=8)
+    bars_axes.set_ylabel('training examples/s')
+    bars_axes.set_title(
+        f'{result["steps"]} steps of batch {result["batch_size"]}, '
+        f'{result["data"]["examples"]:,} examples'
+    )
+    bars_axes.margins(y=0.25)
+    points = result['model_sweep']['points']
+    params = [p['parameters'] for p in points]
+    sweep_axes.plot(
+        params,
+        [p['upper_bound_examples_per_sec'] for p in points],
+        'o-',
+        color='#9e9e9e',
+        label='upper bound (in memory)',
+    )
+    sweep_axes.plot(
+        params, [p['ours_examples_per_sec'] for p in points], 'o-', color='#1f77b4', label='ours'
+    )
+    sweep_axes.axhline(
+        result['input_only_examples_per_sec']['ours'],
+        color='#1f77b4',
+        linestyle=':',
+        label='our input alone',
+    )
+    sweep_axes.set_xscale('log')
+    sweep_axes.set_yscale('log')
+    sweep_axes.set_xlabel('model parameters')
+    sweep_axes.set_ylabel('examples/s')
+    sweep_axes.set_title('small (input-bound) to large (compute-bound)')
+    sweep_axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def run(args: argparse.Namespace) -> int:
+    if (
+        min(args.steps, args.rounds, args.batch_size) < 1
+        or args.examples < args.batch_size
+        or args.sample_rows < 10
+    ):
+        print(
+            '--batch-size, --steps, --rounds: at least 1; --examples: at least --batch-size; '
+            '--sample-rows: at least 10',
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        widths = [tuple(int(u) for u in w.split(',')) for w in args.sweep]
+    except ValueError:
+        print(
+            f'--sweep: expected comma-separated integers per model, got {args.sweep}',
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        transform_output = transform_output_from_args(args)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
+    output = os.path.abspath(args.output)
+    shutil.rmtree(output, ignore_errors=True)
+    os.makedirs(output)
+    _log(
+        f'resampling {transform_output.transformed_examples} to {args.examples:,} examples'
+        if transform_output
+        else f'transforming {args.sample_rows:,} taxi rows, resampling to {args.examples:,} examples'
+    )
+    from asynctrain.components import tf_environment
+    from asynctrain.components.trainer.training import data as data_lib
+
+    # As the Trainer traces its step: AutoGraph leaves tf-keras' own code unconverted, for every
+    # variant alike (`model.fit` too). Tracing is outside the timed steps either way.
+    tf_environment.configure_autograph()
+
+    data = make_transformed_examples(
+        os.path.join(output, 'data'),
+        args.examples,
+        args.sample_rows,
+        transform_output=transform_output,
+    )
+    _log(
+        f'data: {data.num_examples:,} examples, {data.bytes / 2**20:.0f} MiB in '
+        f'{data.num_files} GZIP files, {data.seconds:.1f} s'
+    )
+    task = make_task(data, batch_size=args.batch_size)
+    batched = write_batched_examples(data, os.path.join(output, 'data', 'batched'), task)
+    batched_same = same_examples(data, batched, task)
+    _log(
+        f'pre-batched: {batched.records:,} records of {batched.examples_per_record}, '
+        f'{batched.bytes / 2**20:.0f} MiB, written in {batched.write_seconds:.1f} s; same '
+        f'examples as the source: {batched_same}'
+    )
+    if not batched_same:
+        print('the pre-batched examples differ from the source examples', file=sys.stderr)
+        return 1
+    steps = args.steps
+    variants = {}
+    # (inputs, eval split's examples) of the variants run in alternating rounds, each round
+    # from a fresh dataset (the first epoch); the best round of each counts.
+    sources = {
+        'upper_bound': lambda: (in_memory_batches(task, data), None),
+        'ours': lambda: (
+            task.build_inputs(batched.examples_dir, data_lib.TRAIN_SPLIT, training=True),
+            batched.examples_dir,
+        ),
+        'per_example': lambda: (
+            task.build_inputs(data.examples_dir, data_lib.TRAIN_SPLIT, training=True),
+            data.examples_dir,
+        ),
+    }
+    rounds = {name: [] for name in sources}
+    for index in range(args.rounds):
+        _log(
+            f'round {index + 1}/{args.rounds}: upper bound (in-memory tensors), ours '
+            "(pre-batched examples), per_example (Transform's one tf.Example per record)"
+        )
+        for name, source in sources.items():
+            inputs, eval_dir = source()
+            rounds[name].append(train_in_loop(task, inputs, steps, eval_examples_dir=eval_dir))
+    for name, measured in rounds.items():
+        variants[name] = dict(
+            max(measured, key=lambda m: m['examples_per_sec']),
+            rounds_examples_per_sec=[m['examples_per_sec'] for m in measured],
+        )
+    _log('ours, input.cache: memory (one epoch to fill the cache, then timed)')
+    epoch_steps = -(-data.num_examples // args.batch_size)
+    variants['ours_cached'] = train_in_loop(
+        task,
+        cached_dataset(task, batched.examples_dir),
+        steps,
+        warmup_steps=epoch_steps,
+        eval_examples_dir=batched.examples_dir,
+    )
+    variants['ours_cached']['first_epoch_examples_per_sec'] = variants['ours_cached'].pop(
+        'warmup_examples_per_sec'
+    )
+    variants['ours_cached']['first_epoch_steps'] = variants['ours_cached'].pop('warmup_steps')
+    _log('tfx: tf_dataset_factory + model.fit')
+    fit = train_with_fit(task, tfx_dataset(task, data), steps)
+    fit_in_memory = train_with_fit(task, in_memory_dataset(task, data), steps)
+    fit['input_stall_fraction'] = max(
+        0.0, 1 - fit['examples_per_sec'] / fit_in_memory['examples_per_sec']
+    )
+    fit['stall_method'] = 'derived from model.fit on the in-memory batches'
+    fit['fit_in_memory_examples_per_sec'] = fit_in_memory['examples_per_sec']
+    variants['tfx'] = fit
+    _log('naive: per-example parse, no prefetch, eager step')
+    variants['naive'] = train_naive(task, data, args.naive_steps)
+    upper = variants['upper_bound']['examples_per_sec']
+    for name, measured in variants.items():
+        measured['ratio_to_upper_bound'] = measured['examples_per_sec'] / upper
+        _log(
+            f'{name}: {measured["examples_per_sec"]:,.0f} examples/s, '
+            f'{measured["ratio_to_upper_bound"]:.2f} of the upper bound, input stall '
+            f'{measured["input_stall_fraction"]:.1%}'
+        )
+
+    _log('input pipelines alone (no model)')
+    input_steps = max(1, steps // 2)
+    input_only = {
+        'ours': input_only_rate(
+            task.build_inputs(batched.examples_dir, data_lib.TRAIN_SPLIT, training=True),
+            input_steps,
+            args.batch_size,
+        ),
+        'per_example': input_only_rate(
+            task.build_inputs(data.examples_dir, data_lib.TRAIN_SPLIT, training=True),
+            input_steps,
+            args.batch_size,
+        ),
+        'tfx': input_only_rate(tfx_dataset(task, data), input_steps, args.batch_size),
+        'naive': naive_input_only_rate(task, data, args.naive_steps),
+    }
+    _log('input alone: ' + ', '.join(f'{k} {v:,.0f}/s' for k, v in input_only.items()))
+    _log(f'model sweep over hidden widths {[list(w) for w in widths]}')
+    sweep = run_sweep(
+        data,
+        batched.examples_dir,
+        widths,
+        max(1, steps // 8),
+        input_only['ours'],
+        args.batch_size,
+    )
+
+    result = {
+        'benchmark': 'input',
+        'steps': steps,
+        'batch_size': args.batch_size,
+        'steps_per_execution': STEPS_PER_EXECUTION,
+        'model_hidden_units': list(task.config.model.hidden_units),
+        'model_parameters': model_parameters(task),
+        'data': {
+            'examples': data.num_examples,
+            'files': data.num_files,
+            'bytes': data.bytes,
+            # Taxi rows this run transformed, or the earlier Transform output it resampled.
+            'sample_rows_transformed': None if transform_output else args.sample_rows,
+            'transformed_examples': transform_output.transformed_examples
+            if transform_output
+            else None,
+            'generation_seconds': data.seconds,
+        },
+        # The ExampleBatcher's artifact of the same train split (and of the eval split, whose
+        # size and time are included in write_seconds only).
+        'batched': {
+            'examples_per_record': batched.examples_per_record,
+            'records': batched.records,
+            'bytes': batched.bytes,
+            'bytes_vs_source': batched.bytes / data.bytes,
+            'write_seconds': batched.write_seconds,
+            'write_examples_per_sec': data.num_examples / batched.write_seconds,
+            'same_examples_as_source': batched_same,
+        },
+        'variants': variants,
+        'ours_vs_tfx': variants['ours']['examples_per_sec'] / variants['tfx']['examples_per_sec'],
+        'ours_cached_vs_tfx': (
+            variants['ours_cached']['examples_per_sec'] / variants['tfx']['examples_per_sec']
+        ),
+        'ours_vs_per_example': (
+            variants['ours']['examples_per_sec'] / variants['per_example']['examples_per_sec']
+        ),
+        # What the memory cache still adds over the pre-batched records, after its first epoch.
+        'ours_cached_vs_ours': (
+            variants['ours_cached']['examples_per_sec'] / variants['ours']['examples_per_sec']
+        ),
+        'eval_auc_ours_minus_per_example': (
+            variants['ours']['eval_auc'] - variants['per_example']['eval_auc']
+        ),
+        'input_only_examples_per_sec': input_only,
+        'model_sweep': sweep,
+        'machine': report.machine(),
+        'finished_at': report.finished_at(),
+    }
+    result_path, chart_path = report.write_result(output, result, 'input_pipeline.png', write_chart)
+    # The data is regenerated on every run; only the report stays.
+    shutil.rmtree(os.path.join(output, 'data'), ignore_errors=True)
+
+    print(f'\n{"pipeline":<14}{"examples/s":>12}{"vs upper":>10}{"input stall":>13}')
+    for name in VARIANTS:
+        measured = variants[name]
+        print(
+            f'{name:<14}{measured["examples_per_sec"]:>12,.0f}'
+            f'{measured["ratio_to_upper_bound"]:>10.2f}{measured["input_stall_fraction"]:>13.1%}'
+        )
+    print(
+        f'ours_cached after its first epoch '
+        f'({variants["ours_cached"]["first_epoch_examples_per_sec"]:,.0f} examples/s): '
+        f'{variants["ours_cached"]["ratio_to_upper_bound"]:.2f} of the upper bound'
+    )
+    print(
+        f'ours / tfx = {result["ours_vs_tfx"]:.2f}; ours / per_example = '
+        f'{result["ours_vs_per_example"]:.2f}; eval AUC ours - per_example = '
+        f'{result["eval_auc_ours_minus_per_example"]:+.4f}; first width with our stall under '
+        f'5%: {sweep["first_width_with_stall_under_5pct"]}'
+    )
+    print(
+        f'pre-batched: {batched.bytes / data.bytes:.2f}x the source bytes, written at '
+        f'{data.num_examples / batched.write_seconds:,.0f} examples/s'
+    )
+    print(f'wrote {result_path} and {chart_path}')
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog='bench input', description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args())
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""The `model.fit` variant of `asynctrain bench ps`, and the check that both variants learn.
+
+Keras `model.fit` is what a user of ParameterServerStrategy would pick: the same model, optimizer
+and loss, compiled with the same `steps_per_execution` under a ParameterServerStrategy with the
+same variable partitioner, on the same cluster, fed by a `DatasetCreator` over the same per-worker
+dataset (`task.build_inputs`, as the Trainer builds it). Keras schedules each execution of
+`steps_per_execution` steps as one closure on the strategy's `ClusterCoordinator`.
+
+Timing matches the Trainer's: a first `fit` of the same warm-up steps (tracing, dataset start) is
+not timed; each later `fit` (one per round) is timed from its epoch's start to its end, which
+covers every step and the final `coordinator.join()`. Keras creates the per-worker dataset again
+for each `fit`, so a timed epoch includes starting it on each worker (the Trainer's excludes it).
+
+The check: after training, each variant's weights are copied into a plain (unsharded) model and
+its mean loss computed on the same held-out batches (the first batches of the split, read in
+order), so the variants are compared on what they learned, not on their own running averages.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+
+# Batches of the (unshuffled) split both variants' trained weights are scored on.
+HELD_OUT_BATCHES = 8
+
+
+def held_out_batches(task, examples_dir: str) -> list:
+    """The first `HELD_OUT_BATCHES` batches of the training split, read in order."""
+    from asynctrain.components.trainer.training import data as data_lib
+
+    dataset = task.build_inputs(examples_dir, data_lib.TRAIN_SPLIT, training=False)
+    return list(dataset.take(HELD_OUT_BATCHES))
+
+
+def held_out_loss(task, trained_model, batches: list) -> float:
+    """Mean loss over `batches` of a plain copy of `trained_model` (sharded or not)."""
+    from asynctrain.components.trainer.training import loop as train_lib
+
+    plain = task.build_model()
+    with tempfile.TemporaryDirectory() as scratch:
+        train_lib.transfer_weights(trained_model, plain, scratch)
+    losses = [float(task.loss(labels, plain(features))) for features, labels in batches]
+    return sum(losses) / len(losses)
+
+
+class _EpochTimer:
+    """A Keras callback that records the wall time of the (single) epoch."""
+
+    def __init__(self):
+        import tensorflow as tf
+
+        timer = self
+
+        class Callback(tf.keras.callbacks.Callback):
+            def on_epoch_begin(self, epoch, logs=None):
+                timer.started = time.perf_counter()
+
+            def on_epoch_end(self, epoch, logs=None):
+                timer.seconds = time.perf_counter() - timer.started
+
+        self.callback = Callback()
+        self.started = 0.0
+        self.seconds = 0.0
+
+
+def prepare_fit(task, cluster, examples_dir: str, warm_steps: int) -> tuple:
+    """`task`'s model compiled under a fresh ParameterServerStrategy on `cluster` and trained
+    `warm_steps` by `model.fit` (untimed: tracing, dataset start); returns it and its input."""
+    import tensorflow as tf
+
+    from asynctrain.components.trainer.training import data as data_lib
+    from asynctrain.components.trainer.training import loop as train_lib
+
+    config = task.config
+    strategy = tf.distribute.experimental.ParameterServerStrategy(
+        cluster.resolver,
+        variable_partitioner=train_lib.make_partitioner(config.distribution, cluster.num_ps),
+    )
+    with strategy.scope():
+        keras_model = task.build_model()
+        keras_model.compile(
+            optimizer=task.build_optimizer(),
+            loss=task.loss,
+            steps_per_execution=config.training.steps_per_execution,
+        )
+
+    def dataset_fn(input_context: tf.distribute.InputContext) -> tf.data.Dataset:
+        del input_context  # every worker reads every file, shuffled, as the Trainer's do
+        return task.build_inputs(examples_dir, data_lib.TRAIN_SPLIT, training=True)
+
+    creator = tf.keras.utils.experimental.DatasetCreator(dataset_fn)
+    keras_model.fit(creator, epochs=1, steps_per_epoch=warm_steps, verbose=0)
+    return keras_model, creator
+
+
+def timed_fit(keras_model, creator, steps: int, batch_size: int) -> dict:
+    """One more `fit` of `steps` steps, timed over its epoch; returns its rate and the mean
+    training loss Keras reported."""
+    timer = _EpochTimer()
+    history = keras_model.fit(
+        creator, epochs=1, steps_per_epoch=steps, verbose=0, callbacks=[timer.callback]
+    )
+    return {
+        'steps': steps,
+        'seconds': timer.seconds,
+        'steps_per_sec': steps / timer.seconds,
+        'examples_per_sec': steps * batch_size / timer.seconds,
+        'train_loss': float(history.history['loss'][-1]),
+    }

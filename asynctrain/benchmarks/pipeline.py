@@ -1,0 +1,526 @@
+"""`asynctrain bench pipeline`: the whole local pipeline, ours versus stock components, one run.
+
+Both pipelines read the same CSV (rows resampled from the bundled taxi sample) and run under
+LocalDagRunner with ML Metadata in SQLite, each in a fresh interpreter so that neither inherits
+the other's imports or TensorFlow state:
+
+- `ours`: `create_pipeline(config)`, as `asynctrain run` runs it (our CsvExampleGen, which also
+  computes the statistics, so no StatisticsGen; ExampleBatcher and parameter-server Trainer, an
+  in-process cluster, Transform without its own statistics).
+- `stock`: the same graph built here from the same pieces (schema, preprocessing_fn, split and
+  eval configs), with stock `CsvExampleGen` and `StatisticsGen`, Transform with its statistics
+  (the component's default), and the stock `Trainer` running `asynctrain.benchmarks.reference_trainer.run_fn`
+  (`tf_dataset_factory` + `model.fit`, default strategy), without the ExampleBatcher and the two
+  resolvers (they resolve to nothing on a first run).
+
+Per-component wall time is read from ML Metadata (an execution's creation to its last update:
+driver, executor and publisher); the total is the runner's wall time. Peak memory per component
+is the largest resident set of the variant's process tree (its Trainer cluster and Beam workers
+included) sampled within that same interval (`asynctrain.benchmarks.memory`). Both train the same number
+of steps with the same batch size.
+
+Beam arguments after `--` replace the pipeline config's (none: the DirectRunner in memory, one
+worker) in both pipelines.
+
+At sizes where stock would take hours, `--stock-from RESULT.json` runs ours alone and takes
+stock's times from an earlier run of this bench, scaled by the rows (its measured cost per row,
+each component's: `extrapolated_stock`); the result says so (`stock_extrapolated_from`) and has
+no stock memory or metric.
+
+    asynctrain bench pipeline [--rows N] [--train-steps N] [--output DIR]
+                              [--stock-from RESULT.json] [-- BEAM_ARGS...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+from asynctrain.benchmarks import memory, report
+from asynctrain.components import tf_environment
+
+DEFAULT_OUTPUT = os.path.join('bench_out', 'pipeline')
+DEFAULT_ROWS = 15000
+DEFAULT_TRAIN_STEPS = 500
+VARIANTS = ('stock', 'ours')
+# Components in pipeline order; both pipelines give them these ids.
+COMPONENTS = (
+    'CsvExampleGen',
+    'StatisticsGen',
+    'ImportSchemaGen',
+    'ExampleValidator',
+    'Transform',
+    'Trainer',
+    'Evaluator',
+    'Pusher',
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        '--rows',
+        type=int,
+        default=DEFAULT_ROWS,
+        help=f'CSV rows to generate (default {DEFAULT_ROWS:,})',
+    )
+    parser.add_argument(
+        '--train-steps',
+        type=int,
+        default=DEFAULT_TRAIN_STEPS,
+        help=f'training steps of both Trainers (default {DEFAULT_TRAIN_STEPS})',
+    )
+    parser.add_argument(
+        '--output',
+        default=DEFAULT_OUTPUT,
+        help=f'directory for the CSV, both runs, result.json and pipeline.png '
+        f'(default {DEFAULT_OUTPUT}); emptied first',
+    )
+    parser.add_argument(
+        '--features',
+        metavar='NAME[,NAME]',
+        default=None,
+        help='both pipelines preprocess and train on these features of the taxi feature config '
+        'only (default: all 16); a quick check of the bench itself needs no more than one per '
+        'kind of transform',
+    )
+    parser.add_argument(
+        '--stock-from',
+        metavar='RESULT.json',
+        default=None,
+        help="run ours only; stock's times are those of this earlier result of the bench, "
+        'scaled by the rows (said so in the result)',
+    )
+    parser.add_argument('--variant', choices=VARIANTS, help=argparse.SUPPRESS)
+    # The child process's copy of the Beam arguments given after `--`.
+    parser.add_argument(
+        '--beam-arg', action='append', default=[], dest='beam_args', help=argparse.SUPPRESS
+    )
+
+
+def _log(message: str) -> None:
+    print(f'[bench pipeline {time.strftime("%H:%M:%S")}] {message}', flush=True)
+
+
+def bench_config(
+    input_dir: str,
+    work_dir: str,
+    train_steps: int,
+    name: str,
+    beam_args: Sequence[str] = (),
+    dataset: str | None = None,
+):
+    """The pipeline config both variants share (ours reads all of it, stock what applies)."""
+    from asynctrain.pipelines.config import load_config
+
+    return load_config(
+        None,
+        data=input_dir,
+        work_dir=work_dir,
+        pipeline_name=name,
+        dataset=dataset,
+        trainer={'training': {'train_steps': train_steps}},
+        beam_pipeline_args=list(beam_args) or None,
+    )
+
+
+def write_dataset(directory: str, features: Sequence[str]) -> str:
+    """The taxi dataset (schema and feature config) with only `features` transformed, written to
+    `directory`; a ValueError names any feature the taxi feature config lacks."""
+    import yaml
+
+    from asynctrain.pipelines.config import BUNDLED_SCHEMAS
+
+    taxi = BUNDLED_SCHEMAS / 'taxi'
+    spec = yaml.safe_load((taxi / 'features.yaml').read_text())
+    known = [f['name'] for f in spec['features']]
+    unknown = sorted(set(features) - set(known))
+    if unknown:
+        raise ValueError(
+            f'--features: {unknown} not in {taxi / "features.yaml"}; its features: {known}'
+        )
+    spec['features'] = [f for f in spec['features'] if f['name'] in features]
+    os.makedirs(directory, exist_ok=True)
+    shutil.copy(taxi / 'schema.pbtxt', os.path.join(directory, 'schema.pbtxt'))
+    with open(os.path.join(directory, 'features.yaml'), 'w') as f:
+        yaml.safe_dump(spec, f, sort_keys=False)
+    return directory
+
+
+def stock_pipeline(config, metadata_connection_config):
+    """Stock CsvExampleGen and Trainer (reference run_fn) in the graph `create_pipeline` wires."""
+    from tfx import v1 as tfx
+
+    from asynctrain.benchmarks import reference_trainer
+    from asynctrain.components.transform import feature_config as fc
+    from asynctrain.components.transform import preprocessing
+    from asynctrain.pipelines import pipeline as pipeline_lib
+
+    features = fc.load_feature_config(config.feature_config_path, config.schema_path)
+    label_key = features.label.key
+    example_gen = tfx.components.CsvExampleGen(
+        input_base=config.data_dir,
+        input_config=pipeline_lib.input_config(config),
+        output_config=pipeline_lib.output_config(config),
+    )
+    statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs['examples'])
+    schema_gen = tfx.components.ImportSchemaGen(schema_file=config.schema_path)
+    example_validator = tfx.components.ExampleValidator(
+        statistics=statistics_gen.outputs['statistics'], schema=schema_gen.outputs['schema']
+    )
+    transform = tfx.components.Transform(
+        examples=example_gen.outputs['examples'],
+        schema=schema_gen.outputs['schema'],
+        preprocessing_fn=pipeline_lib.PREPROCESSING_FN,
+        custom_config=preprocessing.config_to_custom_config(features),
+    )
+    training = config.trainer.training
+    trainer = tfx.components.Trainer(
+        run_fn='asynctrain.benchmarks.reference_trainer.run_fn',
+        examples=transform.outputs['transformed_examples'],
+        transform_graph=transform.outputs['transform_graph'],
+        schema=schema_gen.outputs['schema'],
+        train_args=tfx.proto.TrainArgs(num_steps=training.train_steps),
+        eval_args=tfx.proto.EvalArgs(num_steps=10),
+        custom_config={
+            reference_trainer.LABEL_KEY: label_key,
+            reference_trainer.BATCH_SIZE: training.batch_size,
+            reference_trainer.HIDDEN_UNITS: list(config.trainer.model.hidden_units),
+        },
+    )
+    evaluator = tfx.components.Evaluator(
+        examples=example_gen.outputs['examples'],
+        model=trainer.outputs['model'],
+        eval_config=pipeline_lib.eval_config(config, features.label),
+    )
+    pusher = tfx.components.Pusher(
+        model=trainer.outputs['model'],
+        model_blessing=evaluator.outputs['blessing'],
+        push_destination=tfx.proto.PushDestination(
+            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.serving_dir)
+        ),
+    )
+    return tfx.dsl.Pipeline(
+        pipeline_name=config.pipeline_name,
+        pipeline_root=config.pipeline_root,
+        components=[
+            example_gen,
+            statistics_gen,
+            schema_gen,
+            example_validator,
+            transform,
+            trainer,
+            evaluator,
+            pusher,
+        ],
+        enable_cache=False,
+        metadata_connection_config=metadata_connection_config,
+        beam_pipeline_args=list(config.beam_pipeline_args),
+    )
+
+
+def component_intervals(config) -> dict[str, tuple[float, float]]:
+    """Each component's execution, from its creation to its last update in ML Metadata (driver,
+    executor and publisher), as wall-clock (start, end) seconds."""
+    from tfx.orchestration import metadata
+
+    prefix = f'{config.pipeline_name}.'
+    intervals = {}
+    connection = metadata.sqlite_metadata_connection_config(config.metadata_path)
+    with metadata.Metadata(connection) as m:
+        for execution in m.store.get_executions():
+            for context in m.store.get_contexts_by_execution(execution.id):
+                if context.name.startswith(prefix):
+                    intervals[context.name[len(prefix) :]] = (
+                        execution.create_time_since_epoch / 1000.0,
+                        execution.last_update_time_since_epoch / 1000.0,
+                    )
+    return intervals
+
+
+def run_variant(
+    variant: str,
+    input_dir: str,
+    work_dir: str,
+    train_steps: int,
+    beam_args: Sequence[str] = (),
+    dataset: str | None = None,
+) -> dict:
+    """Runs one pipeline in this process; returns its total and per-component seconds."""
+    config = bench_config(input_dir, work_dir, train_steps, f'bench-{variant}', beam_args, dataset)
+    sampler = memory.TreeRssSampler().start()
+    started, started_wall = time.monotonic(), time.time()
+    if variant == 'ours':
+        from asynctrain.pipelines.local_runner import run_local
+
+        summary = run_local(config, out=sys.stderr)
+    else:
+        from tfx import v1 as tfx
+
+        from asynctrain.pipelines import local_runner
+
+        os.makedirs(config.work_dir, exist_ok=True)
+        pipeline = stock_pipeline(
+            config,
+            tfx.orchestration.metadata.sqlite_metadata_connection_config(config.metadata_path),
+        )
+        progress = local_runner.ComponentProgress([c.id for c in pipeline.components], sys.stderr)
+        os.makedirs(os.path.join(config.work_dir, 'logs'), exist_ok=True)
+        # The same log routing as `asynctrain run`: TFX's logs to a file, progress lines out.
+        with local_runner._component_logs(
+            os.path.join(config.work_dir, 'logs', 'run.log'), progress
+        ):
+            tfx.orchestration.LocalDagRunner().run(pipeline)
+        from asynctrain.pipelines import run_summary
+
+        summary = run_summary.read_summary(config, started_wall)
+    total = time.monotonic() - started
+    samples = sampler.stop()
+    intervals = component_intervals(config)
+    return {
+        'total_seconds': total,
+        'component_seconds': {name: end - start for name, (start, end) in intervals.items()},
+        'component_peak_mb': memory.component_peaks_mb(samples, intervals),
+        'component_order': sorted(intervals, key=lambda name: intervals[name][0]),
+        'beam_pipeline_args': list(config.beam_pipeline_args),
+        'baseline_mb': round(samples.rss[0] / (1 << 20), 1),
+        'peak_mb': round(max(samples.rss) / (1 << 20), 1),
+        'blessed': summary.blessed,
+        'eval_metric': summary.eval_metric,
+        'executed': len(summary.executed),
+    }
+
+
+def _run_in_child(variant: str, args: argparse.Namespace, output: str) -> dict | None:
+    command = [
+        sys.executable,
+        '-m',
+        'asynctrain.benchmarks.pipeline',
+        '--variant',
+        variant,
+        '--rows',
+        str(args.rows),
+        '--train-steps',
+        str(args.train_steps),
+        '--output',
+        output,
+        *(f'--beam-arg={a}' for a in args.beam_args),
+        *(['--features', args.features] if args.features else []),
+    ]
+    env = tf_environment.configure(dict(os.environ))
+    env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    for line in done.stderr.splitlines():
+        if line.startswith('['):  # The component progress lines.
+            _log(f'{variant} {line}')
+    if done.returncode != 0:
+        _log(f'{variant} failed:\n{done.stderr[-3000:]}')
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def extrapolated_stock(reference: dict, rows: int) -> dict:
+    """Stock's variant of an earlier result (`reference`, with the same training steps), its
+    total and every component's seconds scaled by `rows` over the rows it measured: its measured
+    cost per row. Memory and the metric are not extrapolated (left out)."""
+    scale = rows / reference['rows']
+    stock = reference['variants']['stock']
+    return {
+        'total_seconds': stock['total_seconds'] * scale,
+        'component_seconds': {
+            name: seconds * scale for name, seconds in stock['component_seconds'].items()
+        },
+        'component_order': list(stock.get('component_order', ())),
+        'extrapolated_from': {
+            'rows': reference['rows'],
+            'train_steps': reference['train_steps'],
+            'finished_at': reference.get('finished_at'),
+        },
+    }
+
+
+def component_names(result: dict) -> list[str]:
+    """Components of either pipeline, in the order ours ran them (stock's extra ones last)."""
+    names = list(result['variants']['ours'].get('component_order') or COMPONENTS)
+    for variant in result['variants'].values():
+        names += [c for c in variant.get('component_order', ()) if c not in names]
+    return names
+
+
+def _beam_label(result: dict) -> str:
+    return f', Beam {" ".join(result["beam_args"])}' if result.get('beam_args') else ''
+
+
+def write_chart(result: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use('Agg')
+    from matplotlib import pyplot as plt
+
+    variants = result['variants']
+    figure, (time_axes, memory_axes) = plt.subplots(2, 1, figsize=(11, 8))
+    width = 0.4
+    names = component_names(result)
+    for i, (variant, color) in enumerate((('stock', '#9e9e9e'), ('ours', '#1f77b4'))):
+        measured = variants[variant]
+        offsets = [x + (i - 0.5) * width for x in range(len(names) + 1)]
+        seconds = [measured['component_seconds'].get(c, 0.0) for c in names]
+        label = f'{variant} (extrapolated)' if 'extrapolated_from' in measured else variant
+        bars = time_axes.bar(
+            offsets, seconds + [measured['total_seconds']], width, color=color, label=label
+        )
+        time_axes.bar_label(bars, fmt='%.0f', fontsize=7)
+        peaks = [measured.get('component_peak_mb', {}).get(c, 0.0) for c in names]
+        bars = memory_axes.bar(
+            offsets, peaks + [measured.get('peak_mb', 0.0)], width, color=color, label=variant
+        )
+        memory_axes.bar_label(bars, fmt='%.0f', fontsize=7)
+    for axes in (time_axes, memory_axes):
+        axes.set_xticks(range(len(names) + 1))
+        axes.set_xticklabels(names + ['total'], fontsize=8)
+        axes.legend()
+    time_axes.set_ylabel('wall time (s)')
+    time_axes.set_title(
+        f'Local pipeline, {result["rows"]:,} CSV rows, {result["train_steps"]} '
+        f'train steps{_beam_label(result)}: total stock/ours = '
+        f'{result["total_stock_over_ours"]:.2f}'
+    )
+    memory_axes.set_ylabel('peak RSS, process tree (MiB)')
+    memory_axes.set_title('Peak memory while each component ran (the run\'s peak at "total")')
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.rows < 10 or args.train_steps < 1:
+        print('--rows: at least 10; --train-steps: at least 1', file=sys.stderr)
+        return 2
+    output = os.path.abspath(args.output)
+    input_dir = os.path.join(output, 'input')
+    features = [name.strip() for name in (args.features or '').split(',') if name.strip()]
+    dataset = os.path.join(output, 'dataset') if features else None
+    if args.variant:  # Child process: one pipeline, the result as JSON on stdout.
+        result = run_variant(
+            args.variant,
+            input_dir,
+            os.path.join(output, args.variant),
+            args.train_steps,
+            args.beam_args,
+            dataset,
+        )
+        print(json.dumps(result))
+        return 0
+
+    from asynctrain.benchmarks import examplegen
+
+    shutil.rmtree(output, ignore_errors=True)
+    if features:
+        try:
+            write_dataset(dataset, features)
+        except ValueError as e:
+            print(e, file=sys.stderr)
+            return 2
+    _log(f'generating {args.rows:,} taxi-like CSV rows')
+    examplegen.generate_csv(args.rows, os.path.join(input_dir, 'data.csv'))
+    variants = {}
+    reference = None
+    if args.stock_from:
+        with open(args.stock_from, encoding='utf-8') as f:
+            reference = json.load(f)
+        if reference['train_steps'] != args.train_steps:
+            print(
+                f'--stock-from: {args.stock_from} trained {reference["train_steps"]} steps, '
+                f'not --train-steps {args.train_steps}',
+                file=sys.stderr,
+            )
+            return 2
+        variants['stock'] = extrapolated_stock(reference, args.rows)
+        _log(
+            f'stock: {variants["stock"]["total_seconds"]:.1f} s, extrapolated from '
+            f'{reference["rows"]:,} rows ({args.stock_from})'
+        )
+    for variant in VARIANTS:
+        if variant in variants:
+            continue
+        _log(f'running the {variant} pipeline')
+        measured = _run_in_child(variant, args, output)
+        if measured is None:
+            return 1
+        variants[variant] = measured
+        _log(f'{variant}: {measured["total_seconds"]:.1f} s')
+    stock_metric, ours_metric = (variants[v].get('eval_metric') for v in VARIANTS)
+    result = {
+        'benchmark': 'pipeline',
+        'rows': args.rows,
+        'train_steps': args.train_steps,
+        'beam_args': list(args.beam_args),
+        'features': features or 'all',
+        'variants': variants,
+        **({'stock_extrapolated_from': os.path.basename(args.stock_from)} if reference else {}),
+        'total_stock_over_ours': (
+            variants['stock']['total_seconds'] / variants['ours']['total_seconds']
+        ),
+        # The two Trainers differ (parameter servers vs model.fit), so their models agree only
+        # within training noise: the gated metric's difference, on the same eval split.
+        'eval_metric_difference': (
+            ours_metric[1] - stock_metric[1]
+            if stock_metric and ours_metric and stock_metric[0] == ours_metric[0]
+            else None
+        ),
+        'machine': report.machine(),
+        'finished_at': report.finished_at(),
+    }
+    result_path, chart_path = report.write_result(output, result, 'pipeline.png', write_chart)
+
+    print(
+        f'\n{"component":<18}{"stock":>9}{"ours":>9}{"stock/ours":>12}'
+        f'{"stock MiB":>11}{"ours MiB":>10}'
+    )
+    nan = float('nan')
+    for name in component_names(result) + ['total']:
+        stock, ours = variants['stock'], variants['ours']
+        if name == 'total':
+            times = stock['total_seconds'], ours['total_seconds']
+            peaks = stock.get('peak_mb', nan), ours['peak_mb']
+        else:
+            times = (
+                stock['component_seconds'].get(name, nan),
+                ours['component_seconds'].get(name, nan),
+            )
+            peaks = (
+                stock.get('component_peak_mb', {}).get(name, nan),
+                ours['component_peak_mb'].get(name, nan),
+            )
+        ratio = times[0] / times[1] if times[1] else nan
+        print(
+            f'{name:<18}{times[0]:>8.1f}s{times[1]:>8.1f}s{ratio:>12.2f}'
+            f'{peaks[0]:>11.0f}{peaks[1]:>10.0f}'
+        )
+    if reference is not None:
+        print(f'stock: extrapolated from {reference["rows"]:,} rows ({args.stock_from})')
+    elif result['eval_metric_difference'] is None:
+        print(f'eval metrics not comparable: stock {stock_metric}, ours {ours_metric}')
+    else:
+        print(
+            f'eval {ours_metric[0]}: stock {stock_metric[1]:.4f}, ours {ours_metric[1]:.4f} '
+            f'(ours - stock = {result["eval_metric_difference"]:+.4f})'
+        )
+    print(f'wrote {result_path} and {chart_path}')
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog='bench pipeline', description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args())
+
+
+if __name__ == '__main__':
+    tf_environment.configure()
+    sys.exit(main())

@@ -1,0 +1,430 @@
+"""The decisions `asynctrain init` proposes from a CSV sample: the task, each column's transform,
+and the evaluation threshold, each with the reason a reviewer reads beside it.
+
+Pure functions over a `csv_sample.CsvSample`; writing the files is `spec_files`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import math
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from asynctrain.components.example_gen.csv_sample import CsvSample
+from asynctrain.components.example_gen.feature_types import ColumnType
+from asynctrain.components.transform import feature_config as fc
+from asynctrain.components.yaml_config import ConfigError
+
+# An int label with at most this many distinct values is a class label.
+MAX_INT_CLASSES = 20
+# A string (or a few-valued int) column with at most this many distinct values gets a vocabulary;
+# a string column with more, or with more distinct values than half its cells, is hashed.
+MAX_VOCABULARY = 1000
+MAX_HASH_BUCKETS = 1 << 16
+# An id column (every value unique) says nothing that generalizes; fewer rows than this cannot
+# tell an id from a small sample.
+MIN_ROWS_FOR_ID = 20
+# The proposed threshold closes this share of the gap between the trivial baseline (majority
+# class, mean predictor, AUC 0.5) and a perfect model.
+THRESHOLD_MARGIN = 0.2
+
+
+@dataclasses.dataclass(frozen=True)
+class ColumnPlan:
+    """One column's draft preprocessing.
+
+    Attributes:
+      name: The column.
+      transform: The features.yaml transform, or None when the column is left out.
+      options: The transform's options (top_k, oov_buckets, num_buckets, fill).
+      reason: Why, in a few words (written as the line's comment).
+    """
+
+    name: str
+    transform: str | None
+    options: dict
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskPlan:
+    """What the label column asks for.
+
+    Attributes:
+      column: The label column.
+      task: binary, multiclass or regression.
+      classes: Classification: (value, count) per class, most frequent first.
+      positive: Binary: the positive class's value.
+      reason: Why this task.
+    """
+
+    column: str
+    task: str
+    classes: tuple[tuple[str | int, int], ...]
+    positive: str | int | None
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingPlan:
+    """How long to train on data of this size.
+
+    Attributes:
+      batch_size: Examples per step per worker.
+      train_steps: Optimizer steps over all workers.
+      reason: How they were chosen.
+    """
+
+    batch_size: int
+    train_steps: int
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ThresholdPlan:
+    """The evaluation gate.
+
+    Attributes:
+      metric: The blessing metric (AUC, Accuracy, RMSE).
+      bound: `min_value` (AUC, Accuracy) or `max_value` (RMSE).
+      value: The threshold.
+      baseline: The trivial model's value of the metric on the sample.
+      reason: How it was proposed.
+      max_regression: For daily retraining against the last blessed model: the largest drop
+        (rise for RMSE) allowed, a tenth of the gap between the threshold and the baseline.
+    """
+
+    metric: str
+    bound: str
+    value: float
+    baseline: float
+    reason: str
+
+    @property
+    def max_regression(self) -> float:
+        return float(f'{abs(self.value - self.baseline) / 10:.3g}')
+
+
+def _value_counts(cells: pa.Array) -> list[tuple[str | int, int]]:
+    counts = pc.value_counts(cells.drop_null())
+    pairs = [(v.as_py(), int(c.as_py())) for v, c in zip(counts.field(0), counts.field(1))]
+    # Most frequent first; ties by value, so the order does not depend on the file's.
+    return sorted(pairs, key=lambda pair: (-pair[1], str(pair[0])))
+
+
+def plan_task(
+    sample: CsvSample, label: str, task: str = 'auto', positive: str | None = None
+) -> TaskPlan:
+    """The task for `label`: `auto` picks classification for a string label or an int label with
+    at most MAX_INT_CLASSES values (binary with exactly 2; the positive class is the rarer one
+    unless `positive` names it), regression for a float label."""
+    if label not in sample.columns:
+        raise ConfigError(
+            f'--label: no column {label!r} in {sample.files[0]}; columns: {list(sample.names)}'
+        )
+    cells = sample.columns[label]
+    column_type = sample.types[label]
+    if column_type == ColumnType.UNKNOWN or len(cells.drop_null()) == 0:
+        raise ConfigError(f'--label: column {label!r} is empty: no row of the sample has a value')
+    classes = _value_counts(cells) if column_type != ColumnType.FLOAT else []
+    if task == 'auto':
+        if column_type == ColumnType.BYTES:
+            task, reason = _classification(len(classes)), 'a string label'
+        elif column_type == ColumnType.INT and len(classes) <= MAX_INT_CLASSES:
+            task = _classification(len(classes))
+            reason = f'an int label with {len(classes)} values (<= {MAX_INT_CLASSES})'
+        else:
+            task = 'regression'
+            reason = (
+                'a float label'
+                if column_type == ColumnType.FLOAT
+                else f'an int label with {len(classes)} values (> {MAX_INT_CLASSES})'
+            )
+    else:
+        reason = 'asked for with --task'
+    if task in ('binary', 'multiclass') and len(classes) < 2:
+        raise ConfigError(f'--label: column {label!r} has one value only: nothing to learn')
+    if task == 'binary' and len(classes) != 2:
+        raise ConfigError(
+            f'--task binary: column {label!r} has {len(classes)} values, not 2: '
+            f'{[value for value, _ in classes[:5]]}'
+        )
+    if task == 'regression' and column_type == ColumnType.BYTES:
+        raise ConfigError(f'--task regression: column {label!r} holds text, not numbers')
+    chosen = None
+    if task == 'binary':
+        values = [value for value, _ in classes]
+        if positive is None:
+            chosen = classes[-1][0]
+            reason += f'; positive class {chosen!r}, the rarer one'
+        else:
+            matches = [value for value in values if str(value) == str(positive)]
+            if not matches:
+                raise ConfigError(f'--positive: {positive!r} is not a value of {label!r}: {values}')
+            chosen = matches[0]
+            reason += f'; positive class {chosen!r}, as --positive says'
+    return TaskPlan(
+        column=label,
+        task=task,
+        classes=tuple(classes) if task != 'regression' else (),
+        positive=chosen,
+        reason=reason,
+    )
+
+
+def _classification(num_classes: int) -> str:
+    return 'binary' if num_classes == 2 else 'multiclass'
+
+
+def plan_columns(sample: CsvSample, label: str) -> list[ColumnPlan]:
+    """One ColumnPlan per column but the label, in file order."""
+    plans = []
+    for name in sample.names:
+        if name == label:
+            continue
+        cells = sample.columns[name]
+        present = cells.drop_null()
+        column_type = sample.types[name]
+        distinct = len(pc.unique(present)) if len(present) else 0
+        if distinct == 0:
+            plans.append(ColumnPlan(name, None, {}, 'left out: every cell is missing'))
+        elif distinct == 1:
+            value = present[0].as_py()
+            plans.append(ColumnPlan(name, None, {}, f'left out: constant ({value!r} everywhere)'))
+        elif dates := plan_datetime(name, present, column_type):
+            plans.append(dates)
+        elif (
+            column_type != ColumnType.FLOAT
+            and distinct == len(present) == sample.rows
+            and sample.rows >= MIN_ROWS_FOR_ID
+        ):
+            plans.append(
+                ColumnPlan(
+                    name, None, {}, f'left out: an id, every one of {distinct} values unique'
+                )
+            )
+        elif column_type == ColumnType.FLOAT or (
+            column_type == ColumnType.INT and distinct > MAX_INT_CLASSES
+        ):
+            missing = sample.rows - len(present)
+            plans.append(
+                ColumnPlan(
+                    name,
+                    'zscore',
+                    {'fill': 'mean'},
+                    f'numeric, {distinct} values'
+                    + (f', {missing} missing (filled with the mean)' if missing else ''),
+                )
+            )
+        elif column_type == ColumnType.BYTES and (
+            distinct > MAX_VOCABULARY or distinct > len(present) // 2
+        ):
+            buckets = min(MAX_HASH_BUCKETS, 1 << math.ceil(math.log2(2 * distinct)))
+            plans.append(
+                ColumnPlan(
+                    name,
+                    'hash',
+                    {'num_buckets': buckets},
+                    f'{distinct} distinct strings in {len(present)} cells: too many for a '
+                    f'vocabulary; hashed into {buckets} buckets (2x the distinct values)',
+                )
+            )
+        else:
+            kind = 'string' if column_type == ColumnType.BYTES else 'int'
+            plans.append(
+                ColumnPlan(
+                    name,
+                    'vocabulary',
+                    {'top_k': distinct, 'oov_buckets': 1},
+                    f'{kind} with {distinct} distinct values',
+                )
+            )
+    return plans
+
+
+# A text column is read as dates when at least this share of its cells parse as one of the
+# formats the `datetime` transform reads without a `strptime` (the rest become missing).
+MIN_DATE_SHARE = 0.95
+# A numeric column is read as epoch seconds (or milliseconds) when its name says it is a time and
+# every value falls between these instants (1980-01-01 and 2100-01-01, UTC).
+EPOCH_NAME = re.compile(r'(time|date|timestamp|epoch|(^|_)ts$|_at$)', re.IGNORECASE)
+MIN_EPOCH_SECONDS, MAX_EPOCH_SECONDS = 315_532_800, 4_102_444_800
+
+
+def _parse_date(text: str) -> datetime.datetime | None:
+    """`text` as the `datetime` transform reads it without a `strptime`, or None."""
+    for pattern, fields in fc.DATE_FORMATS:
+        match = re.fullmatch(pattern, text.strip())
+        if match:
+            values = dict(zip(fields, match.groups()))
+            try:
+                return datetime.datetime(
+                    *(int(values[f] or 0) for f in 'YmdHM'), int(values['S'] or 0) % 60
+                )
+            except ValueError:
+                return None
+    return None
+
+
+def plan_datetime(name: str, present: pa.Array, column_type: ColumnType) -> ColumnPlan | None:
+    """A `datetime` plan for a column of dates (text) or of epoch instants (numbers named as
+    times), with the parts its resolution has; None for any other column."""
+    if column_type == ColumnType.BYTES:
+        values = [v for v in pc.unique(present).to_pylist()]
+        parsed = {v: _parse_date(v) for v in values}
+        counts = pc.value_counts(present)
+        good = sum(
+            int(c.as_py()) for v, c in zip(counts.field(0), counts.field(1)) if parsed[v.as_py()]
+        )
+        if not len(present) or good < MIN_DATE_SHARE * len(present):
+            return None
+        moments = sorted(m for m in parsed.values() if m)
+        bad = len(present) - good
+        with_time = any(m.hour or m.minute for m in moments)
+        what = f'dates{" and times" if with_time else ""} from {moments[0]:%Y-%m-%d} to {moments[-1]:%Y-%m-%d}'
+        tail = f', {bad} cells that do not parse become missing' if bad else ''
+    elif column_type in (ColumnType.INT, ColumnType.FLOAT) and EPOCH_NAME.search(name):
+        numbers = np.asarray(present.to_numpy(zero_copy_only=False), np.float64)
+        unit = next(
+            (
+                unit
+                for unit, scale in fc.EPOCH_UNITS.items()
+                if len(numbers)
+                and (numbers >= MIN_EPOCH_SECONDS * scale).all()
+                and (numbers < MAX_EPOCH_SECONDS * scale).all()
+            ),
+            None,
+        )
+        if unit is None:
+            return None
+        seconds = numbers // fc.EPOCH_UNITS[unit]
+        with_time = bool((seconds % 86_400).any())
+        first, last = (
+            datetime.datetime.fromtimestamp(x, datetime.timezone.utc)
+            for x in (seconds.min(), seconds.max())
+        )
+        what = f'{unit} since 1970 (by its name and range: {first:%Y-%m-%d} to {last:%Y-%m-%d} UTC)'
+        tail = ''
+    else:
+        return None
+    parts = fc.DATE_PARTS + (fc.TIME_PARTS if with_time else ())
+    options = {'parts': list(parts)}
+    if column_type != ColumnType.BYTES:
+        options['unit'] = unit
+    return ColumnPlan(
+        name,
+        fc.DATETIME,
+        options,
+        f'{what}: calendar parts{" with the time of day" if with_time else ""}{tail}',
+    )
+
+
+# Smaller batches for small data (more updates per epoch); about this many passes over the train
+# split (2 of 3 rows with the default split), within these bounds on the step count. A class label
+# gets 40 passes: on datasets/seattle_weather 20 (609 steps) reached eval accuracy 0.739 and 40
+# (1218) 0.752, HistGradientBoosting 0.768 on the same split (its README); Adagrad at 0.1 instead
+# of the Trainer's 0.05 did not help (0.725 and 0.711). A regression label keeps 20: diabetes'
+# eval RMSE went from 56.2 to 61.4 at 40 (HistGradientBoosting 55.6): it overfits sooner.
+EPOCHS = {'binary': 40, 'multiclass': 40, 'regression': 20}
+MIN_STEPS, MAX_STEPS = 100, 1500
+
+
+def plan_training(sample: CsvSample, task: str = 'multiclass') -> TrainingPlan:
+    """Batch size and steps from the number of rows: about EPOCHS[task] passes over the train
+    split, between MIN_STEPS and MAX_STEPS steps."""
+    rows = sample.rows
+    batch_size = 256 if rows >= 50_000 else 64 if rows >= 2_000 else 32
+    train_rows = rows * 2 // 3
+    passes = EPOCHS[task]
+    steps = min(MAX_STEPS, max(MIN_STEPS, math.ceil(passes * train_rows / batch_size)))
+    of_rows = f'all {rows:,} rows' if sample.complete else f'the {rows:,} sampled rows'
+    return TrainingPlan(
+        batch_size,
+        steps,
+        f'{steps} steps of {batch_size}: about {steps * batch_size / max(train_rows, 1):.0f} '
+        f'passes over the ~{train_rows:,} training rows of {of_rows} '
+        f'(bounded to {MIN_STEPS}-{MAX_STEPS} steps)',
+    )
+
+
+# The least `max_bad_fraction` proposed: 1 row in 100 may be bad before a run fails.
+MIN_BAD_FRACTION = 0.01
+
+
+@dataclasses.dataclass(frozen=True)
+class BadRowsPlan:
+    """How many rejected rows a run tolerates.
+
+    Attributes:
+      max_bad_fraction: `example_gen.max_bad_fraction`.
+      reason: What the sample showed.
+    """
+
+    max_bad_fraction: float
+    reason: str
+
+
+def plan_bad_rows(sample: CsvSample, label: str) -> BadRowsPlan:
+    """ExampleGen rejects a row without its label, and one it cannot read, into the dead letter
+    and fails the run when their share is above `max_bad_fraction`: twice the sample's share
+    (rounded up), so the run accepts data like it, and never less than MIN_BAD_FRACTION, so that
+    a later day's first bad row does not fail a run whose sample had none."""
+    missing = sample.rows - len(sample.columns[label].drop_null())
+    total = sample.rows + sample.rejected
+    bad = missing + sample.rejected
+    floor = f'at least {MIN_BAD_FRACTION:.0%}, so a few bad rows of a later input go to the dead letter instead of failing the run'
+    if not bad:
+        return BadRowsPlan(
+            MIN_BAD_FRACTION,
+            f'every row of the sample is readable and has its label; {floor}',
+        )
+    seen = bad / total
+    fraction = min(1.0, max(MIN_BAD_FRACTION, math.ceil(2 * seen * 1000) / 1000))
+    return BadRowsPlan(
+        fraction,
+        f'{missing} rows without {label!r} and {sample.rejected} unreadable of {total:,} '
+        f'({seen:.2%}) go to the dead letter; twice that share is allowed, {floor}',
+    )
+
+
+def plan_threshold(sample: CsvSample, task: TaskPlan) -> ThresholdPlan:
+    """The blessing threshold: THRESHOLD_MARGIN of the way from the trivial model's value on the
+    sample to a perfect model's."""
+    margin = f'{THRESHOLD_MARGIN:.0%}'
+    if task.task == 'binary':
+        value = 0.5 + THRESHOLD_MARGIN * 0.5
+        return ThresholdPlan(
+            'AUC',
+            'min_value',
+            round(value, 3),
+            0.5,
+            f'AUC {value:.3f}: {margin} of the way from a constant score (AUC 0.5) to 1',
+        )
+    if task.task == 'multiclass':
+        total = sum(count for _, count in task.classes)
+        majority = task.classes[0][1] / total
+        value = majority + THRESHOLD_MARGIN * (1 - majority)
+        return ThresholdPlan(
+            'Accuracy',
+            'min_value',
+            round(value, 3),
+            round(majority, 4),
+            f'accuracy {value:.3f}: {margin} of the way from always predicting the majority class '
+            f'{task.classes[0][0]!r} (accuracy {majority:.3f}) to 1',
+        )
+    labels = np.asarray(sample.columns[task.column].drop_null().to_numpy(), np.float64)
+    spread = float(labels.std())
+    value = (1 - THRESHOLD_MARGIN) * spread
+    return ThresholdPlan(
+        'RMSE',
+        'max_value',
+        float(f'{value:.4g}'),
+        spread,
+        f"RMSE {value:.4g}: {margin} below the mean predictor's RMSE ({spread:.4g}, the "
+        "label's standard deviation)",
+    )

@@ -1,5 +1,0 @@
-"""`python -m pipelines` is the `asynctrain` command."""
-
-from pipelines.cli import entrypoint
-
-entrypoint()
