@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from asynctrain.pipelines import markdown
+from asynctrain.docs_generation import markdown
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PAGES = sorted(

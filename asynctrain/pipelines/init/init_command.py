@@ -1,0 +1,140 @@
+"""`asynctrain init`: from a CSV directory and a target column to reviewed pipeline files.
+
+    asynctrain init --data DIR --label COLUMN --output SPEC_DIR
+                    [--task auto|binary|multiclass|regression] [--delimiter C]
+                    [--null-marker S ...] [--positive VALUE] [--max-rows N]
+    asynctrain run --config SPEC_DIR/config.yaml
+
+It reads the CSV files of DIR with ExampleGen's own reader (all of a small input; the first
+`--max-rows` rows of a large one), infers the schema with TFDV, proposes the task, one transform
+per column and the evaluation threshold, writes `schema.pbtxt`, `features.yaml` and
+`config.yaml` into SPEC_DIR (anywhere), and prints what it decided and the next command. DIR may
+hold compressed files (`.gz`, `.bz2`, ...), read as ExampleGen reads them. As for `asynctrain
+run`, TensorFlow's and the other libraries' output goes to a log file (under the system's
+temporary directory, `asynctrain/logs/init-*.log`), not to the console, unless `--verbose`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+
+from asynctrain.components.yaml_config import ConfigError
+
+TASKS = ('auto', 'binary', 'multiclass', 'regression')
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--data', metavar='DIR', required=True, help='directory of CSV files')
+    parser.add_argument('--label', metavar='COLUMN', required=True, help='the target column')
+    parser.add_argument(
+        '--output', metavar='SPEC_DIR', required=True, help='where the three files are written'
+    )
+    parser.add_argument('--task', choices=TASKS, default='auto', help='default: auto')
+    parser.add_argument('--delimiter', default=',', help="one character (default: ',')")
+    parser.add_argument(
+        '--null-marker',
+        action='append',
+        default=[],
+        metavar='S',
+        help='a cell text meaning "missing" besides the empty cell (repeatable, e.g. NA)',
+    )
+    parser.add_argument('--positive', default=None, help='binary: the positive class value')
+    parser.add_argument(
+        '--max-rows', type=int, default=None, help='rows sampled from a large input (100,000)'
+    )
+    parser.add_argument(
+        '--verbose',
+        action='store_true',
+        help="show TensorFlow's and TFDV's output on the console too (it always goes to the log "
+        'file)',
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from asynctrain.components import console
+
+    # TensorFlow's import-time lines (TFDV infers the schema) and every other library's go to a
+    # log file, as for `asynctrain run`; the console shows init's own lines.
+    log_path = console.new_log_path(os.path.join(tempfile.gettempdir(), 'asynctrain'), 'init')
+    with console.quiet(log_path, getattr(args, 'verbose', False)):
+        code, output = _init(args)
+    print(output, file=sys.stderr if code else sys.stdout)
+    return code
+
+
+def _init(args: argparse.Namespace) -> tuple[int, str]:
+    """(exit code, what to print: the decisions, or the error)."""
+    from asynctrain.components.example_gen import csv_dialect, csv_sample
+    from asynctrain.pipelines.init import drift_draft, spec_draft, spec_files
+
+    try:
+        dialect = csv_dialect.CsvDialect(
+            delimiter=args.delimiter, null_markers=tuple(args.null_marker)
+        )
+    except ValueError as e:
+        return 2, f'asynctrain init: --delimiter: {e}'
+    try:
+        files = csv_sample.input_files(args.data)
+        sample = csv_sample.read_sample(
+            files, dialect, args.max_rows or csv_sample.DEFAULT_MAX_ROWS
+        )
+        task = spec_draft.plan_task(sample, args.label, args.task, args.positive)
+        columns = spec_draft.plan_columns(sample, args.label)
+        threshold = spec_draft.plan_threshold(sample, task)
+        training = spec_draft.plan_training(sample, task.task)
+        bad_rows = spec_draft.plan_bad_rows(sample, args.label)
+    except ConfigError as e:
+        return 2, f'asynctrain init: {e}'
+    if not any(plan.transform for plan in columns):
+        return 2, 'asynctrain init: no column is usable as a feature'
+    os.makedirs(args.output, exist_ok=True)
+    paths = {
+        name: os.path.join(args.output, name)
+        for name in (spec_files.SCHEMA_FILE, spec_files.FEATURES_FILE, spec_files.CONFIG_FILE)
+    }
+    schema = spec_files.infer_schema(sample)
+    spec_files.write_schema(paths[spec_files.SCHEMA_FILE], schema, sample)
+    drift = drift_draft.plan_drift(sample, schema, task.column)
+    spec_files.write_features(paths[spec_files.FEATURES_FILE], task, columns)
+    spec_files.write_config(
+        paths[spec_files.CONFIG_FILE],
+        args.output,
+        args.data,
+        args.delimiter,
+        tuple(args.null_marker),
+        task,
+        threshold,
+        training,
+        bad_rows,
+        drift,
+    )
+    return 0, describe(sample, task, columns, threshold, training, bad_rows, drift, paths)
+
+
+def describe(sample, task, columns, threshold, training, bad_rows, drift, paths: dict) -> str:
+    """What init decided, as printed."""
+    how = 'all' if sample.complete else f'a sample of the first {sample.rows:,}'
+    lines = [
+        f'asynctrain init: read {how} rows of {len(sample.files)} file(s)'
+        + (f' ({sample.rejected} unreadable rows skipped)' if sample.rejected else ''),
+        f'  label {task.column!r}: {task.task} ({task.reason})',
+    ]
+    if task.classes:
+        lines.append(
+            '  classes: ' + ', '.join(f'{value!r} {count}' for value, count in task.classes[:10])
+        )
+    width = max(len(plan.name) for plan in columns)
+    for plan in columns:
+        lines.append(f'  {plan.name:<{width}}  {plan.transform or "-":<10}  {plan.reason}')
+    lines.append(f'  training: {training.reason}')
+    lines.append(f'  evaluation: {threshold.reason}')
+    lines.append(f'  bad rows: max_bad_fraction {bad_rows.max_bad_fraction}: {bad_rows.reason}')
+    thresholds = ', '.join(f'{name} {value}' for name, (value, _) in drift.features.items())
+    lines.append(f'  drift: {thresholds or "the default thresholds"} ({drift.reason})')
+    lines.append('wrote ' + ', '.join(paths.values()))
+    lines.append('review them, then run:')
+    lines.append(f'  asynctrain run --config {paths["config.yaml"]}')
+    return '\n'.join(lines)

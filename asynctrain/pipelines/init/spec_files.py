@@ -1,0 +1,137 @@
+"""The files `asynctrain init` writes for review: `schema.pbtxt`, `features.yaml`, `config.yaml`.
+
+The schema is TFDV's inference from statistics of the sample; the other two are written as text
+so that every decision carries its reason as a comment on its line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from tensorflow_metadata.proto.v0 import schema_pb2
+
+from asynctrain.components.example_gen.csv_sample import CsvSample
+from asynctrain.pipelines.init import sample_statistics
+from asynctrain.pipelines.init.drift_draft import DriftPlan
+from asynctrain.pipelines.init.spec_draft import (
+    BadRowsPlan,
+    ColumnPlan,
+    TaskPlan,
+    ThresholdPlan,
+    TrainingPlan,
+)
+
+SCHEMA_FILE = 'schema.pbtxt'
+FEATURES_FILE = 'features.yaml'
+CONFIG_FILE = 'config.yaml'
+
+
+def infer_schema(sample: CsvSample) -> schema_pb2.Schema:
+    """TFDV's schema of the sample: types, presence and value counts per column, no domains
+    (a value unseen in the sample is not an anomaly; the vocabulary handles it)."""
+    import tensorflow_data_validation as tfdv
+
+    statistics = sample_statistics.statistics(sample, sample.names)
+    return tfdv.infer_schema(statistics, infer_feature_shape=False, max_string_domain_size=0)
+
+
+def write_schema(path: str, schema: schema_pb2.Schema, sample: CsvSample) -> None:
+    from google.protobuf import text_format
+
+    how = 'all' if sample.complete else f'the first {sample.rows:,}'
+    header = (
+        '# proto-file: tensorflow_metadata/proto/v0/schema.proto\n'
+        '# proto-message: tensorflow.metadata.v0.Schema\n'
+        '#\n'
+        f'# Inferred by TFDV from {how} rows of {len(sample.files)} file(s) by `asynctrain init`.\n'
+        '# Review it: a feature may be missing in a row (an empty cell or a null marker) unless\n'
+        '# presence.min_fraction is 1.0; the type decides how ExampleGen parses each column.\n\n'
+    )
+    with open(path, 'w', encoding='utf-8') as f:
+        f.write(header + text_format.MessageToString(schema))
+
+
+def _yaml_scalar(value) -> str:
+    # JSON strings are valid YAML scalars and quote what YAML would misread ('NA', 'yes', '1').
+    return json.dumps(value)
+
+
+def write_features(path: str, task: TaskPlan, columns: list[ColumnPlan]) -> None:
+    lines = [
+        '# Draft preprocessing by `asynctrain init`: one transform per column, with why.',
+        '# Review each line; remove a feature to leave it out, change a transform to override.',
+        '#   zscore      numeric -> (x - mean) / std over the train split; missing -> fill',
+        '#   vocabulary  few distinct strings or ints -> id in the top_k most frequent values',
+        '#   hash        very many distinct strings -> one of num_buckets hashed ids',
+        '#   datetime    dates, times or epoch instants -> calendar parts (<name>_year, _month, ...)',
+        'label:',
+        f'  column: {_yaml_scalar(task.column)}',
+        f'  task: {task.task}  # {task.reason}',
+    ]
+    if task.positive is not None:
+        lines.append(f'  positive: {_yaml_scalar(task.positive)}')
+    if task.classes:
+        counts = ', '.join(f'{value}: {count}' for value, count in task.classes[:10])
+        lines.append(f'  # classes in the sample: {counts}')
+    lines.append('features:')
+    for plan in columns:
+        if plan.transform is None:
+            lines.append(f'  # {_yaml_scalar(plan.name)}: {plan.reason}')
+            continue
+        fields = {'name': plan.name, 'transform': plan.transform, **plan.options}
+        body = ', '.join(f'{key}: {_yaml_scalar(value)}' for key, value in fields.items())
+        lines.append(f'  - {{{body}}}  # {plan.reason}')
+    with open(path, 'w', encoding='utf-8') as f:
+        f.write('\n'.join(lines) + '\n')
+
+
+def write_config(
+    path: str,
+    spec_dir: str,
+    data_dir: str,
+    delimiter: str,
+    null_markers: tuple[str, ...],
+    task: TaskPlan,
+    threshold: ThresholdPlan,
+    training: TrainingPlan,
+    bad_rows: BadRowsPlan,
+    drift: DriftPlan,
+) -> None:
+    name = os.path.basename(os.path.abspath(spec_dir)).lower().replace('_', '-') or 'dataset'
+    lines = [
+        '# Pipeline config by `asynctrain init`; `asynctrain run --config` reads it. Each field is',
+        '# a field of PipelineConfig (asynctrain/pipelines/config.py); what is left out keeps its default.',
+        f'pipeline_name: {_yaml_scalar("asynctrain-" + name)}',
+        '# The CSV input the sample was read from; `asynctrain run --data DIR` overrides it.',
+        f'data: {_yaml_scalar(os.path.abspath(data_dir))}',
+        '# Where schema.pbtxt and features.yaml are: this folder.',
+        f'dataset: {_yaml_scalar(os.path.abspath(spec_dir))}',
+        'example_gen:',
+        f'  delimiter: {_yaml_scalar(delimiter)}  # as the sample was read',
+        f'  null_markers: {json.dumps(list(null_markers))}  # cells read as missing besides ""',
+        f'  max_bad_fraction: {bad_rows.max_bad_fraction}  # {bad_rows.reason}',
+        'trainer:',
+        f'  # {training.reason}',
+        f'  training: {{batch_size: {training.batch_size}, train_steps: {training.train_steps}}}',
+        'evaluation:',
+        f"  # The {task.task} task's metric; the model is pushed only if it clears this bar.",
+        f'  metric: {threshold.metric}',
+        f'  {threshold.bound}: {threshold.value}  # {threshold.reason}',
+        '  # For daily retraining: also bless only if not worse than the last blessed model by',
+        f'  # more than max_regression ({threshold.metric} units); the first run has none to beat.',
+        '  baseline: latest_blessed',
+        f'  max_regression: {threshold.max_regression}',
+        'drift:',
+        "  # Each run's data is compared with the data the served model was trained on; a drifted",
+        '  # feature stops the run before training (action: stop). Defaults: numeric_threshold',
+        '  # 0.3 (Jensen-Shannon divergence), categorical_threshold 0.1 (L-infinity distance).',
+        f'  # Per-feature thresholds, {drift.reason}:',
+        '  features:' + ('' if drift.features else ' {}'),
+        *(
+            f'    {_yaml_scalar(name)}: {value}  # {reason}'
+            for name, (value, reason) in drift.features.items()
+        ),
+    ]
+    with open(path, 'w', encoding='utf-8') as f:
+        f.write('\n'.join(lines) + '\n')

@@ -1,0 +1,523 @@
+"""`asynctrain run --compiled pipeline.yaml`: a compiled PipelineSpec run on this machine, task by
+task, as open-source Kubeflow Pipelines 2.x would run it.
+
+A smoke test before uploading, and the project's proof that the compiled pipeline runs, on the
+KFP line `--kfp-version` names (`kfp_profiles`; the newest by default):
+
+1. the spec is refused for what the open-source backend refuses, with its reasons (`kfp_rules`),
+   and a pipeline root the launcher cannot stage artifacts under with the launcher's own
+   message (`kfp_launcher.check_pipeline_root`);
+2. the root DAG's tasks run one at a time in dependency order; each runs its container's own
+   command and arguments, `python` being this interpreter, with `{{$}}` the ExecutorInput the
+   driver would build (`kfp_driver`), in a pod of its own (`compiled_task`): its `/s3`,
+   `/minio`, `/gcs` and `/tmp/kfp_outputs` hold only what the launcher downloaded from the
+   object store for it (`kfp_launcher`);
+3. after each task the launcher uploads its outputs' local paths to their URIs, and its outputs
+   are what ML Metadata hands downstream: the driver's URIs merged with the executor's output
+   file, through ML Metadata's value types, with an empty type schema.
+
+The container image is not pulled: the checkout's own code and `.venv` stand for it (the image is
+built from them, `kubeflow/Dockerfile`). In the Trainer's `tfjob` cluster mode the TFJob runs as
+local processes (`asynctrain.components.trainer.kubernetes.local`), as `--tfjob-local` asks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import graphlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+import yaml
+
+from asynctrain.components import console
+from asynctrain.pipelines.kubeflow import (
+    compiled_task,
+    kfp_driver,
+    kfp_launcher,
+    kfp_profiles,
+    kfp_rules,
+)
+
+
+class CompiledTaskFailed(RuntimeError):
+    """A task exited non-zero; names the task, its log and the lines that matter in it."""
+
+    def __init__(self, task: str, returncode: int, log_path: str):
+        self.task = task
+        self.returncode = returncode
+        self.log_path = log_path
+        self.cause = console.lines_that_matter(log_path)
+        super().__init__(f'task {task} failed (exit status {returncode})')
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskRun:
+    """One task of a compiled run.
+
+    Attributes:
+      name: The task's name in the root DAG.
+      seconds: How long its container command ran.
+      log_path: Its stdout and stderr.
+      outputs: Output name -> the artifacts as published (what a downstream task receives).
+    """
+
+    name: str
+    seconds: float
+    log_path: str
+    outputs: dict[str, list[dict[str, Any]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class CompiledRun:
+    """A finished compiled run.
+
+    Attributes:
+      pipeline_name: `pipelineInfo.name`.
+      run_id: The run's id.
+      run_root: `<pipeline root>/<pipeline name>/<run id>`, under which every output lies.
+      log_dir: One log per task, and `run.json` (this record).
+      tasks: The tasks in the order they ran.
+      kfp_version: The KFP line the run followed (`kfp_profiles.PROFILES`).
+    """
+
+    pipeline_name: str
+    run_id: str
+    run_root: str
+    log_dir: str
+    tasks: tuple[TaskRun, ...]
+    kfp_version: str = kfp_profiles.NEWEST
+
+    def artifact(self, task: str, output: str) -> dict[str, Any]:
+        """The one artifact `task` published as `output`."""
+        for run in self.tasks:
+            if run.name == task:
+                return run.outputs[output][0]
+        raise KeyError(f'no task {task!r} in run {self.run_id}')
+
+    def format(self) -> str:
+        """The closing summary the console prints."""
+        width = max(len(t.name) for t in self.tasks)
+        lines = [f'compiled run {self.run_id} of {self.pipeline_name!r}: {len(self.tasks)} tasks']
+        lines += [f'  {t.name:<{width}}  {t.seconds:7.1f}s' for t in self.tasks]
+        names = {t.name for t in self.tasks}
+        if 'DriftValidator' in names:
+            from asynctrain.pipelines.run_summary import drift_text, drift_verdict
+
+            published = self.artifact('DriftValidator', 'anomalies').get('metadata', {})
+            lines.append('  ' + drift_text(drift_verdict(published.get)))
+        if 'Evaluator' in names:
+            blessed = self.artifact('Evaluator', 'blessing').get('metadata', {}).get('blessed')
+            lines.append(f'  blessed: {"yes" if blessed == 1 else "no"}')
+        if 'Pusher' in names:
+            pushed = self.artifact('Pusher', 'pushed_model').get('metadata', {})
+            lines.append(
+                f'  pushed: {pushed.get("pushed_destination")}'
+                if pushed.get('pushed') == 1
+                else '  pushed: no (not blessed)'
+            )
+        lines.append(f'  outputs under {self.run_root}')
+        lines.append(f'  logs under {self.log_dir}')
+        return '\n'.join(lines)
+
+
+def load_spec(path: str) -> dict[str, Any]:
+    """The PipelineSpec in `path` (the YAML `asynctrain compile --target kubeflow` writes, or a
+    PipelineJob JSON, whose `pipelineSpec` is taken)."""
+    with open(path, encoding='utf-8') as f:
+        document = yaml.safe_load(f)
+    if not isinstance(document, dict):
+        raise ValueError(f'{path}: expected a PipelineSpec mapping, got {type(document).__name__}')
+    return document.get('pipelineSpec', document)
+
+
+def task_order(spec: dict[str, Any]) -> list[str]:
+    """The root DAG's tasks in an order that runs every producer before its consumers."""
+    tasks = spec['root']['dag']['tasks']
+    graph = {}
+    for name, task in tasks.items():
+        upstream = set(task.get('dependentTasks', []))
+        inputs = task.get('inputs', {})
+        for kind, key in (
+            ('artifacts', 'taskOutputArtifact'),
+            ('parameters', 'taskOutputParameter'),
+        ):
+            for value in inputs.get(kind, {}).values():
+                if key in value:
+                    upstream.add(value[key]['producerTask'])
+        graph[name] = upstream
+    # Ties broken by name, so that a run's order is the same every time.
+    sorter = graphlib.TopologicalSorter({k: sorted(v) for k, v in sorted(graph.items())})
+    order = []
+    sorter.prepare()
+    while sorter.is_active():
+        ready = sorted(sorter.get_ready())
+        order.extend(ready)
+        sorter.done(*ready)
+    return order
+
+
+def _argv(
+    container: dict[str, Any], executor_input: dict[str, Any], profile: kfp_profiles.KfpProfile
+) -> list[str]:
+    """The command line the launcher runs (`kfp_launcher.command_line`), `python` being this
+    interpreter and any other program found beside it or on the PATH."""
+    argv = kfp_launcher.command_line(container, executor_input, profile)
+    if argv[0] in ('python', 'python3'):
+        argv[0] = sys.executable
+    elif not os.path.isabs(argv[0]):
+        beside = os.path.join(os.path.dirname(sys.executable), argv[0])
+        argv[0] = beside if os.path.exists(beside) else shutil.which(argv[0]) or argv[0]
+    return argv
+
+
+class TaskProcesses:
+    """Runs task commands: `python -m MODULE ...` forked from a server that imported the modules
+    once (`asynctrain.pipelines.kubeflow.compiled_task`), or, `fresh`, every command as a new process."""
+
+    def __init__(self, modules: list[str], log_dir: str, tfjob_local: bool, fresh: bool):
+        self._tfjob_log_dir = os.path.join(log_dir, 'tfjob') if tfjob_local else None
+        self._server = None
+        self._fresh = fresh
+        if not fresh:
+            preload = [arg for module in modules for arg in ('--preload', module)]
+            self._server_log = open(os.path.join(log_dir, 'task-server.log'), 'w')  # noqa: SIM115
+            self._server = subprocess.Popen(
+                [
+                    sys.executable,
+                    '-m',
+                    'asynctrain.pipelines.kubeflow.compiled_task',
+                    '--serve',
+                    *preload,
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._server_log,
+                text=True,
+            )
+
+    def run(self, argv: list[str], env: dict[str, str], log_path: str, pod_root: str) -> int:
+        """The command's exit status; its stdout and stderr go to `log_path`; it sees the pod
+        paths under `pod_root` (`compiled_task.enter_pod`)."""
+        request = {
+            # The interpreter is the task process itself; any other program replaces it.
+            'argv': argv[1:] if argv[0] == sys.executable else argv,
+            'env': env,
+            'log_path': os.path.abspath(log_path),
+            'tfjob_log_dir': self._tfjob_log_dir,
+            'pod_root': pod_root,
+        }
+        if self._fresh or argv[1:2] != ['-m']:
+            with open(log_path, 'w', encoding='utf-8') as log:
+                return subprocess.call(
+                    [
+                        sys.executable,
+                        '-m',
+                        'asynctrain.pipelines.kubeflow.compiled_task',
+                        '--run',
+                        json.dumps(request),
+                    ],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                )
+        self._server.stdin.write(json.dumps(request) + '\n')
+        self._server.stdin.flush()
+        reply = self._server.stdout.readline()
+        if not reply:
+            raise RuntimeError(f'the task server exited; see {self._server_log.name}')
+        return json.loads(reply)['returncode']
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.stdin.close()
+            self._server.wait()
+            self._server_log.close()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Task:
+    """One container task as the driver hands it to the launcher.
+
+    Attributes:
+      name: The task's name in the root DAG.
+      component: Its ComponentSpec.
+      container: Its executor's container.
+      executor_input: The `{{$}}` ExecutorInput, as the launcher parses it.
+      log_path: Its log.
+    """
+
+    name: str
+    component: dict[str, Any]
+    container: dict[str, Any]
+    executor_input: dict[str, Any]
+    log_path: str
+
+
+def _launch(
+    task: _Task,
+    run: kfp_driver.RunContext,
+    processes: TaskProcesses,
+    store: kfp_launcher.ObjectStore,
+    out: TextIO,
+    prefix: str,
+) -> tuple[float, dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """The launcher around one task, in a pod of its own: inputs downloaded, the command run,
+    outputs uploaded. Returns (seconds, output parameters, the outputs ML Metadata records).
+
+    Raises:
+      CompiledTaskFailed: the command failed, or the launcher failed the task after it (its
+        message appended to the task's log, as it is in a pod's log).
+    """
+    pod = kfp_launcher.Pod(tempfile.mkdtemp(prefix=f'asynctrain-pod-{task.name}-'))
+    run_root = kfp_driver.run_root(run)
+    provisioned = {
+        name: artifacts['artifacts']
+        for name, artifacts in task.executor_input['outputs'].get('artifacts', {}).items()
+    }
+    try:
+        pod.make()
+        with _launcher_step(task):
+            kfp_launcher.download_inputs(task.executor_input, pod, store, run.profile, run_root)
+            kfp_launcher.prepare_output_folders(task.executor_input, pod)
+        with _launcher_step(task):
+            argv = _argv(task.container, task.executor_input, run.profile)
+        env = {
+            **os.environ,
+            **_pod_environment(run),
+            **{e['name']: e['value'] for e in task.container.get('env', [])},
+        }
+        print(f'{prefix}: running...', file=out, flush=True)
+        started = time.monotonic()
+        elapsed = console.ElapsedLine(prefix, out)
+        try:
+            returncode = processes.run(argv, env, task.log_path, pod.root)
+        finally:
+            elapsed.close()
+        seconds = time.monotonic() - started
+        kfp_launcher.write_executor_logs(provisioned, pod, task.log_path)
+        if returncode != 0:
+            kfp_launcher.upload_outputs(provisioned, pod, store, False, run.profile, run_root)
+            raise CompiledTaskFailed(task.name, returncode, task.log_path)
+        with _launcher_step(task):
+            written = kfp_launcher.executor_output(task.executor_input, pod)
+            parameters = kfp_launcher.collect_output_parameters(
+                task.executor_input, written, task.component, pod
+            )
+            merged = kfp_driver.merge_executor_output(provisioned, written, run.profile)
+            recorded = kfp_launcher.upload_outputs(merged, pod, store, True, run.profile, run_root)
+    finally:
+        shutil.rmtree(pod.root, ignore_errors=True)
+    print(f'{prefix}: done in {seconds:.1f}s', file=out, flush=True)
+    return seconds, parameters, recorded
+
+
+def _pod_environment(run: kfp_driver.RunContext) -> dict[str, str]:
+    """What every 2.x user container has in its environment from its pod
+    (`compiler/argocompiler/common.go`, `commonEnvs`): its pod's name and UID, Argo's names
+    here being `<workflow>-system-container-impl-<n>`."""
+    return {
+        'KFP_POD_NAME': f'{run.run_id}-system-container-impl-{uuid.uuid4().int % 10**10}',
+        'KFP_POD_UID': str(uuid.uuid4()),
+    }
+
+
+@contextlib.contextmanager
+def _launcher_step(task: _Task) -> Iterator[None]:
+    """Fails the task as the launcher does when one of its own steps fails: its message at the
+    end of the task's log (a pod's log has it), the task failed."""
+    try:
+        yield
+    except (RuntimeError, ValueError, OSError) as e:
+        with open(task.log_path, 'a', encoding='utf-8') as log:
+            log.write(f'launcher: failed to execute component: {e}\n')
+        raise CompiledTaskFailed(task.name, 1, task.log_path) from e
+
+
+def _modules(spec: dict[str, Any]) -> list[str]:
+    """The modules the spec's containers run with `python -m`, and those of the executor classes
+    they name (`--executor_class_path`), in a stable order."""
+    modules = set()
+    for executor in spec['deploymentSpec']['executors'].values():
+        container = executor.get('container', {})
+        command, args = container.get('command', []), container.get('args', [])
+        if command[:2] in (['python', '-m'], ['python3', '-m']) and len(command) > 2:
+            modules.add(command[2])
+        for flag, value in zip(args, args[1:]):
+            if flag == '--executor_class_path':
+                modules.add(value.rsplit('.', 1)[0])
+    return sorted(modules)
+
+
+def run_compiled(
+    spec_path: str,
+    *,
+    pipeline_root: str | None = None,
+    run_id: str | None = None,
+    log_dir: str | None = None,
+    tfjob_local: bool = False,
+    fresh_processes: bool = False,
+    kfp_version: str = kfp_profiles.NEWEST,
+    out: TextIO | None = None,
+) -> CompiledRun:
+    """Runs the compiled pipeline in `spec_path` task by task; returns what each task published.
+
+    Args:
+      spec_path: A PipelineSpec YAML (`asynctrain compile --target kubeflow`).
+      pipeline_root: Replaces the spec's `defaultPipelineRoot`: an s3:// or minio:// URI, at
+        the S3 endpoint that `AWS_ENDPOINT_URL` names.
+      run_id: The run's id; a new `run-<time>-<hex>` by default.
+      log_dir: Where each task's log goes; `runs/compiled/<pipeline>/<run id>` by default.
+      tfjob_local: Run the Trainer's TFJob (`distribution.cluster: tfjob`) as local processes.
+      fresh_processes: Start every task's command as a new process, as a pod would, instead of
+        forking it from a process that imported the task modules once (the same code, run
+        from the same modules; 15-20 s less per task).
+      kfp_version: The KFP line whose driver and launcher to follow (`kfp_profiles.PROFILES`).
+      out: Where progress lines go (stdout by default).
+
+    Raises:
+      kfp_rules.SpecRefused: open-source KFP would refuse the spec.
+      kfp_launcher.StagingRefused: the launcher could not stage artifacts under the root.
+      compiled_task.PodUnavailable: tasks cannot have mount namespaces of their own here.
+      ValueError: the spec has no pipeline root, an unknown `kfp_version`, or a task input the
+        driver cannot resolve.
+      CompiledTaskFailed: a task's command exited non-zero; the tasks after it did not run.
+    """
+    out = out or sys.stdout
+    profile = kfp_profiles.profile(kfp_version)
+    spec = load_spec(spec_path)
+    kfp_rules.check(spec)
+    root = pipeline_root or spec.get('defaultPipelineRoot')
+    if not root:
+        raise ValueError(f'{spec_path}: no defaultPipelineRoot; give --pipeline-root')
+    kfp_launcher.check_pipeline_root(root)
+    compiled_task.check_pods()
+    name = spec['pipelineInfo']['name']
+    run = kfp_driver.RunContext(
+        pipeline_name=name,
+        run_id=run_id or time.strftime('run-%Y%m%d-%H%M%S-') + uuid.uuid4().hex[:6],
+        pipeline_root=root,
+        profile=profile,
+    )
+    log_dir = log_dir or os.path.join('runs', 'compiled', name, run.run_id)
+    os.makedirs(log_dir, exist_ok=True)
+    order = task_order(spec)
+    print(
+        f'asynctrain: running compiled pipeline {name!r} ({len(order)} tasks) as open-source '
+        f'{profile.describe()} would\n            run {run.run_id}, root {kfp_driver.run_root(run)}'
+        f'\n            logs {log_dir}',
+        file=out,
+        flush=True,
+    )
+    processes = TaskProcesses(_modules(spec), log_dir, tfjob_local, fresh_processes)
+    try:
+        finished = _run_tasks(spec, run, order, log_dir, processes, out)
+    finally:
+        processes.close()
+    result = CompiledRun(
+        name, run.run_id, kfp_driver.run_root(run), log_dir, tuple(finished), profile.version
+    )
+    with open(os.path.join(log_dir, 'run.json'), 'w', encoding='utf-8') as f:
+        json.dump(dataclasses.asdict(result), f, indent=2)
+    return result
+
+
+def _run_tasks(
+    spec: dict[str, Any],
+    run: kfp_driver.RunContext,
+    order: list[str],
+    log_dir: str,
+    processes: TaskProcesses,
+    out: TextIO,
+) -> list[TaskRun]:
+    tasks = spec['root']['dag']['tasks']
+    executors = spec['deploymentSpec']['executors']
+    pipeline_inputs = kfp_driver.pipeline_inputs(spec)
+    store = kfp_launcher.ObjectStore()
+    published: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    # Each task's output parameters, as the launcher publishes them from its executor output.
+    output_parameters: dict[str, dict[str, Any]] = {}
+    next_id = 1
+    finished = []
+    for index, task_name in enumerate(order, start=1):
+        task = tasks[task_name]
+        component = spec['components'][task['componentRef']['name']]
+        executor = executors[component['executorLabel']]
+        prefix = f'[{index}/{len(order)}] {task_name}'
+        parameters = kfp_driver.input_parameters(
+            task_name, task, component, pipeline_inputs, output_parameters, run
+        )
+        inputs = {
+            key: published[value['taskOutputArtifact']['producerTask']][
+                value['taskOutputArtifact']['outputArtifactKey']
+            ]
+            for key, value in task.get('inputs', {}).get('artifacts', {}).items()
+        }
+        log_path = os.path.join(log_dir, f'{task_name}.log')
+        if 'importer' in executor:
+            recorded = _import(executor['importer'], parameters, component)
+            output_parameters[task_name] = {}
+            seconds = 0.0
+            print(f'{prefix}: imported', file=out, flush=True)
+        else:
+            task_root = kfp_driver.task_root(run, task_name)
+            task_outputs = kfp_driver.outputs(component, task_root, run.profile)
+            launched = _Task(
+                task_name,
+                component,
+                executor['container'],
+                json.loads(
+                    kfp_driver.executor_input(
+                        parameters,
+                        inputs,
+                        task_outputs['artifacts'],
+                        task_outputs['outputFile'],
+                        task_outputs['parameters'],
+                    )
+                ),
+                log_path,
+            )
+            seconds, output_parameters[task_name], recorded = _launch(
+                launched, run, processes, store, out, prefix
+            )
+        published[task_name] = {}
+        for key, artifacts in recorded.items():
+            published[task_name][key] = []
+            for artifact in artifacts:
+                published[task_name][key].append(
+                    kfp_driver.published(artifact, next_id, key, run.profile)
+                )
+                next_id += 1
+        finished.append(TaskRun(task_name, seconds, log_path, published[task_name]))
+    return finished
+
+
+def _import(
+    importer: dict[str, Any], parameters: dict[str, Any], component: dict[str, Any]
+) -> dict[str, list[dict[str, Any]]]:
+    """An importer task (`driver.Importer`, `component/importer_launcher.go`): its one output
+    artifact at the URI it names, a constant or one of the task's input parameters, recorded
+    in ML Metadata as it is; nothing is staged or copied."""
+    artifact_uri = importer.get('artifactUri', {})
+    uri = (
+        parameters.get(artifact_uri['runtimeParameter'])
+        if 'runtimeParameter' in artifact_uri
+        else artifact_uri.get('constant')
+    )
+    if not isinstance(uri, str) or not uri:
+        raise ValueError(f'importer: artifactUri {artifact_uri} gives no URI')
+    ((key, definition),) = component['outputDefinitions']['artifacts'].items()
+    artifact = {'uri': uri, 'type': importer.get('typeSchema', definition['artifactType'])}
+    if importer.get('metadata'):
+        artifact['metadata'] = importer['metadata']
+    return {key: [artifact]}

@@ -1,0 +1,202 @@
+"""Runs the tasks of `asynctrain run --compiled`: each container command (`python -m MODULE ARG...`
+as `__main__`, `python -c CODE ...` or a program) in a process of its own, forked from one that
+imported the task modules once.
+
+TFX's Kubeflow V2 entrypoint imports every TFX component, kfp's client and TensorFlow before it
+runs anything: 15-20 s of CPU per task on a 2-core machine, most of a small pipeline's time. A
+server process (`--serve`) pays that once; for each task it forks a child that sets the task's
+environment, sends its output to the task's log and runs the module with the task's arguments,
+as `python -m` would. The server is a process of its own, started before any task runs, so that
+no child inherits a running TensorFlow runtime or gRPC server (forking one would be unsafe).
+
+With `tfjob_log_dir`, the Trainer's `tfjob` cluster mode runs its TFJob's replicas as local
+processes (`asynctrain.components.trainer.kubernetes.local`), each with the `TF_CONFIG` the Training
+Operator would give it, instead of submitting the job to a cluster.
+
+Each task runs in a pod of its own, as on a cluster: before its command, the child enters a new
+mount namespace in which `/gcs`, `/s3`, `/minio`, `/tmp/kfp_outputs` and `/tmp/kfp` are the
+task's own folders (`enter_pod`), empty but for what the launcher downloaded into them
+(`kfp_launcher`). Nothing a task writes there reaches the next task unless the launcher uploads
+it, and tasks of runs side by side never see each other's files. That needs root (or
+CAP_SYS_ADMIN); without it a task is refused, never run on shared paths.
+
+`--run REQUEST` runs one task the same way in this process, for `--fresh-processes`. Either way
+the task's exit status is what its code returned: the process ends with `os._exit`, so a
+library's crash while the interpreter shuts down (tensorflow-io's S3 file system aborts with
+"pure virtual method called") cannot change it.
+
+Protocol: one JSON request per line on stdin (`argv`, `env`, `log_path`, `tfjob_log_dir`,
+`pod_root`), one JSON reply per line on stdout (`returncode`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import errno
+import importlib
+import json
+import os
+import runpy
+import sys
+import traceback
+
+from asynctrain.pipelines.kubeflow import kfp_launcher
+
+# <sched.h> and <sys/mount.h>.
+CLONE_NEWNS = 0x00020000
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 0x40000
+# The exit status of a task that could not be given a pod of its own.
+NO_POD = 125
+
+
+class PodUnavailable(OSError):
+    """This process cannot give a task its own mount namespace."""
+
+
+def _libc_call(name: str, *args) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if getattr(libc, name)(*args) != 0:
+        code = ctypes.get_errno()
+        hint = ' (needs root or CAP_SYS_ADMIN)' if code in (errno.EPERM, errno.EACCES) else ''
+        raise PodUnavailable(
+            code,
+            f'{name}{" " + args[1].decode() if name == "mount" else ""}: {os.strerror(code)}'
+            f'{hint}; each task needs its own /gcs, /s3, /minio and /tmp/kfp_outputs, as a pod '
+            'has',
+        )
+
+
+def enter_pod(pod_root: str) -> None:
+    """Enters a new mount namespace in which each of `kfp_launcher.POD_PATHS` shows the same
+    path under `pod_root` (created here when missing, the mount points too).
+
+    Raises:
+      PodUnavailable: the namespace or a mount could not be made (not root).
+    """
+    _libc_call('unshare', CLONE_NEWNS)
+    # Private: mounts made here stay in this namespace, and the host's later ones stay out.
+    _libc_call('mount', b'none', b'/', None, MS_REC | MS_PRIVATE, None)
+    for path in kfp_launcher.POD_PATHS:
+        source = pod_root + path
+        os.makedirs(source, exist_ok=True)
+        os.makedirs(path, exist_ok=True)
+        _libc_call('mount', source.encode(), path.encode(), None, MS_BIND | MS_REC, None)
+
+
+def check_pods() -> None:
+    """Refuses before any task runs when this process cannot make a task's mount namespace
+    (tried in a child that exits at once).
+
+    Raises:
+      PodUnavailable: the reason, in the words a task's log would have.
+    """
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        try:
+            _libc_call('unshare', CLONE_NEWNS)
+            _libc_call('mount', b'none', b'/', None, MS_REC | MS_PRIVATE, None)
+            os._exit(0)
+        except PodUnavailable as e:
+            os.write(write_end, str(e.strerror).encode())
+        os._exit(1)
+    os.close(write_end)
+    with os.fdopen(read_end, 'rb') as f:
+        reason = f.read().decode()
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise PodUnavailable(errno.EPERM, reason or 'the mount namespace could not be made')
+
+
+def run_module_argv(argv: list[str], tfjob_log_dir: str | None) -> None:
+    """Runs `-m MODULE ARG...` (argv without the interpreter) in this process as `__main__`."""
+    if argv[:1] != ['-m'] or len(argv) < 2:
+        raise ValueError(f'expected -m MODULE ARG..., got {argv[:3]}')
+    if tfjob_log_dir:
+        from asynctrain.components.trainer import executor as trainer_executor
+        from asynctrain.components.trainer.kubernetes import local
+
+        trainer_executor.tfjob_runner = local.runner(tfjob_log_dir)
+    module = argv[1]
+    sys.argv = [module, *argv[2:]]
+    runpy.run_module(module, run_name='__main__', alter_sys=True)
+
+
+def _run_argv(argv: list[str], tfjob_log_dir: str | None) -> None:
+    """The container command, the interpreter left out: `-m MODULE ...` and `-c CODE ...` run
+    in this process, as `python` would run them; any other command replaces this process."""
+    if argv[:1] == ['-c'] and len(argv) >= 2:
+        sys.argv = ['-c', *argv[2:]]
+        exec(compile(argv[1], '<string>', 'exec'), {'__name__': '__main__'})  # noqa: S102
+    elif argv[:1] == ['-m']:
+        run_module_argv(argv, tfjob_log_dir)
+    else:
+        os.execv(argv[0], argv)
+
+
+def _child(request: dict) -> None:
+    """In the task's process: its pod, environment and log, then its command. Never returns."""
+    code = 1
+    try:
+        fd = os.open(request['log_path'], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+        sys.stdout = os.fdopen(1, 'w', buffering=1)
+        sys.stderr = os.fdopen(2, 'w', buffering=1)
+        try:
+            enter_pod(request['pod_root'])
+        except PodUnavailable as e:
+            print(f'asynctrain: this task cannot run in a pod of its own: {e.strerror}')
+            code = NO_POD
+            raise
+        os.environ.clear()
+        os.environ.update(request['env'])
+        _run_argv(request['argv'], request.get('tfjob_log_dir'))
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except PodUnavailable:
+        pass
+    except BaseException:  # The task's failure, written to its log for the runner to show.
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def serve(modules: list[str]) -> None:
+    """Imports `modules`, then forks a child per request until stdin closes."""
+    for module in modules:
+        importlib.import_module(module)
+    replies = sys.stdout
+    for line in sys.stdin:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            _child(request)
+        _, status = os.waitpid(pid, 0)
+        replies.write(json.dumps({'returncode': os.waitstatus_to_exitcode(status)}) + '\n')
+        replies.flush()
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog='python -m asynctrain.pipelines.kubeflow.compiled_task')
+    parser.add_argument('--serve', action='store_true', help='read task requests from stdin')
+    parser.add_argument('--preload', action='append', default=[], help='module to import first')
+    parser.add_argument('--run', metavar='REQUEST_JSON', help='run this one request here')
+    args = parser.parse_args(argv)
+    if args.run:
+        _child(json.loads(args.run))
+    if not args.serve:
+        parser.error('--serve or --run is required')
+    serve(args.preload)
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])

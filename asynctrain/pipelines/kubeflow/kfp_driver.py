@@ -1,0 +1,373 @@
+"""What the open-source KFP 2.x driver does for one container task, and what ML Metadata hands
+the next one, on this machine, line by line as `kfp_profiles.KfpProfile` says.
+
+Each function follows the backend's Go code (kubeflow/pipelines, `backend/src/v2/`), named beside
+it, so that a compiled spec runs here the way a cluster would run it:
+
+- `run_root`, `task_root`, `outputs`: the driver's outputs (`metadata.GenerateOutputURI`,
+  `driver.provisionOutputs`): `<pipeline root>/<pipeline name>/<run id>/<task>[/<uuid>]/<output>`,
+  the `executor-logs` output, the output parameters' files and the output metadata file;
+- `input_parameters`: the driver's parameter resolution (`driver/resolve.go`, `driver.go` up to
+  2.5): constants, pipeline inputs (their defaults: no runtime config here), upstream output
+  parameters, the `{{$.pipeline_*}}` placeholders of the profile, the type checks and the
+  conversion to text of a STRING input (`handleParamTypeValidationAndConversion`), and the
+  defaults of optional inputs that the launcher adds (`launcher_v2.addDefaultParams`);
+- `executor_input`: the `{{$}}` ExecutorInput, with `parameterValues` only;
+- `merge_executor_output`: the launcher's `mergeRuntimeArtifacts`;
+- `published`: an output as ML Metadata records it (`metadata.Client.RecordArtifact`,
+  `toMLMDArtifact`) and as the driver rebuilds it for a consumer
+  (`GetOutputArtifactsByExecutionId`, `OutputArtifact.ToRuntimeArtifact`, `toRuntimeArtifact`):
+  named by its ML Metadata id, with an empty instance schema, not its producer's type.
+
+No caching: every task runs (see `KfpProfile.caching_default`).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import datetime
+import json
+import uuid
+from typing import Any
+
+import numpy
+from google.protobuf import json_format
+from kfp.pipeline_spec import pipeline_spec_pb2
+
+from asynctrain.pipelines.kubeflow import kfp_profiles, kfp_storage
+
+
+@dataclasses.dataclass(frozen=True)
+class RunContext:
+    """The run that the driver's placeholders name, and the KFP line it runs on.
+
+    Attributes:
+      pipeline_name: `pipelineInfo.name`.
+      run_id: The run's id (the cluster's is a UUID); here also its display name and its Argo
+        workflow's name.
+      pipeline_root: The root every output URI starts with.
+      created: The run's creation time, UTC, RFC 3339; its schedule time too (not scheduled).
+      profile: The KFP line whose driver and launcher the run follows.
+      dag_execution_id: The root DAG's ML Metadata execution id (`{{$.pipeline_task_uuid}}`).
+    """
+
+    pipeline_name: str
+    run_id: str
+    pipeline_root: str
+    created: str = dataclasses.field(
+        default_factory=lambda: datetime.datetime.now(datetime.timezone.utc).isoformat()
+    )
+    profile: kfp_profiles.KfpProfile = kfp_profiles.KFP_2_17
+    dag_execution_id: int = 1
+
+
+def output_uri(root: str, *paths: str) -> str:
+    """`metadata.GenerateOutputURI`: joined with '/', the root's scheme kept (no path cleaning)."""
+    return root.rstrip('/') + '/' + '/'.join(p.strip('/') for p in paths)
+
+
+def run_root(run: RunContext) -> str:
+    """The run's own root (`metadata.Client.GetPipeline`: `<root>/<pipeline name>/<run id>`)."""
+    return output_uri(run.pipeline_root, run.pipeline_name, run.run_id)
+
+
+def task_root(run: RunContext, task_name: str) -> str:
+    """`provisionOutputs`: the task's root, salted with a new UUID per execution from 2.5
+    (`outputURISalt`); 2.0.5's `generateOutputURI` has no salt."""
+    if not run.profile.output_uri_salt:
+        return output_uri(run_root(run), task_name)
+    return output_uri(run_root(run), task_name, str(uuid.uuid4()))
+
+
+def output_artifacts(
+    component: dict[str, Any],
+    root: str,
+    profile: kfp_profiles.KfpProfile = kfp_profiles.KFP_2_17,
+) -> dict[str, list[dict[str, Any]]]:
+    """`provisionOutputs`: one RuntimeArtifact per output under the task root, with the
+    `executor-logs` output where the profile adds it, named where it names them."""
+    definitions = dict(component.get('outputDefinitions', {}).get('artifacts', {}))
+    if profile.executor_logs:
+        definitions['executor-logs'] = {'artifactType': {'schemaTitle': 'system.Artifact'}}
+    outputs = {}
+    for name, definition in definitions.items():
+        artifact = {'uri': output_uri(root, name), 'type': definition['artifactType']}
+        if profile.output_names:
+            artifact = {'name': name, **artifact}
+        if definition.get('metadata'):
+            artifact['metadata'] = copy.deepcopy(definition['metadata'])
+        outputs[name] = [artifact]
+    if profile.executor_logs_launcher_managed and 'executor-logs' in outputs:
+        # `qualifyExecutorLogsForRetry`: the first attempt's retry index.
+        outputs['executor-logs'][0]['uri'] += '-0'
+    return outputs
+
+
+def output_file(root: str, profile: kfp_profiles.KfpProfile) -> str:
+    """`provisionOutputs`' `outputFile`: the task root's local path (2.15+) or the launcher's
+    fixed `/tmp/kfp_outputs/output_metadata.json`, also 2.15+'s fallback for a root the
+    launcher cannot stage."""
+    if profile.output_metadata_in_task_root:
+        try:
+            return kfp_storage.local_path_for_uri(root) + '/output_metadata.json'
+        except kfp_storage.UnsupportedStorageScheme:
+            pass
+    return kfp_profiles.LEGACY_OUTPUT_METADATA_FILE
+
+
+def outputs(
+    component: dict[str, Any], root: str, profile: kfp_profiles.KfpProfile
+) -> dict[str, Any]:
+    """The ExecutorInput's `outputs` as `provisionOutputs` fills them: artifacts, each output
+    parameter's file (`/tmp/kfp/outputs/<name>`), the output metadata file."""
+    parameters = component.get('outputDefinitions', {}).get('parameters', {})
+    return {
+        'artifacts': output_artifacts(component, root, profile),
+        'parameters': {
+            name: {'outputFile': f'{kfp_profiles.OUTPUT_PARAMETERS_DIR}/{name}'}
+            for name in parameters
+        },
+        'outputFile': output_file(root, profile),
+    }
+
+
+def _placeholder(value: Any, run: RunContext, task_name: str) -> Any:
+    """`resolveInputParameter`: a constant that is exactly one of the profile's run
+    placeholders is replaced; any other value unchanged."""
+    if not isinstance(value, str) or value not in run.profile.run_placeholders:
+        return value
+    return {
+        '{{$.pipeline_job_name}}': run.run_id,  # opts.RunDisplayName
+        '{{$.pipeline_job_resource_name}}': run.run_id,  # opts.RunName
+        '{{$.pipeline_job_uuid}}': run.run_id,  # opts.RunID
+        '{{$.pipeline_task_name}}': task_name,
+        '{{$.pipeline_task_uuid}}': str(run.dag_execution_id),  # opts.DAGExecutionID
+        '{{$.pipeline_job_create_time_utc}}': run.created,
+        '{{$.pipeline_job_schedule_time_utc}}': run.created,
+    }[value]
+
+
+def _as_text(value: Any) -> str:
+    """`metadata.PbValueToText`: a parameter value as the text a STRING input receives."""
+    if value is None:
+        return ''
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    if isinstance(value, float):
+        # strconv.FormatFloat(v, 'f', -1, 64): the shortest digits that read back, no exponent.
+        return numpy.format_float_positional(value, unique=True, trim='-')
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, separators=(',', ':'))
+    return str(value)
+
+
+def _checked(name: str, value: Any, parameter_type: str, profile: kfp_profiles.KfpProfile) -> Any:
+    """`handleParamTypeValidationAndConversion`: a STRING input takes any value as text; any
+    other type must match the value's kind.
+
+    Raises:
+      ValueError: the driver's message.
+    """
+    if parameter_type == 'STRING':
+        return value if isinstance(value, str) else _as_text(value)
+    if value is None:
+        raise ValueError(f'got null for input parameter "{name}"')
+    if isinstance(value, str):
+        actual = 'string'
+    elif isinstance(value, bool):
+        actual, accepted = 'bool', ('BOOLEAN',)
+    elif isinstance(value, (int, float)):
+        actual, accepted = 'number', ('NUMBER_DOUBLE', 'NUMBER_INTEGER')
+    elif isinstance(value, list):
+        actual, accepted = 'list', ('LIST',)
+    else:
+        actual, accepted = 'struct', profile.struct_parameter_types
+    if actual == 'string' or parameter_type not in accepted:
+        raise ValueError(
+            f'input parameter "{name}" type mismatch: expect {parameter_type}, got {actual}'
+        )
+    return value
+
+
+def _resolved(
+    task_name: str,
+    name: str,
+    spec: dict[str, Any],
+    pipeline_inputs: dict[str, Any],
+    upstream_parameters: dict[str, dict[str, Any]],
+    run: RunContext,
+) -> Any:
+    """`resolveInputParameter`: one task input parameter's value."""
+    if 'runtimeValue' in spec:
+        runtime_value = spec['runtimeValue']
+        if 'constant' not in runtime_value:
+            kind = next(iter(runtime_value), 'none')
+            raise ValueError(
+                f'{task_name}: input parameter {name}: param runtime value spec of type '
+                f'{kind} not implemented'
+            )
+        return _placeholder(runtime_value['constant'], run, task_name)
+    if 'componentInputParameter' in spec:
+        return pipeline_inputs[spec['componentInputParameter']]
+    if 'taskOutputParameter' in spec:
+        producer = spec['taskOutputParameter']
+        return upstream_parameters[producer['producerTask']][producer['outputParameterKey']]
+    kind = next(iter(spec), 'none')
+    raise ValueError(
+        f'{task_name}: input parameter {name}: parameter spec of type {kind} not implemented yet'
+    )
+
+
+def input_parameters(
+    task_name: str,
+    task: dict[str, Any],
+    component: dict[str, Any],
+    pipeline_inputs: dict[str, Any],
+    upstream_parameters: dict[str, dict[str, Any]],
+    run: RunContext,
+) -> dict[str, Any]:
+    """The task's `parameterValues` as the executor receives them: resolved and type-checked
+    by the driver, optional inputs' defaults added by the launcher (`addDefaultParams`).
+
+    Raises:
+      ValueError: a parameter form the driver does not resolve, a required input with no value,
+        or a value of the wrong type (the driver's messages, after the task's name).
+    """
+    values = {
+        name: _resolved(task_name, name, spec, pipeline_inputs, upstream_parameters, run)
+        for name, spec in task.get('inputs', {}).get('parameters', {}).items()
+    }
+    definitions = component.get('inputDefinitions', {}).get('parameters', {})
+    for name, definition in definitions.items():
+        if name not in values:
+            if 'defaultValue' in definition:
+                values[name] = definition['defaultValue']
+            elif not definition.get('isOptional'):
+                raise ValueError(
+                    f'{task_name}: input parameter {name}: neither value nor default value '
+                    'provided for non-optional parameter'
+                )
+            continue
+        try:
+            values[name] = _checked(
+                name, values[name], definition.get('parameterType', ''), run.profile
+            )
+        except ValueError as e:
+            raise ValueError(f'{task_name}: {e}') from e
+    return values
+
+
+def pipeline_inputs(spec: dict[str, Any]) -> dict[str, Any]:
+    """The root's input parameters at their defaults (a run here has no runtime config)."""
+    values = {}
+    for name, definition in (
+        spec.get('root', {}).get('inputDefinitions', {}).get('parameters', {}).items()
+    ):
+        if 'defaultValue' not in definition and not definition.get('isOptional'):
+            raise ValueError(f'root.inputDefinitions.parameters.{name}: required, and no default')
+        if 'defaultValue' in definition:
+            values[name] = definition['defaultValue']
+    return values
+
+
+def executor_input(
+    parameters: dict[str, Any],
+    inputs: dict[str, list[dict[str, Any]]],
+    outputs: dict[str, list[dict[str, Any]]],
+    output_file: str,
+    output_parameters: dict[str, dict[str, str]] | None = None,
+) -> str:
+    """The `{{$}}` placeholder's value: an ExecutorInput as JSON, parsed by kfp's own proto.
+
+    Args:
+      parameters: The input `parameterValues`.
+      inputs: Input name -> its artifacts.
+      outputs: Output name -> its artifacts (`outputs(...)['artifacts']`).
+      output_file: The output metadata file (`outputs(...)['outputFile']`).
+      output_parameters: Output parameter name -> `{'outputFile': path}`.
+    """
+    message = {
+        'inputs': {
+            'parameterValues': parameters,
+            'artifacts': {name: {'artifacts': artifacts} for name, artifacts in inputs.items()},
+        },
+        'outputs': {
+            'artifacts': {name: {'artifacts': artifacts} for name, artifacts in outputs.items()},
+            'parameters': output_parameters or {},
+            'outputFile': output_file,
+        },
+    }
+    parsed = json_format.ParseDict(message, pipeline_spec_pb2.ExecutorInput())
+    return json_format.MessageToJson(parsed, indent=None)
+
+
+def merge_executor_output(
+    outputs: dict[str, list[dict[str, Any]]],
+    executor_output: dict[str, Any],
+    profile: kfp_profiles.KfpProfile = kfp_profiles.KFP_2_17,
+) -> dict[str, list[dict[str, Any]]]:
+    """`launcher_v2.mergeRuntimeArtifacts`: the executor's URI, metadata fields and custom path
+    over the driver's, output by output (the first artifact of each list, as the launcher;
+    from 2.16.1 never over `executor-logs`, "launcher-managed", `uploadOutputArtifacts`)."""
+    merged = copy.deepcopy(outputs)
+    for name, artifacts in merged.items():
+        written = executor_output.get('artifacts', {}).get(name, {}).get('artifacts', [])
+        if not written or (name == 'executor-logs' and profile.executor_logs_launcher_managed):
+            continue
+        source, destination = written[0], artifacts[0]
+        if source.get('uri'):
+            destination['uri'] = source['uri']
+        if source.get('metadata'):
+            destination.setdefault('metadata', {}).update(source['metadata'])
+        if source.get('customPath'):
+            destination['customPath'] = source['customPath']
+    return merged
+
+
+def _through_mlmd(value: Any) -> Any:
+    """A metadata value as ML Metadata stores it (`StructValueToMLMDValue`) and
+    `toRuntimeArtifact` reads it back: a number as a double, a string unchanged, a bool as 0/1,
+    a list or a struct wrapped in a struct; a null is refused ("unknown/unsupported value
+    type")."""
+    if value is None:
+        raise ValueError('unknown/unsupported value type *structpb.Value_NullValue')
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, list):
+        return {'list': value}
+    if isinstance(value, dict):
+        return {'struct': value}
+    return value
+
+
+def store_session_info(uri: str) -> str:
+    """The `store_session_info` custom property `RecordArtifact` adds (2.5+): the JSON of the
+    launcher's `objectstore.SessionInfo`; its Params here are this machine's (credentials from
+    the environment, as the launcher's `fromEnv`)."""
+    provider = 'minio' if uri.startswith('minio://') else uri.split('://', 1)[0]
+    return json.dumps({'Provider': provider, 'Params': {'fromEnv': 'true'}}, separators=(',', ':'))
+
+
+def published(
+    artifact: dict[str, Any],
+    artifact_id: int,
+    output_name: str,
+    profile: kfp_profiles.KfpProfile = kfp_profiles.KFP_2_17,
+) -> dict[str, Any]:
+    """The artifact as a downstream task receives it: named by its ML Metadata id, its
+    metadata after the round trip through ML Metadata with the custom properties
+    `RecordArtifact` adds (`display_name`, and `store_session_info` from 2.5), and the type
+    `OutputArtifact.ToRuntimeArtifact` gives it: an instance schema of "" whatever the producer
+    declared (`GetOutputArtifactsByExecutionId`: `Schema: ""`, "TODO(Bobgy): figure out how to
+    get schema")."""
+    metadata = {k: _through_mlmd(v) for k, v in artifact.get('metadata', {}).items()}
+    metadata.setdefault('display_name', output_name)
+    if profile.store_session_info:
+        metadata.setdefault('store_session_info', store_session_info(artifact['uri']))
+    return {
+        'name': str(artifact_id),
+        'uri': artifact['uri'],
+        'type': {'instanceSchema': ''},
+        'metadata': metadata,
+    }

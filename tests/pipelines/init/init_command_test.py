@@ -1,0 +1,371 @@
+"""`asynctrain init`: the decisions on small hand-made CSVs, the files it writes, its errors."""
+
+from __future__ import annotations
+
+import argparse
+import random
+
+import pytest
+import yaml
+
+from asynctrain.components.example_gen import csv_dialect, csv_sample
+from asynctrain.components.transform import feature_config as fc
+from asynctrain.components.yaml_config import ConfigError
+from asynctrain.pipelines.init import init_command, spec_draft
+
+
+def _write_csv(path, header, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [','.join(header)] + [','.join(str(v) for v in row) for row in rows]
+    path.write_text('\n'.join(lines) + '\n')
+    return path
+
+
+def _sample(tmp_path, header, rows, null_markers=()):
+    _write_csv(tmp_path / 'data' / 'part.csv', header, rows)
+    files = csv_sample.input_files(str(tmp_path / 'data'))
+    return csv_sample.read_sample(files, csv_dialect.CsvDialect(null_markers=null_markers))
+
+
+def _rows(n=60, seed=0):
+    rng = random.Random(seed)
+    return [
+        (
+            f'id-{i:04d}',  # unique: an id
+            'same',  # constant
+            f'user{rng.randrange(n)}',  # high-cardinality string, some repeated
+            rng.choice(['red', 'green', 'blue']),  # few-valued string
+            rng.randrange(3),  # int with 3 values
+            round(rng.gauss(10, 2), 3),  # float
+            '' if i % 10 == 0 else rng.randrange(1000),  # numeric int with missing cells
+        )
+        for i in range(n)
+    ]
+
+
+HEADER = ('trip id', 'country', 'user', 'color', 'level', 'weight (kg)', 'count')
+
+
+def test_columns_get_the_transform_their_values_call_for(tmp_path):
+    sample = _sample(tmp_path, HEADER, _rows())
+    plans = {plan.name: plan for plan in spec_draft.plan_columns(sample, label='weight (kg)')}
+    assert 'weight (kg)' not in plans
+    assert plans['trip id'].transform is None and 'an id' in plans['trip id'].reason
+    assert plans['country'].transform is None and 'constant' in plans['country'].reason
+    assert plans['user'].transform == 'hash'
+    assert plans['user'].options['num_buckets'] >= 2 * 50
+    assert plans['color'].transform == 'vocabulary'
+    assert plans['color'].options == {'top_k': 3, 'oov_buckets': 1}
+    assert plans['level'].transform == 'vocabulary'  # an int with 3 values is categorical
+    assert plans['count'].transform == 'zscore'
+    assert '6 missing' in plans['count'].reason
+
+
+def test_the_task_follows_the_label(tmp_path):
+    sample = _sample(tmp_path, HEADER, _rows())
+    level = spec_draft.plan_task(sample, 'level')
+    assert level.task == 'multiclass'
+    assert sorted(value for value, _ in level.classes) == [0, 1, 2]
+    assert sum(count for _, count in level.classes) == 60
+    assert spec_draft.plan_task(sample, 'weight (kg)').task == 'regression'
+    assert spec_draft.plan_task(sample, 'color', task='multiclass').task == 'multiclass'
+
+
+def test_a_two_valued_label_is_binary_with_the_rarer_class_positive(tmp_path):
+    rows = [(i, 'yes' if i % 4 == 0 else 'no', i * 0.5) for i in range(40)]
+    sample = _sample(tmp_path, ('n', 'answer', 'x'), rows)
+    plan = spec_draft.plan_task(sample, 'answer')
+    assert (plan.task, plan.positive, plan.classes) == ('binary', 'yes', (('no', 30), ('yes', 10)))
+    assert spec_draft.plan_task(sample, 'answer', positive='no').positive == 'no'
+    with pytest.raises(ConfigError, match="--positive: 'maybe' is not a value of 'answer'"):
+        spec_draft.plan_task(sample, 'answer', positive='maybe')
+
+
+def test_thresholds_are_a_stated_margin_over_the_trivial_model(tmp_path):
+    rows = [(i, ['a', 'a', 'b', 'c'][i % 4], float(i % 5)) for i in range(40)]
+    sample = _sample(tmp_path, ('n', 'kind', 'y'), rows)
+    multiclass = spec_draft.plan_threshold(sample, spec_draft.plan_task(sample, 'kind'))
+    assert (multiclass.metric, multiclass.bound, multiclass.baseline) == (
+        'Accuracy',
+        'min_value',
+        0.5,
+    )
+    assert multiclass.value == pytest.approx(0.5 + 0.2 * 0.5)
+    regression = spec_draft.plan_threshold(sample, spec_draft.plan_task(sample, 'y'))
+    assert (regression.metric, regression.bound) == ('RMSE', 'max_value')
+    assert regression.baseline == pytest.approx(2**0.5)  # std of 0..4, equally often
+    assert regression.value == pytest.approx(0.8 * 2**0.5, rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    'label, rows, message',
+    [
+        ('colour', None, "--label: no column 'colour' in .*columns: \\['trip id', 'country'"),
+        ('empty', [(1, ''), (2, '')], "--label: column 'empty' is empty"),
+    ],
+)
+def test_label_errors_say_what_is_wrong(tmp_path, label, rows, message):
+    if rows is None:
+        sample = _sample(tmp_path, HEADER, _rows())
+    else:
+        sample = _sample(tmp_path, ('n', 'empty'), rows)
+    with pytest.raises(ConfigError, match=message):
+        spec_draft.plan_task(sample, label)
+
+
+def test_a_file_that_is_not_csv_is_named(tmp_path):
+    data = tmp_path / 'data'
+    data.mkdir()
+    (data / 'model.bin').write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(ConfigError, match=r'model\.bin: not a CSV file'):
+        csv_sample.read_sample(csv_sample.input_files(str(data)), csv_dialect.CsvDialect())
+
+
+def test_a_large_input_is_sampled_and_says_so(tmp_path):
+    sample_rows = _rows(n=200)
+    _write_csv(tmp_path / 'data' / 'a.csv', HEADER, sample_rows)
+    files = csv_sample.input_files(str(tmp_path / 'data'))
+    sample = csv_sample.read_sample(files, csv_dialect.CsvDialect(), max_rows=50)
+    assert (sample.rows, sample.complete) == (50, False)
+    assert sample.columns['trip id'].to_pylist()[:2] == ['id-0000', 'id-0001']
+
+
+@pytest.mark.integration
+def test_init_writes_reviewable_files_that_the_pipeline_config_accepts(tmp_path, capsys):
+    from asynctrain.components.transform import feature_config as fc
+    from asynctrain.pipelines.config import load_config
+
+    rows = [(*row[:5], row[5], row[6] if row[6] != '' else 'NA') for row in _rows(80)]
+    _write_csv(tmp_path / 'data' / 'part.csv', HEADER, rows)
+    spec = tmp_path / 'spec'
+    args = argparse.Namespace(
+        data=str(tmp_path / 'data'),
+        label='level',
+        output=str(spec),
+        task='auto',
+        delimiter=',',
+        null_marker=['NA'],
+        positive=None,
+        max_rows=None,
+    )
+    assert init_command.run(args) == 0
+    printed = capsys.readouterr().out
+    assert "label 'level': multiclass" in printed
+    assert f'asynctrain run --config {spec}/config.yaml' in printed
+    config = load_config(str(spec / 'config.yaml'))
+    assert config.example_gen.null_markers == ('NA',)
+    assert config.evaluation.metric == 'Accuracy'
+    assert config.evaluation.baseline == 'latest_blessed'
+    # 80 rows: batches of 32, 40 passes over ~53 training rows is 67 steps, raised to 100.
+    assert (config.trainer.training.batch_size, config.trainer.training.train_steps) == (32, 100)
+    assert config.evaluation.max_regression == pytest.approx(
+        config.evaluation.min_value / 10, abs=0.05
+    )
+    # The drift section: the defaults, 80 rows being too few to measure how the data varies.
+    assert (config.drift.enabled, config.drift.action, config.drift.features) == (True, 'stop', {})
+    assert '80 rows: too few to measure' in (spec / 'config.yaml').read_text()
+    assert '  drift: the default thresholds (80 rows: too few' in printed
+    features = yaml.safe_load((spec / 'features.yaml').read_text())
+    assert features['label'] == {'column': 'level', 'task': 'multiclass'}
+    names = [f['name'] for f in features['features']]
+    assert names == ['user', 'color', 'weight (kg)', 'count']
+    schema = fc.load_schema(str(spec / 'schema.pbtxt'))
+    assert [f.name for f in schema.feature] == list(HEADER)
+    types = {f.name: f.type for f in schema.feature}
+    assert (types['count'], types['weight (kg)'], types['user']) == (2, 3, 1)  # INT FLOAT BYTES
+
+
+def test_a_column_of_dates_is_proposed_as_calendar_parts_with_its_resolution(tmp_path):
+    rows = [
+        (
+            f'2014-{1 + i % 12:02d}-{1 + i % 28:02d}',  # dates, not ids
+            f'2014-03-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:00',  # datetimes
+            f'2012/01/{1 + i % 28:02d}' if i % 40 else 'unknown',  # 1 in 40 does not parse
+            f'{i:05d}-x',  # an id that is not a date
+            1_400_000_000 + 86_400 * i,  # epoch seconds, named as a time, midnight + a fraction
+            1_400_000_000 + 86_400 * i,  # the same numbers under a name that is not a time
+            i % 2,
+        )
+        for i in range(60)
+    ]
+    header = ('day', 'seen', 'slashed', 'code', 'created_at', 'amount', 'y')
+    sample = _sample(tmp_path, header, rows)
+    plans = {plan.name: plan for plan in spec_draft.plan_columns(sample, label='y')}
+
+    assert plans['day'].transform == 'datetime'
+    assert plans['day'].options == {'parts': list(fc.DATE_PARTS)}
+    assert plans['day'].reason.startswith('dates from 2014-01-01 to 2014-12-24: calendar parts')
+    assert plans['seen'].options == {'parts': [*fc.DATE_PARTS, *fc.TIME_PARTS]}
+    assert 'with the time of day' in plans['seen'].reason
+    assert plans['slashed'].transform == 'datetime'
+    assert plans['slashed'].reason.endswith(', 2 cells that do not parse become missing')
+    assert plans['code'].transform is None and 'an id' in plans['code'].reason
+    assert plans['created_at'].transform == 'datetime'
+    # 1,400,000,000 s is 2014-05-13 16:53:20 UTC: a time of day, in seconds.
+    assert plans['created_at'].options == {
+        'parts': [*fc.DATE_PARTS, *fc.TIME_PARTS],
+        'unit': 'seconds',
+    }
+    # Not named as a time: the same numbers are what they were before, an id.
+    assert plans['amount'].transform is None and 'an id' in plans['amount'].reason
+
+
+def test_a_text_column_with_too_many_values_that_are_not_dates_is_not_dates(tmp_path):
+    rows = [('2014-03-05' if i % 10 else 'soon', i % 3, i) for i in range(60)]
+    sample = _sample(tmp_path, ('when', 'k', 'y'), rows)
+    plans = {plan.name: plan for plan in spec_draft.plan_columns(sample, label='y')}
+    assert plans['when'].transform == 'vocabulary'  # 6 'soon' in 60: 90% parse, below 95%
+
+
+def test_max_bad_fraction_has_a_floor_when_the_sample_has_no_bad_row(tmp_path):
+    clean = spec_draft.plan_bad_rows(_sample(tmp_path / 'a', HEADER, _rows()), 'color')
+    assert clean.max_bad_fraction == spec_draft.MIN_BAD_FRACTION == 0.01
+    assert 'every row of the sample is readable and has its label' in clean.reason
+    assert 'at least 1%' in clean.reason
+    rows = [(i, '' if i % 10 == 0 else 'a', i) for i in range(100)]  # 10 of 100 unlabeled
+    some = spec_draft.plan_bad_rows(_sample(tmp_path / 'b', ('n', 'k', 'y'), rows), 'k')
+    assert some.max_bad_fraction == 0.2
+    assert "10 rows without 'k'" in some.reason
+
+
+@pytest.mark.integration
+def test_init_shows_only_its_own_lines_and_logs_tensorflows(tmp_path):
+    import gzip
+    import subprocess
+    import sys
+
+    from tests.repository import REPO_ROOT
+
+    (tmp_path / 'data').mkdir()
+    text = '\n'.join([','.join(HEADER)] + [','.join(map(str, r)) for r in _rows()]) + '\n'
+    (tmp_path / 'data' / 'part.csv.gz').write_bytes(gzip.compress(text.encode()))
+    result = subprocess.run(
+        [
+            sys.executable,
+            '-m',
+            'asynctrain',
+            'init',
+            '--data',
+            str(tmp_path / 'data'),
+            '--label',
+            'color',
+            '--output',
+            str(tmp_path / 'spec'),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ''
+    assert 'Unable to register' not in result.stdout
+    assert result.stdout.startswith('asynctrain init: read all rows of 1 file(s)\n')
+    assert "label 'color': multiclass" in result.stdout
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    'name, label, transforms',
+    [
+        ('seattle_weather', 'weather', {'date': 'datetime', 'precipitation': 'zscore'}),
+        ('wine', 'cultivar', {'alcohol': 'zscore', 'proline': 'zscore'}),
+    ],
+)
+def test_the_committed_date_and_gzip_datasets_are_what_init_proposes(
+    tmp_path, capsys, monkeypatch, name, label, transforms
+):
+    from asynctrain.pipelines import dataset_spec
+    from asynctrain.pipelines.config import load_config
+    from tests.repository import REPO_ROOT
+
+    committed = REPO_ROOT / 'datasets' / name
+    args = argparse.Namespace(
+        data=str(committed / 'data'),
+        label=label,
+        output=str(tmp_path / 'spec'),
+        task='auto',
+        delimiter=',',
+        null_marker=[],
+        positive=None,
+        max_rows=None,
+    )
+    assert init_command.run(args) == 0
+    capsys.readouterr()
+    for spec_file in ('schema.pbtxt', 'features.yaml'):
+        assert (tmp_path / 'spec' / spec_file).read_text() == (committed / spec_file).read_text()
+    monkeypatch.chdir(REPO_ROOT)
+    features, _ = dataset_spec.load(load_config(str(committed / 'config.yaml')))
+    for column, transform in transforms.items():
+        assert features.feature(column).transform == transform
+
+
+def test_a_class_label_trains_40_passes_and_a_regression_label_20(tmp_path):
+    sample = _sample(tmp_path, HEADER, _rows(n=960))  # 640 training rows, batches of 32
+    assert spec_draft.plan_training(sample, 'multiclass').train_steps == 800
+    assert spec_draft.plan_training(sample, 'binary').train_steps == 800
+    regression = spec_draft.plan_training(sample, 'regression')
+    assert regression.train_steps == 400
+    assert regression.reason.startswith('400 steps of 32: about 20 passes over the ~640 training')
+
+
+def _drift_sample(tmp_path, rows):
+    sample = _sample(tmp_path, ('region', 'amount', 'label'), rows)
+    from asynctrain.pipelines.init import spec_files
+
+    return sample, spec_files.infer_schema(sample)
+
+
+def test_init_proposes_a_threshold_for_a_feature_that_moves_over_the_file(tmp_path):
+    from asynctrain.pipelines.init import drift_draft
+
+    rng = random.Random(0)
+    # `region` shifts from the first half of the file to the second (north 80% -> 20%), as a
+    # feature that moves from day to day; `amount` and the label do not move.
+    rows = [
+        (
+            'north' if rng.random() < (0.8 if i < 300 else 0.2) else 'south',
+            round(rng.gauss(50, 5), 2),
+            rng.choice(['a', 'b']),
+        )
+        for i in range(600)
+    ]
+    sample, schema = _drift_sample(tmp_path, rows)
+    plan = drift_draft.plan_drift(sample, schema, 'label')
+
+    assert set(plan.features) == {'region'}
+    threshold, reason = plan.features['region']
+    measured = float(reason.split('varies by ')[1].split(' ')[0])
+    # The file-order halves differ by about 0.6 in north's share: twice that, capped at 0.9.
+    assert 0.5 < measured < 0.7
+    assert threshold == drift_draft.MAX_PROPOSED
+    assert 'first and second halves of 600 sampled rows' in plan.reason
+
+
+def test_init_measures_random_halves_only_when_the_rows_are_ordered_by_the_label(tmp_path):
+    from asynctrain.pipelines.init import drift_draft
+
+    rng = random.Random(1)
+    # Sorted by the label: file order says nothing of days, so `region`, which follows the
+    # label, is judged on random halves (where it does not move) and keeps the default.
+    rows = [
+        ('north' if rng.random() < (0.8 if label == 'a' else 0.2) else 'south', 50.0, label)
+        for label in ('a', 'b')
+        for _ in range(300)
+    ]
+    sample, schema = _drift_sample(tmp_path, rows)
+    plan = drift_draft.plan_drift(sample, schema, 'label')
+
+    assert 'the rows are ordered' in plan.reason
+    assert plan.features == {}
+
+
+def test_init_keeps_the_defaults_on_too_few_rows(tmp_path):
+    from asynctrain.pipelines.init import drift_draft
+
+    rows = [('north', 1.0, 'a'), ('south', 2.0, 'b')] * 50
+    sample, schema = _drift_sample(tmp_path, rows)
+    plan = drift_draft.plan_drift(sample, schema, 'label')
+
+    assert plan.features == {}
+    assert plan.reason == '100 rows: too few to measure how the data varies; the defaults apply'
