@@ -41,7 +41,8 @@ def examples_dir(config, work_dir: str) -> str:
         return examples
     import apache_beam as beam
 
-    from asynctrain.components.example_gen import csv_dialect, csv_source, feature_types
+    from asynctrain.components.example_gen import csv_dialect, csv_source
+    from asynctrain.components.shared import feature_types
     from asynctrain.pipelines import pipeline
 
     examples = os.path.join(work_dir, 'examples')

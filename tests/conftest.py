@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 
-from asynctrain.components import tf_environment
+from asynctrain.components.shared import tf_environment
 
 tf_environment.configure()
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')

@@ -15,6 +15,9 @@ Reports, and exits 1 on any of the first three:
   `asynctrain/components/trainer/training/` imports neither `asynctrain.components.trainer.cluster`
   nor `asynctrain.components.trainer.kubernetes`, and `asynctrain/components/trainer/cluster/`
   never imports `asynctrain.components.trainer.kubernetes`;
+- imports from one component into another: a module of `asynctrain.components.X` imports
+  another component's modules only through the shared home, `asynctrain.components.shared`, and
+  the shared home imports no component;
 - modules of `asynctrain.components` and `asynctrain.pipelines` over `--max-lines` lines (450;
   every line counts, blank and comment lines too, since they are read as well);
 - and, as information only, every scanned module over `--warn-lines` lines (400).
@@ -50,6 +53,9 @@ DIRECTION_RULES = (
     ('asynctrain.components.trainer.training', 'asynctrain.components.trainer.kubernetes'),
     ('asynctrain.components.trainer.cluster', 'asynctrain.components.trainer.kubernetes'),
 )
+# Below the components, code more than one of them reads; the one way between components.
+COMPONENTS = 'asynctrain.components'
+SHARED = 'asynctrain.components.shared'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,6 +224,13 @@ def _in_package(module: str, package: str) -> bool:
     return module == package or module.startswith(package + '.')
 
 
+def _component(module: str) -> str | None:
+    """The component package (or the shared home) `module` lies in; None outside them."""
+    if not module.startswith(COMPONENTS + '.'):
+        return None
+    return '.'.join(module.split('.')[: COMPONENTS.count('.') + 2])
+
+
 def _count_lines(path: str) -> int:
     with open(path, encoding='utf-8') as f:
         return sum(1 for _ in f)
@@ -247,6 +260,12 @@ def check(
                     f'{modules[edge.source]}:{edge.line}: {edge.source} imports {edge.target} '
                     f'({importer} must not import {forbidden})'
                 )
+        source, target = _component(edge.source), _component(edge.target)
+        if source and target and source != target and target != SHARED:
+            violations.append(
+                f'{modules[edge.source]}:{edge.line}: {edge.source} imports {edge.target} '
+                f'(a component imports another only through {SHARED})'
+            )
     sizes = {path: _count_lines(os.path.join(root, path)) for path in modules.values()}
     oversized = sorted(
         (path, sizes[path])

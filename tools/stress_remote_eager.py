@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from asynctrain.components import tf_environment
+from asynctrain.components.shared import tf_environment
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Lines that mark the flake (or its consequences) in a run's output.

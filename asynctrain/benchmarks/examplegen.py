@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from asynctrain.components import tf_environment
+from asynctrain.components.shared import tf_environment
 from asynctrain.pipelines.config import BUNDLED_SCHEMAS
 
 TAXI_CSV = ('tfx', 'examples', 'chicago_taxi_pipeline', 'data', 'simple', 'data.csv')
@@ -152,7 +152,7 @@ def _raw_limit(csv_path: str, output_dir: str) -> None:
     from pyarrow import csv as pa_csv  # pylint: disable=g-import-not-at-top
     from tfx_bsl.coders import example_coder  # pylint: disable=g-import-not-at-top
 
-    from asynctrain.components.example_gen import feature_types  # pylint: disable=g-import-not-at-top
+    from asynctrain.components.shared import feature_types  # pylint: disable=g-import-not-at-top
 
     types = feature_types.column_types_from_schema(feature_types.load_schema(SCHEMA))
     arrow_types = {

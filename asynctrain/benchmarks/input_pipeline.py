@@ -9,13 +9,13 @@ The pipeline's ExampleBatcher writer then rewrites them once, shuffled and pre-b
 record a `tf.Example` holding 256 examples column by column); its disk size and write time are
 reported, and it is checked to read back as the same examples, every value equal.
 
-The same model (`asynctrain.components.trainer.model`, the Trainer's default widths) trains the same number
+The same model (`asynctrain.components.trainer.training.model`, the Trainer's default widths) trains the same number
 of steps at the same batch size (`--batch-size`, by default the Trainer's default, 2048), fed by:
 
 1. `upper_bound`: one parsed batch held in memory, fed to every step: no I/O, no parsing, no
    iterator, no indexing. Our step in a `tf.function` running `steps_per_execution` steps per
    call.
-2. `ours`: the Trainer's per-worker dataset (`asynctrain.components.trainer.data.make_dataset`, defaults of
+2. `ours`: the Trainer's per-worker dataset (`asynctrain.components.trainer.training.data.make_dataset`, defaults of
    `InputConfig`, no cache) over the pre-batched examples, as the pipeline feeds it, timed from
    the first batch of the first epoch, feeding that same step function.
 2b. `ours_cached`: the same with `input.cache: memory`, timed after one full epoch (which parses
@@ -302,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
         if transform_output
         else f'transforming {args.sample_rows:,} taxi rows, resampling to {args.examples:,} examples'
     )
-    from asynctrain.components import tf_environment
+    from asynctrain.components.shared import tf_environment
     from asynctrain.components.trainer.training import data as data_lib
 
     # As the Trainer traces its step: AutoGraph leaves tf-keras' own code unconverted, for every

@@ -216,7 +216,7 @@ class BatchedExamples:
 
 def write_batched_examples(data: TransformedExamples, output_dir: str, task) -> BatchedExamples:
     """Both splits of `data` written as the pipeline's ExampleBatcher writes them."""
-    from asynctrain.components.example_batcher import columnar_records
+    from asynctrain.components.shared import columnar_records
     from asynctrain.components.trainer.training import data as data_lib
 
     started = time.monotonic()
@@ -242,7 +242,7 @@ def same_examples(data: TransformedExamples, batched: BatchedExamples, task) -> 
     same multiset of examples, every feature value equal, as the source split."""
     import numpy as np
 
-    from asynctrain.components.example_batcher import columnar_records
+    from asynctrain.components.shared import columnar_records
     from asynctrain.components.trainer.training import data as data_lib
 
     spec = task.schema.feature_spec

@@ -43,7 +43,7 @@ import time
 from collections.abc import Sequence
 
 from asynctrain.benchmarks import memory, report
-from asynctrain.components import tf_environment
+from asynctrain.components.shared import tf_environment
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'pipeline')
 DEFAULT_ROWS = 15000

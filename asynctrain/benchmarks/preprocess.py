@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from asynctrain.benchmarks import examplegen, report
-from asynctrain.components import console
+from asynctrain.components.shared import console
 
 DEFAULT_ROWS = 100_000
 DEFAULT_OUTPUT = os.path.join('bench_out', 'preprocess')
@@ -88,7 +88,8 @@ def _example_gen(input_dir: str, output_dir: str, parquet: bool):
 def _batch(examples, transform_graph: str, output_dir: str, transform: bool) -> str:
     from tfx.types import standard_artifacts
 
-    from asynctrain.components.example_batcher import columnar_records, executor, spec
+    from asynctrain.components.example_batcher import executor, spec
+    from asynctrain.components.shared import columnar_records
 
     graph = standard_artifacts.TransformGraph()
     graph.uri = transform_graph
@@ -159,7 +160,7 @@ def records_equal(ours: np.ndarray, theirs: np.ndarray) -> bool:
 
 
 def split_rows(records_uri: str, split: str, feature_spec) -> np.ndarray:
-    from asynctrain.components.example_batcher import columnar_records
+    from asynctrain.components.shared import columnar_records
 
     label = sorted(feature_spec)[0]
     parts: dict[str, list[np.ndarray]] = {name: [] for name in feature_spec}

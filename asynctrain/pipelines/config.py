@@ -1,7 +1,7 @@
 """The pipeline's typed configuration: one frozen dataclass, loaded from YAML and validated once.
 
 `asynctrain run --config FILE` reads a YAML mapping whose keys are the fields below (nested
-sections for nested dataclasses) with the project's one config loader (`asynctrain.components.yaml_config`).
+sections for nested dataclasses) with the project's one config loader (`asynctrain.components.shared.yaml_config`).
 Unknown keys, wrong types and out-of-range values fail before any work starts, with an error
 naming the file and the field, e.g. `config.yaml: trainer.training.batch_size: expected int`.
 """
@@ -15,8 +15,9 @@ import os
 import pathlib
 from typing import Any
 
-from asynctrain.components import yaml_config
-from asynctrain.components.trainer.config import REGRESSION_LOSSES, TASK_TYPES, TrainerConfig
+from asynctrain.components.shared import yaml_config
+from asynctrain.components.shared.tasks import REGRESSION_LOSSES, TASK_TYPES
+from asynctrain.components.trainer.config import TrainerConfig
 
 # The bundled datasets' schema and feature configs, package data of the installed `asynctrain`
 # (a folder on disk: the package is never imported from a zip).

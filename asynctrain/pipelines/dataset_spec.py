@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from asynctrain.components import yaml_config
+from asynctrain.components.shared import yaml_config
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.pipelines.config import PipelineConfig
 

@@ -21,8 +21,8 @@ from tfx.dsl.components.base.base_beam_component import BaseBeamComponent
 from tfx.orchestration import metadata
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
-from asynctrain.components import console
 from asynctrain.components.example_gen.spec import ROWS_RECORD_ATTRIBUTE
+from asynctrain.components.shared import console
 from asynctrain.pipelines import run_summary
 from asynctrain.pipelines.config import PipelineConfig
 from asynctrain.pipelines.pipeline import create_pipeline

@@ -18,8 +18,8 @@ from typing import Any
 from ml_metadata.proto import metadata_store_pb2
 from tfx.orchestration import metadata
 
-from asynctrain.components.drift_validator import spec as drift_spec
 from asynctrain.components.latest_blessed_model.spec import PUSHED_MODEL_PROPERTY
+from asynctrain.components.shared import drift_properties
 from asynctrain.components.trainer.training.run_files import REPORT_FILE
 from asynctrain.pipelines.config import PipelineConfig
 
@@ -136,10 +136,10 @@ def drift_verdict(get_property: Callable[[str], Any]) -> dict[str, Any]:
     properties, read by name with `get_property` (None when absent): from MLMD here, from the
     executor output's metadata in a compiled run."""
     return {
-        'first_run': bool(get_property(drift_spec.FIRST_RUN_PROPERTY)),
-        'drifted': json.loads(get_property(drift_spec.DRIFTED_FEATURES_PROPERTY) or '[]'),
-        'accepted': json.loads(get_property(drift_spec.ACCEPTED_FEATURES_PROPERTY) or '[]'),
-        'compared_with': get_property(drift_spec.COMPARED_WITH_PROPERTY) or '',
+        'first_run': bool(get_property(drift_properties.FIRST_RUN_PROPERTY)),
+        'drifted': json.loads(get_property(drift_properties.DRIFTED_FEATURES_PROPERTY) or '[]'),
+        'accepted': json.loads(get_property(drift_properties.ACCEPTED_FEATURES_PROPERTY) or '[]'),
+        'compared_with': get_property(drift_properties.COMPARED_WITH_PROPERTY) or '',
     }
 
 

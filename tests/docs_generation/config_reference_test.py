@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from asynctrain.components import yaml_config
+from asynctrain.components.shared import yaml_config
 from asynctrain.docs_generation import config_reference
 from asynctrain.pipelines.config import PipelineConfig
 

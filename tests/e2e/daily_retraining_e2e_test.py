@@ -19,7 +19,7 @@ import tensorflow_model_analysis as tfma
 from tensorflow_data_validation.utils import anomalies_util
 from tfx.components.example_gen import utils as example_gen_utils
 
-from asynctrain.components import model_statistics
+from asynctrain.components.shared import model_statistics
 from asynctrain.pipelines.config import bundled_data_dir, load_config
 from asynctrain.pipelines.local_runner import PipelineRunError, run_local
 

@@ -36,7 +36,7 @@ import yaml
 
 from asynctrain.components.example_gen import csv_dialect, csv_source
 from asynctrain.components.example_gen import spec as example_gen_spec
-from asynctrain.components.example_gen.feature_types import column_types_from_schema, load_schema
+from asynctrain.components.shared.feature_types import column_types_from_schema, load_schema
 from asynctrain.pipelines import cli, run_summary
 from asynctrain.pipelines.config import load_config
 from tests.e2e.e2e_helpers import (

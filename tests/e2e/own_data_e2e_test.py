@@ -28,7 +28,7 @@ from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from asynctrain.components.example_gen import spec as example_gen_spec
-from asynctrain.components.example_gen.feature_types import load_schema
+from asynctrain.components.shared.feature_types import load_schema
 from asynctrain.pipelines import cli, run_summary
 from asynctrain.pipelines.config import load_config
 from tests.e2e.e2e_helpers import (

@@ -24,7 +24,7 @@ from asynctrain.components.example_gen import (
     example_encoder,
     split_assignment,
 )
-from asynctrain.components.example_gen.feature_types import (
+from asynctrain.components.shared.feature_types import (
     column_types_from_schema,
     load_schema,
     resolve_column_types,

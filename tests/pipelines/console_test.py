@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-from asynctrain.components import console
+from asynctrain.components.shared import console
 from asynctrain.pipelines.local_runner import ComponentProgress
 
 NOISY_LOG = """\

@@ -148,7 +148,7 @@ def test_file_that_vanishes_mid_run_fails_naming_it(stage, corpus_input, tmp_pat
     """A file that vanishes mid-run: the run fails naming the file, with no summary written"""
     import apache_beam as beam
 
-    from asynctrain.components.example_gen import feature_types
+    from asynctrain.components.shared import feature_types
 
     input_dir = corpus_input('long_field.csv', 'wrong_column_count.csv')
     victim = os.path.join(input_dir, 'long_field.csv')

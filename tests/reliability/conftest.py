@@ -76,7 +76,8 @@ def convert(tmp_path):
     def run(input_dir: str, chunk_bytes: int = 64, name: str = 'out') -> tuple[str, dict]:
         import apache_beam as beam
 
-        from asynctrain.components.example_gen import csv_source, feature_types
+        from asynctrain.components.example_gen import csv_source
+        from asynctrain.components.shared import feature_types
 
         out = tmp_path / name
         config = csv_source.CsvSourceConfig(

@@ -56,8 +56,8 @@ def test_feature_config_refuses_python_object_tag(tmp_path):
 
 def test_tfjob_values_refuse_python_object_tag(tmp_path):
     """YAML !!python/object tag in the TFJob values file: refused, nothing executed"""
+    from asynctrain.components.shared.yaml_config import ConfigError
     from asynctrain.components.trainer.kubernetes.values import load_tfjob_settings
-    from asynctrain.components.yaml_config import ConfigError
 
     sentinel = tmp_path / 'pwned'
     values = (REPO / 'asynctrain' / 'kubeflow' / 'tfjob-values.yaml').read_text()

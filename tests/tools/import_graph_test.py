@@ -1,6 +1,6 @@
 """`tools/import_graph.py`: the repository has no import cycle, keeps its layers (components below
-pipelines, the trainer's one direction) and no oversized module; on a synthetic package it
-reports exactly the planted faults."""
+pipelines, the trainer's one direction, one component reaching another only through the shared
+home) and no oversized module; on a synthetic package it reports exactly the planted faults."""
 
 import importlib.util
 import pathlib
@@ -148,7 +148,7 @@ def test_a_component_importing_the_pipeline_layer_or_a_benchmark_is_reported(gra
         tmp_path,
         {
             'asynctrain/components/__init__.py': '',
-            'asynctrain/components/console.py': 'import os\n',
+            'asynctrain/components/shared/console.py': 'import os\n',
             'asynctrain/components/trainer/__init__.py': '',
             # What the trainer's CLI once did: the console from the pipeline layer.
             'asynctrain/components/trainer/cli.py': 'from asynctrain.pipelines import console\n',
@@ -158,9 +158,9 @@ def test_a_component_importing_the_pipeline_layer_or_a_benchmark_is_reported(gra
                     return report
             """,
             'asynctrain/pipelines/__init__.py': '',
-            'asynctrain/pipelines/console.py': 'from asynctrain.components.console import *\n',
+            'asynctrain/pipelines/console.py': 'from asynctrain.components.shared.console import *\n',
             # The layers' allowed direction: pipelines and benchmarks import asynctrain.components.
-            'asynctrain/pipelines/run.py': 'from asynctrain.components import console\n',
+            'asynctrain/pipelines/run.py': 'from asynctrain.components.shared import console\n',
             'asynctrain/benchmarks/__init__.py': '',
             'asynctrain/benchmarks/report.py': 'from asynctrain.components.trainer import cli\n',
         },
@@ -173,5 +173,58 @@ def test_a_component_importing_the_pipeline_layer_or_a_benchmark_is_reported(gra
         '(asynctrain.components must not import asynctrain.pipelines)',
         'asynctrain/components/trainer/executor.py:2: asynctrain.components.trainer.executor imports asynctrain.benchmarks.report '
         '(asynctrain.components must not import asynctrain.benchmarks)',
+    ]
+    assert not report.ok
+
+
+def test_a_component_importing_another_except_through_the_shared_home_is_reported(graph, tmp_path):
+    _write(
+        tmp_path,
+        {
+            'asynctrain/__init__.py': '',
+            'asynctrain/components/__init__.py': '',
+            'asynctrain/components/shared/__init__.py': '',
+            'asynctrain/components/shared/columnar_records.py': 'import os\n',
+            # The shared home reaching up into a component.
+            'asynctrain/components/shared/tasks.py': (
+                'from asynctrain.components.trainer import config\n'
+            ),
+            'asynctrain/components/example_batcher/__init__.py': '',
+            'asynctrain/components/example_batcher/records.py': 'import os\n',
+            'asynctrain/components/example_batcher/executor.py': (
+                'from asynctrain.components.shared import columnar_records\n'
+                'from asynctrain.components.example_batcher import records\n'
+            ),
+            'asynctrain/components/trainer/__init__.py': '',
+            'asynctrain/components/trainer/config.py': 'import os\n',
+            # What the Trainer once did: the record format from the ExampleBatcher's folder; the
+            # same format through the shared home is the allowed way.
+            'asynctrain/components/trainer/training/__init__.py': '',
+            'asynctrain/components/trainer/training/data.py': """\
+                from asynctrain.components.shared import columnar_records
+
+                def read():
+                    from asynctrain.components.example_batcher import records
+                    return records, columnar_records
+            """,
+            # The pipeline layer may import any component.
+            'asynctrain/pipelines/__init__.py': '',
+            'asynctrain/pipelines/pipeline.py': (
+                'from asynctrain.components.example_batcher import executor\n'
+                'from asynctrain.components.trainer import config\n'
+            ),
+        },
+    )
+
+    report = graph.check(str(tmp_path))
+
+    assert report.direction_violations == [
+        'asynctrain/components/shared/tasks.py:1: asynctrain.components.shared.tasks imports '
+        'asynctrain.components.trainer.config '
+        '(a component imports another only through asynctrain.components.shared)',
+        'asynctrain/components/trainer/training/data.py:4: '
+        'asynctrain.components.trainer.training.data imports '
+        'asynctrain.components.example_batcher.records '
+        '(a component imports another only through asynctrain.components.shared)',
     ]
     assert not report.ok

@@ -20,6 +20,7 @@ from tfx.types import artifact_utils
 from tfx.utils import io_utils, path_utils, writer_utils
 
 from asynctrain.components.drift_validator import comparison, spec
+from asynctrain.components.shared import drift_properties
 
 
 def _serving_model_dir(model: types.Artifact) -> str:
@@ -27,8 +28,8 @@ def _serving_model_dir(model: types.Artifact) -> str:
 
 
 _FIRST_RUN_REASONS = {
-    spec.NO_MODEL: 'no model pushed yet',
-    spec.NO_MODEL_STATISTICS: (
+    drift_properties.NO_MODEL: 'no model pushed yet',
+    drift_properties.NO_MODEL_STATISTICS: (
         'the served model carries no statistics of its training data (pushed before models '
         f'kept them in {spec.MODEL_STATISTICS_PATH})'
     ),
@@ -42,15 +43,15 @@ def model_statistics_path(model: types.Artifact) -> str:
 
 def baseline_statistics(model: types.Artifact | None) -> tuple[str, str]:
     """(path of the served model's statistics, '') or ('', why there are none to compare with:
-    `spec.NO_MODEL` or `spec.NO_MODEL_STATISTICS`)."""
+    `drift_properties.NO_MODEL` or `drift_properties.NO_MODEL_STATISTICS`)."""
     if model is None:
-        return '', spec.NO_MODEL
+        return '', drift_properties.NO_MODEL
     path = model_statistics_path(model)
     if fileio.exists(path):
         return path, ''
     if tf.saved_model.contains_saved_model(_serving_model_dir(model)):
-        return '', spec.NO_MODEL_STATISTICS
-    return '', spec.NO_MODEL
+        return '', drift_properties.NO_MODEL_STATISTICS
+    return '', drift_properties.NO_MODEL
 
 
 def split_accepted(
@@ -153,15 +154,21 @@ class Executor(base_executor.BaseExecutor):
         )
         writer_utils.write_anomalies(anomalies_path, result.anomalies)
         anomalies.set_string_custom_property(
-            spec.DRIFTED_FEATURES_PROPERTY, json.dumps([_as_json(drift) for drift in unaccepted])
+            drift_properties.DRIFTED_FEATURES_PROPERTY,
+            json.dumps([_as_json(drift) for drift in unaccepted]),
         )
         anomalies.set_string_custom_property(
-            spec.ACCEPTED_FEATURES_PROPERTY, json.dumps([drift.feature for drift in accepted])
+            drift_properties.ACCEPTED_FEATURES_PROPERTY,
+            json.dumps([drift.feature for drift in accepted]),
         )
-        anomalies.set_string_custom_property(spec.COMPARED_WITH_PROPERTY, compared_with)
-        anomalies.set_int_custom_property(spec.FIRST_RUN_PROPERTY, int(result.first_run))
-        anomalies.set_string_custom_property(spec.FIRST_RUN_REASON_PROPERTY, first_run_reason)
-        anomalies.set_int_custom_property(spec.BLOCKING_PROPERTY, int(bool(unaccepted)))
+        anomalies.set_string_custom_property(drift_properties.COMPARED_WITH_PROPERTY, compared_with)
+        anomalies.set_int_custom_property(
+            drift_properties.FIRST_RUN_PROPERTY, int(result.first_run)
+        )
+        anomalies.set_string_custom_property(
+            drift_properties.FIRST_RUN_REASON_PROPERTY, first_run_reason
+        )
+        anomalies.set_int_custom_property(drift_properties.BLOCKING_PROPERTY, int(bool(unaccepted)))
 
         if result.first_run:
             logging.info(

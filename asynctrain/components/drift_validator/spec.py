@@ -1,11 +1,11 @@
-"""The contract of DriftValidator: its inputs, parameters, output, the properties it records on
-the output and where a model carries the statistics of its training data. Every key lives here,
-once."""
+"""The contract of DriftValidator: its inputs, parameters, output and where a model carries the
+statistics of its training data. Every key lives here, once; the properties it records on its
+output, which the Evaluator and the runners read too, live in `shared.drift_properties`."""
 
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
 
-from asynctrain.components import model_statistics
+from asynctrain.components.shared import model_statistics
 
 STATISTICS_KEY = standard_component_specs.STATISTICS_KEY
 SCHEMA_KEY = standard_component_specs.SCHEMA_KEY
@@ -21,14 +21,14 @@ ACTION_KEY = 'action'
 ACCEPTED_FEATURES_KEY = 'accepted_features'
 
 # What unaccepted drift does: stop the run (the executor fails after writing its output), or
-# let it go on and have the Evaluator withhold its blessing (`BLOCKING_PROPERTY`).
+# let it go on and have the Evaluator withhold its blessing (`drift_properties.BLOCKING_PROPERTY`).
 STOP = 'stop'
 NO_PUSH = 'no_push'
 ACTIONS = (STOP, NO_PUSH)
 ACCEPT_ALL = 'all'
 
 # The split compared (what the model trains on), and where a model carries the statistics of
-# its training data relative to its serving model directory (`asynctrain.components.model_statistics`).
+# its training data relative to its serving model directory (`asynctrain.components.shared.model_statistics`).
 SPLIT = model_statistics.SPLIT
 MODEL_STATISTICS_PATH = model_statistics.MODEL_STATISTICS_PATH
 # A stopped run's anomalies are also written beside the output, in `<output uri>` + this: TFX's
@@ -36,23 +36,6 @@ MODEL_STATISTICS_PATH = model_statistics.MODEL_STATISTICS_PATH
 STOPPED_SUFFIX = '-stopped'
 # The output's file in each split directory, as ExampleValidator names it (TFDV's Anomalies).
 ANOMALIES_FILE_NAME = 'SchemaDiff.pb'
-
-# Custom properties of the output:
-# JSON list of {feature, comparator, distance, threshold, absent_from}, unaccepted drift only
-# (distance null for a feature absent on one side; see `comparison.Drift`).
-DRIFTED_FEATURES_PROPERTY = 'drifted_features'
-# JSON list of the names of the drifted features accepted for this run.
-ACCEPTED_FEATURES_PROPERTY = 'accepted_features'
-# The previous statistics compared with ('' on a first run).
-COMPARED_WITH_PROPERTY = 'compared_with'
-# 1 when there was nothing to compare with, 0 otherwise.
-FIRST_RUN_PROPERTY = 'first_run'
-# Why a first run: '' when compared, `NO_MODEL` or `NO_MODEL_STATISTICS`.
-FIRST_RUN_REASON_PROPERTY = 'first_run_reason'
-NO_MODEL = 'no_model'  # no model pushed yet (or no baseline_model input)
-NO_MODEL_STATISTICS = 'no_model_statistics'  # pushed before models carried their statistics
-# 1 when unaccepted drift exists: the Evaluator withholds its blessing under `NO_PUSH`.
-BLOCKING_PROPERTY = 'blocking'
 
 
 class DriftValidatorSpec(ComponentSpec):

@@ -20,8 +20,8 @@ from tfx.components.evaluator import executor as evaluator_executor
 from tfx.types import artifact_utils
 from tfx.utils import io_utils, json_utils, path_utils, proto_utils
 
-from asynctrain.components.drift_validator import spec as drift_spec
 from asynctrain.components.evaluator import metrics, results, scoring, spec
+from asynctrain.components.shared import drift_properties
 
 
 def check_model_specs(eval_config: tfma.EvalConfig) -> None:
@@ -191,11 +191,12 @@ def _blocking_drift(anomalies: Sequence[types.Artifact]) -> list[str]:
     features = []
     for artifact in anomalies:
         # Read whatever its value type: through KFP's artifact metadata an int comes back a float.
-        if artifact.has_custom_property(drift_spec.BLOCKING_PROPERTY) and int(
-            artifact.get_custom_property(drift_spec.BLOCKING_PROPERTY)
+        if artifact.has_custom_property(drift_properties.BLOCKING_PROPERTY) and int(
+            artifact.get_custom_property(drift_properties.BLOCKING_PROPERTY)
         ):
             drifts = json.loads(
-                artifact.get_string_custom_property(drift_spec.DRIFTED_FEATURES_PROPERTY) or '[]'
+                artifact.get_string_custom_property(drift_properties.DRIFTED_FEATURES_PROPERTY)
+                or '[]'
             )
             features += [drift['feature'] for drift in drifts]
     return features

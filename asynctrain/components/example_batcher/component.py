@@ -9,8 +9,9 @@ from __future__ import annotations
 from tfx.dsl.components.base import base_component, executor_spec
 from tfx.types import channel, standard_artifacts
 
-from asynctrain.components.example_batcher import columnar_records, executor
+from asynctrain.components.example_batcher import executor
 from asynctrain.components.example_batcher.spec import ExampleBatcherSpec
+from asynctrain.components.shared import columnar_records
 
 
 class ExampleBatcher(base_component.BaseComponent):

@@ -12,7 +12,7 @@ them with protobuf's own serialization).
 Wire format (tensorflow/core/example/example.proto, feature.proto): Example.features = 1;
 Features.feature = 1, a map whose entries are key = 1, value = 2; Feature is one of
 bytes_list = 1, float_list = 2, int64_list = 3; each list's values are field 1, packed for floats
-(little-endian float32) and int64s (varints, `asynctrain/components/protobuf_varints`), one field per value
+(little-endian float32) and int64s (varints, `asynctrain/components/shared/protobuf_varints`), one field per value
 for bytes. The ExampleGen's encoder (`example_gen/example_encoder.py`) writes one example per row
 from Arrow columns with missing cells; this one writes many examples per record from dense
 NumPy columns.
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from asynctrain.components.protobuf_varints import put_varints, varint, varint_sizes
+from asynctrain.components.shared.protobuf_varints import put_varints, varint, varint_sizes
 
 _LENGTH_DELIMITED = {1: b'\x0a', 2: b'\x12', 3: b'\x1a'}  # field number -> tag (wire type 2)
 _BYTES_LIST, _FLOAT_LIST, _INT64_LIST = 1, 2, 3

@@ -12,7 +12,8 @@ from tfx import types
 from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 
-from asynctrain.components.example_batcher import columnar_records, spec
+from asynctrain.components.example_batcher import spec
+from asynctrain.components.shared import columnar_records
 
 
 class Executor(base_executor.BaseExecutor):

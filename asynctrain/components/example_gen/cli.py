@@ -15,7 +15,8 @@ import time
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from asynctrain.components.example_gen import csv_dialect, csv_source, dead_letter, feature_types
+from asynctrain.components.example_gen import csv_dialect, csv_source, dead_letter
+from asynctrain.components.shared import feature_types
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

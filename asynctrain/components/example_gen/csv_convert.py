@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from pyarrow import csv as pa_csv
 
 from asynctrain.components.example_gen import compression, csv_dialect, csv_records
-from asynctrain.components.example_gen.feature_types import ARROW_TYPES, ColumnType
+from asynctrain.components.shared.feature_types import ARROW_TYPES, ColumnType
 
 _ARROW_BLOCK_BYTES = 4 << 20
 

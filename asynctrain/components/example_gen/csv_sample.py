@@ -18,15 +18,10 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from asynctrain.components.example_gen import (
-    compression,
-    csv_convert,
-    csv_dialect,
-    csv_records,
-    feature_types,
-)
-from asynctrain.components.example_gen.feature_types import ColumnType
-from asynctrain.components.yaml_config import ConfigError
+from asynctrain.components.example_gen import compression, csv_convert, csv_dialect, csv_records
+from asynctrain.components.shared import feature_types
+from asynctrain.components.shared.feature_types import ColumnType
+from asynctrain.components.shared.yaml_config import ConfigError
 
 # Enough rows to see every class of a label and the spread of a column; a larger input is read
 # from its first files up to this many rows.

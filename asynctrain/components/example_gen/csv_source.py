@@ -41,12 +41,12 @@ from asynctrain.components.example_gen import (
     dead_letter,
     decoded_columns,
     example_encoder,
-    feature_types,
     split_assignment,
     split_statistics,
     tfrecord_writer,
 )
-from asynctrain.components.example_gen.feature_types import ColumnType
+from asynctrain.components.shared import feature_types
+from asynctrain.components.shared.feature_types import ColumnType
 
 # 8 MB of CSV is ~65k taxi rows: large enough that per-chunk costs vanish, small enough that a
 # chunk's buffers (about 10x its size at peak) stay in the low hundreds of MB.

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from asynctrain.components.example_gen.feature_types import ColumnType
+from asynctrain.components.shared.feature_types import ColumnType
 
 # Arrow types as TFXIO decodes tf.Example features (large lists of int64, float32, bytes).
 DECODED_TYPES = {

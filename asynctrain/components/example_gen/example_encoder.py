@@ -17,8 +17,8 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from asynctrain.components.example_gen.feature_types import ColumnType
-from asynctrain.components.protobuf_varints import put_varints, varint, varint_sizes
+from asynctrain.components.shared.feature_types import ColumnType
+from asynctrain.components.shared.protobuf_varints import put_varints, varint, varint_sizes
 
 # tf.train.Feature field tags: bytes_list = 1, float_list = 2, int64_list = 3 (wire type 2).
 _BYTES_LIST_TAG, _FLOAT_LIST_TAG, _INT64_LIST_TAG = 0x0A, 0x12, 0x1A

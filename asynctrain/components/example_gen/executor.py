@@ -33,10 +33,10 @@ from asynctrain.components.example_gen import (
     csv_source,
     dead_letter,
     decoded_columns,
-    feature_types,
     serialized_examples,
     spec,
 )
+from asynctrain.components.shared import feature_types
 
 
 def dialect_from_exec_properties(exec_properties: dict[str, Any]) -> csv_dialect.CsvDialect:

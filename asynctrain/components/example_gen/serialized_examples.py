@@ -16,7 +16,7 @@ from asynctrain.components.example_gen import (
     dead_letter,
     example_encoder,
 )
-from asynctrain.components.example_gen.feature_types import ColumnType
+from asynctrain.components.shared.feature_types import ColumnType
 
 
 class _ChunkToExamples(beam.DoFn):

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from asynctrain.components.example_gen import example_encoder
-from asynctrain.components.example_gen.feature_types import ColumnType
+from asynctrain.components.shared.feature_types import ColumnType
 
 
 def bucket_bounds(hash_buckets: Sequence[int]) -> np.ndarray:

@@ -29,7 +29,7 @@ log.
 
 from __future__ import annotations
 
-from asynctrain.components import tf_environment
+from asynctrain.components.shared import tf_environment
 
 tf_environment.configure()  # Before TensorFlow is imported anywhere in the process.
 
@@ -42,7 +42,7 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 
 # Shared with `asynctrain run` (stdlib only): fd 2 to the log, and the log's lines that matter.
-from asynctrain.components import console  # noqa: E402
+from asynctrain.components.shared import console  # noqa: E402
 from asynctrain.components.trainer import config as config_lib  # noqa: E402
 from asynctrain.components.trainer import train_arguments  # noqa: E402
 from asynctrain.components.trainer.cluster import servers as cluster_lib  # noqa: E402

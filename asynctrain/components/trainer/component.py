@@ -67,7 +67,7 @@ class Trainer(base_component.BaseComponent):
           config: The training configuration; defaults to `TrainerConfig()`.
           base_model: Optional Model (e.g. the latest blessed one) to warm-start from.
           statistics: Optional ExampleStatistics of the examples' raw data: its train split's
-            statistics are copied into the exported model (`asynctrain.components.model_statistics`), so
+            statistics are copied into the exported model (`asynctrain.components.shared.model_statistics`), so
             that a later run can compare its data with what this model was trained on.
         """
         config = config or config_lib.TrainerConfig()

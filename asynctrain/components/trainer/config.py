@@ -1,7 +1,7 @@
 """`TrainerConfig`: everything the Trainer can be told, as frozen dataclasses.
 
 It is loaded from YAML (the `trainer:` key of the pipeline config, or that section alone) by the
-project's one config loader, `asynctrain.components.yaml_config`, so the fields are plain: str, int, float,
+project's one config loader, `asynctrain.components.shared.yaml_config`, so the fields are plain: str, int, float,
 bool, tuples and Optional. Every field has a default; each section validates itself once, on
 construction, raising a `yaml_config.ConfigError` that names the field path and the allowed values.
 """
@@ -11,16 +11,12 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from asynctrain.components import yaml_config
+from asynctrain.components.shared import yaml_config
+from asynctrain.components.shared.tasks import REGRESSION_LOSSES, TASK_TYPES
 
 OPTIMIZERS = ('adagrad', 'adam', 'sgd')
 CACHE_MODES = ('none', 'memory', 'file')
 CLUSTER_MODES = ('in_process', 'local_processes', 'tf_config', 'tfjob')
-TASK_TYPES = ('binary', 'multiclass', 'regression')
-# The vocabulary a multiclass label's ids index (Transform's `vocab_filename`): its order is the
-# class order the Trainer trains and serves.
-LABEL_VOCABULARY = 'label_classes'
-REGRESSION_LOSSES = ('mse', 'huber')
 PARTITIONERS = ('fixed_shards', 'min_shard_size')
 # tf.data.AUTOTUNE, spelled as the plain integer tf.data uses, so the config needs no TensorFlow.
 AUTOTUNE = -1

@@ -14,7 +14,7 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
-from asynctrain.components import model_statistics
+from asynctrain.components.shared import model_statistics
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer import spec
 

@@ -12,7 +12,7 @@ TRANSFORM_GRAPH_KEY = standard_component_specs.TRANSFORM_GRAPH_KEY
 SCHEMA_KEY = standard_component_specs.SCHEMA_KEY
 BASE_MODEL_KEY = standard_component_specs.BASE_MODEL_KEY
 # Optional: the training data's statistics (StatisticsGen's), carried in the exported model
-# (`asynctrain.components.model_statistics`) so that a later run can compare its data with them.
+# (`asynctrain.components.shared.model_statistics`) so that a later run can compare its data with them.
 STATISTICS_KEY = standard_component_specs.STATISTICS_KEY
 MODEL_KEY = standard_component_specs.MODEL_KEY
 MODEL_RUN_KEY = standard_component_specs.MODEL_RUN_KEY

@@ -12,7 +12,7 @@ from typing import Any
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from asynctrain.components import yaml_config
+from asynctrain.components.shared import yaml_config
 
 # A `feature_config.FeatureSpec` (not imported: feature_config imports this module).
 FeatureSpec = Any

@@ -1,7 +1,7 @@
 """The feature configuration (`asynctrain/schemas/<dataset>/features.yaml`): the label and how each raw feature
 is preprocessed.
 
-It is read through the project's one loader (`asynctrain.components.yaml_config`) and validated against the
+It is read through the project's one loader (`asynctrain.components.shared.yaml_config`) and validated against the
 dataset's schema once, when a pipeline is built, so that an unknown feature, an unsupported
 transform or a label the data cannot give fails before any work starts, with an error naming the
 file and the field.
@@ -24,11 +24,11 @@ from typing import Any
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from asynctrain.components import yaml_config
+from asynctrain.components.shared import yaml_config
 
 # The one schema reader lives with ExampleGen; `feature_config.load_schema` is the same function.
-from asynctrain.components.example_gen.feature_types import load_schema
-from asynctrain.components.trainer.config import REGRESSION_LOSSES, TASK_TYPES
+from asynctrain.components.shared.feature_types import load_schema
+from asynctrain.components.shared.tasks import REGRESSION_LOSSES, TASK_TYPES
 from asynctrain.components.transform import datetime_spec
 from asynctrain.components.transform.datetime_spec import (  # noqa: F401
     DATE_FORMATS,

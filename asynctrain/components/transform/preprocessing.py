@@ -25,7 +25,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 from tensorflow_transform import schema_inference
 
-from asynctrain.components.trainer import config as trainer_config
+from asynctrain.components.shared.tasks import LABEL_VOCABULARY
 from asynctrain.components.transform import calendar_parts
 from asynctrain.components.transform import feature_config as fc
 
@@ -33,9 +33,6 @@ from asynctrain.components.transform import feature_config as fc
 # preprocessing_fn) or only the label (a user's preprocessing_module).
 FEATURE_CONFIG_KEY = 'feature_config'
 LABEL_KEY = 'label'
-# The vocabulary of a multiclass label: its class names, one a line, line i being class id i.
-LABEL_VOCABULARY = trainer_config.LABEL_VOCABULARY
-
 Tensor = Any  # tf.Tensor or tf.SparseTensor
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 
-from asynctrain.components import tf_environment  # noqa: E402
+from asynctrain.components.shared import tf_environment  # noqa: E402
 
 tf_environment.configure()  # Before TensorFlow is imported anywhere in the process.
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')

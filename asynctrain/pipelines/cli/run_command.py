@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f'asynctrain run: invalid configuration: {e}', file=sys.stderr)
         return 2
-    from asynctrain.components import console
+    from asynctrain.components.shared import console
 
     print(
         f'asynctrain: running pipeline {config.pipeline_name!r} on {config.data_dir}\n'
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(config, log_path: str, verbose: bool) -> tuple[int, str, object]:
     """(exit code, message for the console, summary or None)."""
-    from asynctrain.components import console
+    from asynctrain.components.shared import console
     from asynctrain.components.transform.feature_config import FeatureConfigError
     from asynctrain.pipelines.local_runner import PipelineRunError, run_local
     from asynctrain.pipelines.work_dir_lock import WorkDirBusyError

@@ -21,7 +21,7 @@ import os
 import sys
 import tempfile
 
-from asynctrain.components.yaml_config import ConfigError
+from asynctrain.components.shared.yaml_config import ConfigError
 
 TASKS = ('auto', 'binary', 'multiclass', 'regression')
 
@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from asynctrain.components import console
+    from asynctrain.components.shared import console
 
     # TensorFlow's import-time lines (TFDV infers the schema) and every other library's go to a
     # log file, as for `asynctrain run`; the console shows init's own lines.

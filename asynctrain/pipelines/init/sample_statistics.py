@@ -10,7 +10,7 @@ import pyarrow as pa
 from tensorflow_metadata.proto.v0 import statistics_pb2
 
 from asynctrain.components.example_gen.csv_sample import CsvSample
-from asynctrain.components.example_gen.feature_types import ARROW_TYPES, ColumnType
+from asynctrain.components.shared.feature_types import ARROW_TYPES, ColumnType
 
 
 def as_lists(cells: pa.Array, column_type: ColumnType) -> pa.Array:

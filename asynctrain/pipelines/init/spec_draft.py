@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from asynctrain.components.example_gen.csv_sample import CsvSample
-from asynctrain.components.example_gen.feature_types import ColumnType
+from asynctrain.components.shared.feature_types import ColumnType
+from asynctrain.components.shared.yaml_config import ConfigError
 from asynctrain.components.transform import feature_config as fc
-from asynctrain.components.yaml_config import ConfigError
 
 # An int label with at most this many distinct values is a class label.
 MAX_INT_CLASSES = 20

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as error:
         print(f'asynctrain compile: {error}')
         return 2
-    from asynctrain.components import console
+    from asynctrain.components.shared import console
 
     # TensorFlow's import-time lines and TFX's logs go to a file, as for `asynctrain run`.
     log_path = console.new_log_path(os.path.join(tempfile.gettempdir(), 'asynctrain'), 'compile')

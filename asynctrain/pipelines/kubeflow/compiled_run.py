@@ -39,7 +39,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from asynctrain.components import console
+from asynctrain.components.shared import console
 from asynctrain.pipelines.kubeflow import (
     compiled_task,
     kfp_driver,

@@ -42,7 +42,7 @@ import sys
 import traceback
 from typing import Any
 
-from asynctrain.components import tf_environment
+from asynctrain.components.shared import tf_environment
 from asynctrain.pipelines.kubeflow import kfp_storage
 
 ACCESS_MODES = ('staged', 'object_store')

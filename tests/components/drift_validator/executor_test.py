@@ -15,6 +15,7 @@ from tfx.utils import io_utils
 
 from asynctrain.components.drift_validator import executor, spec
 from asynctrain.components.drift_validator.component import DriftValidator
+from asynctrain.components.shared import drift_properties
 from tests.components.drift_validator import drift_testdata as data
 
 
@@ -207,9 +208,13 @@ def test_a_feature_threshold_reaches_the_comparison(inputs, tmp_path):
 @pytest.mark.parametrize(
     'statistics, saved_model, reason',
     [
-        (False, False, spec.NO_MODEL),  # no model pushed yet: an empty Model artifact
-        (False, True, spec.NO_MODEL_STATISTICS),  # pushed before models carried statistics
-        (None, None, spec.NO_MODEL),  # no baseline_model input
+        (False, False, drift_properties.NO_MODEL),  # no model pushed yet: an empty Model artifact
+        (
+            False,
+            True,
+            drift_properties.NO_MODEL_STATISTICS,
+        ),  # pushed before models carried statistics
+        (None, None, drift_properties.NO_MODEL),  # no baseline_model input
     ],
 )
 def test_without_statistics_to_compare_with_the_run_goes_on(

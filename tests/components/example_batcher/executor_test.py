@@ -9,7 +9,8 @@ import pytest
 from tensorflow_transform.tf_metadata import dataset_metadata, metadata_io
 from tfx.types import artifact_utils, channel, standard_artifacts
 
-from asynctrain.components.example_batcher import columnar_records, component, executor, spec
+from asynctrain.components.example_batcher import component, executor, spec
+from asynctrain.components.shared import columnar_records
 from tests.components.example_batcher.batcher_testdata import FEATURE_SPEC, write_examples
 
 

@@ -15,8 +15,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.testing import test_pipeline
 
 from asynctrain.components.example_gen import compression, csv_dialect, csv_sample, csv_source
-from asynctrain.components.example_gen.feature_types import ColumnType
-from asynctrain.components.yaml_config import ConfigError
+from asynctrain.components.shared.feature_types import ColumnType
+from asynctrain.components.shared.yaml_config import ConfigError
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'data', 'csv')
 TYPES = {'id': ColumnType.INT, 'price': ColumnType.FLOAT, 'name': ColumnType.BYTES}

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from asynctrain.components.example_gen import csv_convert, csv_dialect, csv_records
-from asynctrain.components.example_gen.feature_types import ColumnType
+from asynctrain.components.shared.feature_types import ColumnType
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'data', 'csv')
 TYPES = {'id': ColumnType.INT, 'price': ColumnType.FLOAT, 'name': ColumnType.BYTES}

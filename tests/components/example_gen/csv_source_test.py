@@ -10,7 +10,7 @@ from apache_beam.testing import test_pipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from asynctrain.components.example_gen import csv_dialect, csv_source, serialized_examples
-from asynctrain.components.example_gen.feature_types import ColumnType
+from asynctrain.components.shared.feature_types import ColumnType
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'data', 'csv')
 TYPES = {'id': ColumnType.INT, 'price': ColumnType.FLOAT, 'name': ColumnType.BYTES}

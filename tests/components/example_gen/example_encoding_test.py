@@ -11,7 +11,7 @@ from tfx.components.example_gen import base_example_gen_executor
 from tfx.proto import example_gen_pb2
 
 from asynctrain.components.example_gen import example_encoder, split_assignment, tfrecord_writer
-from asynctrain.components.example_gen.feature_types import ColumnType
+from asynctrain.components.shared.feature_types import ColumnType
 
 TYPES = {
     'zeta': ColumnType.INT,

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from asynctrain.components.example_gen import csv_convert, csv_dialect
-from asynctrain.components.example_gen.feature_types import ColumnType
+from asynctrain.components.shared.feature_types import ColumnType
 
 TYPES = {'id': ColumnType.INT, 'price': ColumnType.FLOAT, 'name': ColumnType.BYTES}
 CORRUPTIONS = ('extra_cell', 'missing_cell', 'not_int', 'not_utf8', 'unclosed_quote')

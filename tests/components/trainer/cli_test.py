@@ -12,10 +12,10 @@ import tempfile
 import portpicker
 import pytest
 
+from asynctrain.components.shared.yaml_config import ConfigError
 from asynctrain.components.trainer import cli
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer.cluster import servers as cluster
-from asynctrain.components.yaml_config import ConfigError
 from tests.components.trainer.trainer_testdata import (
     LABEL_KEY,
     REPO_ROOT,

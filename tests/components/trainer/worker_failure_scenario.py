@@ -7,7 +7,7 @@ background threads: no place for the pytest process, which hosts the in-process 
     python -m tests.components.trainer.worker_failure_scenario EXAMPLES TRANSFORM_GRAPH OUTPUT
 """
 
-from asynctrain.components import tf_environment
+from asynctrain.components.shared import tf_environment
 
 tf_environment.configure()
 

@@ -21,9 +21,9 @@ from tensorflow_transform.tf_metadata import dataset_metadata
 from tfx.types import standard_artifacts
 
 from asynctrain.benchmarks import transform_runs as runs
-from asynctrain.components.example_batcher import columnar_records
 from asynctrain.components.example_batcher import executor as batcher_executor
 from asynctrain.components.example_batcher import spec as batcher_spec
+from asynctrain.components.shared import columnar_records
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.components.transform import preprocessing
 

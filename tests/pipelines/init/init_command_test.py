@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from asynctrain.components.example_gen import csv_dialect, csv_sample
+from asynctrain.components.shared.yaml_config import ConfigError
 from asynctrain.components.transform import feature_config as fc
-from asynctrain.components.yaml_config import ConfigError
 from asynctrain.pipelines.init import init_command, spec_draft
 
 

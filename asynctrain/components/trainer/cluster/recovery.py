@@ -39,7 +39,7 @@ import subprocess
 import sys
 import time
 
-from asynctrain.components import tf_environment
+from asynctrain.components.shared import tf_environment
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer.cluster import servers as cluster_lib
 

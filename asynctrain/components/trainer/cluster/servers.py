@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator
 
 import asynctrain
-from asynctrain.components import tf_environment
+from asynctrain.components.shared import tf_environment
 from asynctrain.components.trainer import config as config_lib
 
 CHIEF, WORKER, PS = 'chief', 'worker', 'ps'

@@ -31,7 +31,7 @@ from kubeflow.training import models
 from kubeflow.training.constants import constants
 from kubernetes import client as k8s
 
-from asynctrain.components import tf_environment
+from asynctrain.components.shared import tf_environment
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer import train_arguments
 from asynctrain.components.trainer.kubernetes import values
@@ -46,7 +46,7 @@ PORT_NAME = 'tfjob-port'
 # cluster DNS answers `<svc>.<namespace>.svc` without it.
 CUSTOM_CLUSTER_DOMAIN_ENV = 'CUSTOM_CLUSTER_DOMAIN'
 
-# What every replica's process needs before TensorFlow loads (see asynctrain/components/tf_environment.py).
+# What every replica's process needs before TensorFlow loads (see asynctrain/components/shared/tf_environment.py).
 _TRAINER_ENV = tuple(tf_environment.VARIABLES.items())
 # The uid of the user kubeflow/Dockerfile creates; running as it makes `runAsNonRoot` checkable.
 _NON_ROOT_UID = 10001

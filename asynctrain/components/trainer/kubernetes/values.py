@@ -1,6 +1,6 @@
 """The TFJob values file (`kubeflow/tfjob-values.yaml`): the cluster settings of every TFJob.
 
-Loaded by the project's one config loader (`asynctrain/components/yaml_config.py`) into frozen dataclasses
+Loaded by the project's one config loader (`asynctrain/components/shared/yaml_config.py`) into frozen dataclasses
 whose fields are named as the file names them (the Kubernetes spelling, `restartPolicy`), so an
 error's field path is the file's own: a wrong type, an unknown key or a value out of range is a
 `yaml_config.ConfigError` naming the file and the field, for example
@@ -16,7 +16,7 @@ from typing import Any
 
 from kubeflow.training.constants import constants
 
-from asynctrain.components import yaml_config
+from asynctrain.components.shared import yaml_config
 
 REPLICA_TYPES = (
     constants.REPLICA_TYPE_CHIEF,

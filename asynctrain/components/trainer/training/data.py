@@ -28,7 +28,7 @@ from collections.abc import Mapping
 
 import tensorflow as tf
 
-from asynctrain.components.example_batcher import columnar_records
+from asynctrain.components.shared import columnar_records
 from asynctrain.components.trainer import config as config_lib
 
 TRAIN_SPLIT = 'train'

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
-from asynctrain.components import tf_environment
+from asynctrain.components.shared import tf_environment
 
 SERVING_SIGNATURE = 'serving_default'
 TRANSFORM_SIGNATURE = 'transform_features'

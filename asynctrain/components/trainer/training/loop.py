@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-from asynctrain.components import tf_environment
+from asynctrain.components.shared import tf_environment
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer.training import (
     data,

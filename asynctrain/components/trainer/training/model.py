@@ -38,7 +38,7 @@ class ModelFeatures:
       categorical: Names of the int64 id features, each [batch], with the number of ids each can
         take (ids lie in [0, rows); int_domain.max + 1 in the transformed schema).
       label_key: The transformed label (not among the model's inputs).
-      task_type: One of `config.TASK_TYPES`.
+      task_type: One of `shared.tasks.TASK_TYPES`.
       num_outputs: Width of the logits the model must return: [batch, num_outputs].
     """
 

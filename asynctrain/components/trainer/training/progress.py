@@ -4,7 +4,7 @@ left, drawn by `tqdm`.
 On a terminal the line is updated in place; when output is not a terminal (CI logs, files) a
 plain line, formatted by tqdm's own `format_meter`, is printed at most every `plain_interval`
 seconds, so a log holds a readable line per interval rather than carriage returns. It writes to
-stdout: a run's stderr goes to its log file (`asynctrain.components.console`), the progress to the reader.
+stdout: a run's stderr goes to its log file (`asynctrain.components.shared.console`), the progress to the reader.
 """
 
 from __future__ import annotations

@@ -16,8 +16,11 @@ from collections.abc import Mapping, Sequence
 
 import tensorflow as tf
 
+from asynctrain.components.shared.tasks import (  # the contract with Transform
+    LABEL_VOCABULARY,
+    TASK_TYPES,
+)
 from asynctrain.components.trainer import config as config_lib
-from asynctrain.components.trainer.config import LABEL_VOCABULARY  # the contract with Transform
 from asynctrain.components.trainer.training import data, export
 from asynctrain.components.trainer.training.task import Task, TransformedSchema
 
@@ -255,4 +258,4 @@ def make_task(
         )
     if task_type == 'regression':
         return RegressionTask(schema, trainer_config)
-    raise ValueError(f'trainer.task.type: got {task_type!r}; allowed: {config_lib.TASK_TYPES}')
+    raise ValueError(f'trainer.task.type: got {task_type!r}; allowed: {TASK_TYPES}')

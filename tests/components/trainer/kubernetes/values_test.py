@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from asynctrain.components import yaml_config
+from asynctrain.components.shared import yaml_config
 from asynctrain.components.trainer.kubernetes import values as values_lib
 from tests.components.trainer.kubernetes.kubernetes_testdata import VALUES
 

@@ -14,7 +14,7 @@ import dataclasses
 
 import numpy as np
 
-from asynctrain.components.trainer.config import LABEL_VOCABULARY
+from asynctrain.components.shared.tasks import LABEL_VOCABULARY
 from tests.components.trainer.trainer_testdata import write_transformed_data
 
 NUMERIC = 'Culmen Length (mm)'

@@ -6,7 +6,7 @@ import tensorflow as tf
 from tensorflow.python.autograph.core import config
 from tensorflow.python.autograph.impl import conversion
 
-from asynctrain.components import tf_environment
+from asynctrain.components.shared import tf_environment
 
 
 def test_configure_sets_unset_variables_and_keeps_the_users():

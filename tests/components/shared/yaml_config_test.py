@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from asynctrain.components import yaml_config
+from asynctrain.components.shared import yaml_config
 
 
 @dataclasses.dataclass(frozen=True)

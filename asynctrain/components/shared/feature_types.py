@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from asynctrain.components.yaml_config import ConfigError
+from asynctrain.components.shared.yaml_config import ConfigError
 
 
 class ColumnType(enum.IntEnum):

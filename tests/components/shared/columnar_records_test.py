@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from asynctrain.components.example_batcher import columnar_records
+from asynctrain.components.shared import columnar_records
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer.training import data
 from tests.components.example_batcher.batcher_testdata import (

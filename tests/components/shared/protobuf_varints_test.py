@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from asynctrain.components import protobuf_varints
+from asynctrain.components.shared import protobuf_varints
 
 
 def test_varint_sizes_at_boundaries():
