@@ -1,4 +1,4 @@
-"""Code more than one component reads, in one home below the components: the record format the
+"""Code more than one component reads, in one home below the components. The record format the
 ExampleBatcher writes and the Trainer reads (`columnar_records`), the schema's column types
 (`feature_types`), the task vocabulary (`tasks`), DriftValidator's output properties the Evaluator
 reads (`drift_properties`), where a model carries its training statistics (`model_statistics`),
