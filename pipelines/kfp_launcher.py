@@ -199,29 +199,37 @@ class ObjectStore:
 
 
 def download_blob(
-    store: ObjectStore, uri: str, local_dir: str, profile: kfp_profiles.KfpProfile
+    store: ObjectStore,
+    uri: str,
+    local_dir: str,
+    profile: kfp_profiles.KfpProfile,
+    pod_root: str,
 ) -> int:
-    """`objectstore.DownloadBlob`: every key listed under the artifact's key, to its path
-    relative to that key under `local_dir` (the artifact's key itself, a file, to `local_dir`).
-    Returns how many files were written.
+    """`objectstore.DownloadBlob`: every key listed with the artifact's key as a prefix, to its
+    path relative to that key under `local_dir` (the key itself, a file artifact, to
+    `local_dir`). Up to 2.16 a key that merely starts with it (`.../model_run/x` for
+    `.../model`) is written beside the artifact (`.../model_run/x`); 2.17 skips it
+    (`isBlobKeyUnderPrefix`). Returns how many files were written.
 
     Raises:
-      StagingRefused: a key would land outside `local_dir` (2.17's `sanitizeDownloadPath`).
+      StagingRefused: a key with a `..` component (2.17's `sanitizeDownloadPath`), or one that
+        would land outside the pod's folder `pod_root` (which the launcher, writing to a pod of
+        its own, need not check).
     """
     bucket, blob_dir = bucket_and_key(uri)
     written = 0
     for key in store.keys(bucket, blob_dir):
-        under = key == blob_dir or key.startswith(blob_dir + '/')
-        if profile.download_keys_under_prefix_only and not under:
-            continue  # `isBlobKeyUnderPrefix` (2.17)
-        relative = os.path.relpath(key, blob_dir)
-        path = os.path.normpath(os.path.join(local_dir, relative))
-        if not (path == local_dir or path.startswith(local_dir + os.sep)):
-            # Before 2.17 the launcher writes there (`filepath.Join(localDir, relativePath)`);
-            # here it would be outside the pod's folder, so it is refused either way.
-            raise StagingRefused(
-                f'blob key {key!r} resolves to {path!r}, outside the artifact folder {local_dir!r}'
-            )
+        if profile.download_keys_under_prefix_only:
+            if not (key == blob_dir or key.startswith(blob_dir + '/')):
+                continue
+            if '..' in key.split('/'):
+                raise StagingRefused(
+                    f'path traversal detected: blob key "{key}" contains \'..\' component'
+                )
+        # filepath.Join(localDir, filepath.Rel(blobDir, key)).
+        path = os.path.normpath(os.path.join(local_dir, os.path.relpath(key, blob_dir)))
+        if not path.startswith(pod_root.rstrip('/') + '/'):
+            raise StagingRefused(f'blob key {key!r} resolves to {path!r}, outside the pod')
         os.makedirs(os.path.dirname(path), exist_ok=True)
         store.download(bucket, key, path)
         written += 1
@@ -295,7 +303,7 @@ def download_inputs(
             except kfp_storage.UnsupportedStorageScheme:
                 continue  # "Skipping downloading to local path" (a warning).
             try:
-                download_blob(store, artifact['uri'], pod.host_path(local_path), profile)
+                download_blob(store, artifact['uri'], pod.host_path(local_path), profile, pod.root)
             except Exception as e:
                 raise RuntimeError(
                     f'failed to download input artifact "{name}" from remote storage URI '
