@@ -26,9 +26,7 @@ import os
 import shutil
 from typing import Any
 
-import numpy
-
-from pipelines import kfp_profiles, kfp_storage
+from pipelines import kfp_driver, kfp_profiles, kfp_storage
 
 # The pod paths a task's process must see as its own: the launcher's staging roots
 # (`LocalPathForURI`), the output metadata file's folder up to 2.14 and the output parameters'.
@@ -49,18 +47,6 @@ ON_A_CLUSTER = (
 
 class StagingRefused(ValueError):
     """A URI the launcher, or this machine, cannot stage."""
-
-
-def _placeholder_text(value: Any) -> str:
-    """An input parameter as `getPlaceholders` writes it: a string as is, a number with
-    `strconv.FormatFloat(v, 'f', -1, 64)`, a bool as true/false, a list or struct as JSON."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return 'true' if value else 'false'
-    if isinstance(value, (int, float)):
-        return numpy.format_float_positional(float(value), unique=True, trim='-')
-    return json.dumps(value, separators=(',', ':'))
 
 
 def placeholders(executor_input: dict[str, Any]) -> dict[str, str]:
@@ -90,7 +76,7 @@ def placeholders(executor_input: dict[str, Any]) -> dict[str, str]:
         except kfp_storage.UnsupportedStorageScheme as e:
             raise StagingRefused(f'resolve output artifact "{name}"\'s local path: {e}') from e
     for name, value in executor_input['inputs'].get('parameterValues', {}).items():
-        found[f"{{{{$.inputs.parameters['{name}']}}}}"] = _placeholder_text(value)
+        found[f"{{{{$.inputs.parameters['{name}']}}}}"] = kfp_driver.value_text(value)
     for name, parameter in executor_input['outputs'].get('parameters', {}).items():
         found[f"{{{{$.outputs.parameters['{name}'].output_file}}}}"] = parameter['outputFile']
     return found
