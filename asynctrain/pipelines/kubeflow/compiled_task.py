@@ -56,9 +56,13 @@ class PodUnavailable(OSError):
     """This process cannot give a task its own mount namespace."""
 
 
+# Looked up once, before any fork: a forked child then calls them without the dynamic loader.
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_CALLS = {'unshare': _LIBC.unshare, 'mount': _LIBC.mount}
+
+
 def _libc_call(name: str, *args) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if getattr(libc, name)(*args) != 0:
+    if _CALLS[name](*args) != 0:
         code = ctypes.get_errno()
         hint = ' (needs root or CAP_SYS_ADMIN)' if code in (errno.EPERM, errno.EACCES) else ''
         raise PodUnavailable(

@@ -148,8 +148,9 @@ def _placeholder(value: Any, run: RunContext, task_name: str) -> Any:
     }[value]
 
 
-def _as_text(value: Any) -> str:
-    """`metadata.PbValueToText`: a parameter value as the text a STRING input receives."""
+def value_text(value: Any) -> str:
+    """`metadata.PbValueToText`: a parameter value as the text a STRING input receives, and as
+    the launcher writes it into an input parameter's placeholder (`getPlaceholders`)."""
     if value is None:
         return ''
     if isinstance(value, bool):
@@ -170,7 +171,7 @@ def _checked(name: str, value: Any, parameter_type: str, profile: kfp_profiles.K
       ValueError: the driver's message.
     """
     if parameter_type == 'STRING':
-        return value if isinstance(value, str) else _as_text(value)
+        return value if isinstance(value, str) else value_text(value)
     if value is None:
         raise ValueError(f'got null for input parameter "{name}"')
     if isinstance(value, str):

@@ -26,9 +26,7 @@ import os
 import shutil
 from typing import Any
 
-import numpy
-
-from asynctrain.pipelines.kubeflow import kfp_profiles, kfp_storage
+from asynctrain.pipelines.kubeflow import kfp_driver, kfp_profiles, kfp_storage
 
 # The pod paths a task's process must see as its own: the launcher's staging roots
 # (`LocalPathForURI`), the output metadata file's folder up to 2.14 and the output parameters'.
@@ -49,18 +47,6 @@ ON_A_CLUSTER = (
 
 class StagingRefused(ValueError):
     """A URI the launcher, or this machine, cannot stage."""
-
-
-def _placeholder_text(value: Any) -> str:
-    """An input parameter as `getPlaceholders` writes it: a string as is, a number with
-    `strconv.FormatFloat(v, 'f', -1, 64)`, a bool as true/false, a list or struct as JSON."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return 'true' if value else 'false'
-    if isinstance(value, (int, float)):
-        return numpy.format_float_positional(float(value), unique=True, trim='-')
-    return json.dumps(value, separators=(',', ':'))
 
 
 def placeholders(executor_input: dict[str, Any]) -> dict[str, str]:
@@ -90,7 +76,7 @@ def placeholders(executor_input: dict[str, Any]) -> dict[str, str]:
         except kfp_storage.UnsupportedStorageScheme as e:
             raise StagingRefused(f'resolve output artifact "{name}"\'s local path: {e}') from e
     for name, value in executor_input['inputs'].get('parameterValues', {}).items():
-        found[f"{{{{$.inputs.parameters['{name}']}}}}"] = _placeholder_text(value)
+        found[f"{{{{$.inputs.parameters['{name}']}}}}"] = kfp_driver.value_text(value)
     for name, parameter in executor_input['outputs'].get('parameters', {}).items():
         found[f"{{{{$.outputs.parameters['{name}'].output_file}}}}"] = parameter['outputFile']
     return found
@@ -199,29 +185,37 @@ class ObjectStore:
 
 
 def download_blob(
-    store: ObjectStore, uri: str, local_dir: str, profile: kfp_profiles.KfpProfile
+    store: ObjectStore,
+    uri: str,
+    local_dir: str,
+    profile: kfp_profiles.KfpProfile,
+    pod_root: str,
 ) -> int:
-    """`objectstore.DownloadBlob`: every key listed under the artifact's key, to its path
-    relative to that key under `local_dir` (the artifact's key itself, a file, to `local_dir`).
-    Returns how many files were written.
+    """`objectstore.DownloadBlob`: every key listed with the artifact's key as a prefix, to its
+    path relative to that key under `local_dir` (the key itself, a file artifact, to
+    `local_dir`). Up to 2.16 a key that merely starts with it (`.../model_run/x` for
+    `.../model`) is written beside the artifact (`.../model_run/x`); 2.17 skips it
+    (`isBlobKeyUnderPrefix`). Returns how many files were written.
 
     Raises:
-      StagingRefused: a key would land outside `local_dir` (2.17's `sanitizeDownloadPath`).
+      StagingRefused: a key with a `..` component (2.17's `sanitizeDownloadPath`), or one that
+        would land outside the pod's folder `pod_root` (which the launcher, writing to a pod of
+        its own, need not check).
     """
     bucket, blob_dir = bucket_and_key(uri)
     written = 0
     for key in store.keys(bucket, blob_dir):
-        under = key == blob_dir or key.startswith(blob_dir + '/')
-        if profile.download_keys_under_prefix_only and not under:
-            continue  # `isBlobKeyUnderPrefix` (2.17)
-        relative = os.path.relpath(key, blob_dir)
-        path = os.path.normpath(os.path.join(local_dir, relative))
-        if not (path == local_dir or path.startswith(local_dir + os.sep)):
-            # Before 2.17 the launcher writes there (`filepath.Join(localDir, relativePath)`);
-            # here it would be outside the pod's folder, so it is refused either way.
-            raise StagingRefused(
-                f'blob key {key!r} resolves to {path!r}, outside the artifact folder {local_dir!r}'
-            )
+        if profile.download_keys_under_prefix_only:
+            if not (key == blob_dir or key.startswith(blob_dir + '/')):
+                continue
+            if '..' in key.split('/'):
+                raise StagingRefused(
+                    f'path traversal detected: blob key "{key}" contains \'..\' component'
+                )
+        # filepath.Join(localDir, filepath.Rel(blobDir, key)).
+        path = os.path.normpath(os.path.join(local_dir, os.path.relpath(key, blob_dir)))
+        if not path.startswith(pod_root.rstrip('/') + '/'):
+            raise StagingRefused(f'blob key {key!r} resolves to {path!r}, outside the pod')
         os.makedirs(os.path.dirname(path), exist_ok=True)
         store.download(bucket, key, path)
         written += 1
@@ -295,7 +289,7 @@ def download_inputs(
             except kfp_storage.UnsupportedStorageScheme:
                 continue  # "Skipping downloading to local path" (a warning).
             try:
-                download_blob(store, artifact['uri'], pod.host_path(local_path), profile)
+                download_blob(store, artifact['uri'], pod.host_path(local_path), profile, pod.root)
             except Exception as e:
                 raise RuntimeError(
                     f'failed to download input artifact "{name}" from remote storage URI '

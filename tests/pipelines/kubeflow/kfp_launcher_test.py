@@ -56,30 +56,42 @@ def test_download_blob_writes_a_folder_recursively_and_a_file_to_the_path(
     # the key itself (a file artifact) to the local path itself.
     _put(s3_store, bucket, {'r/a/out/x.txt': 'x', 'r/a/out/sub/y.txt': 'y', 'r/a/file': 'f'})
     local = str(tmp_path / 'out')
+    profile = kfp_profiles.KFP_2_17
     assert (
-        kfp_launcher.download_blob(store, f's3://{bucket}/r/a/out', local, kfp_profiles.KFP_2_17)
+        kfp_launcher.download_blob(store, f's3://{bucket}/r/a/out', local, profile, str(tmp_path))
         == 2
     )
     assert _files(local) == {'x.txt': 'x', os.path.join('sub', 'y.txt'): 'y'}
+    file_uri = f'minio://{bucket}/r/a/file'
     kfp_launcher.download_blob(
-        store, f'minio://{bucket}/r/a/file', str(tmp_path / 'f'), kfp_profiles.KFP_2_0
+        store, file_uri, str(tmp_path / 'f'), kfp_profiles.KFP_2_0, str(tmp_path)
     )
     assert (tmp_path / 'f').read_text() == 'f'
 
 
-def test_a_sibling_key_is_skipped_from_2_17_and_refused_here_before(
+def test_a_key_that_only_starts_like_the_artifacts_is_written_beside_it_until_2_17(
     s3_store, store, bucket, tmp_path
 ):
-    # DownloadBlob lists by prefix: up to 2.16 `.../out2/z` is written to `<local>/../out2/z`,
-    # outside the artifact's folder; 2.17's isBlobKeyUnderPrefix skips it.
-    _put(s3_store, bucket, {'r/out/x.txt': 'x', 'r/out2/z.txt': 'z'})
-    local = str(tmp_path / 'pod' / 'out')
-    assert (
-        kfp_launcher.download_blob(store, f's3://{bucket}/r/out', local, kfp_profiles.KFP_2_17) == 1
-    )
-    assert _files(local) == {'x.txt': 'x'}
-    with pytest.raises(kfp_launcher.StagingRefused, match="blob key 'r/out2/z.txt' resolves to"):
-        kfp_launcher.download_blob(store, f's3://{bucket}/r/out', local, kfp_profiles.KFP_2_5)
+    # DownloadBlob lists by prefix: up to 2.16 the Trainer's `model_run/...` comes with its
+    # `model` and is written to `<model>/../model_run/...`; 2.17's isBlobKeyUnderPrefix skips it.
+    _put(s3_store, bucket, {'r/model/saved_model.pb': 'm', 'r/model_run/checkpoint': 'c'})
+    for profile, expected in (
+        (kfp_profiles.KFP_2_5, {'model/saved_model.pb': 'm', 'model_run/checkpoint': 'c'}),
+        (kfp_profiles.KFP_2_17, {'model/saved_model.pb': 'm'}),
+    ):
+        pod = tmp_path / profile.version
+        local = str(pod / 'r' / 'model')
+        kfp_launcher.download_blob(store, f's3://{bucket}/r/model', local, profile, str(pod))
+        assert _files(pod / 'r') == expected
+    _put(s3_store, bucket, {'r/model/../escape': 'e'})
+    with pytest.raises(kfp_launcher.StagingRefused, match='path traversal detected'):
+        kfp_launcher.download_blob(
+            store,
+            f's3://{bucket}/r/model',
+            str(tmp_path / 'm'),
+            kfp_profiles.KFP_2_17,
+            str(tmp_path),
+        )
 
 
 def test_upload_blob_a_folder_recursively_a_file_as_the_key_a_missing_path_tolerated(
