@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Mapping
 import numpy as np
 import tensorflow as tf
 
-from asynctrain.components.example_batcher.example_wire import encode_records
+from asynctrain.components.shared.example_wire import encode_records
 
 FORMAT = 'columnar_tf_example'
 METADATA_FILE_NAME = 'batched_examples.json'

@@ -2,7 +2,7 @@
 
 Shared by the two encoders that write `tf.train.Example` bytes without building protos: the
 ExampleGen's (`example_gen/example_encoder.py`, one example per row) and the ExampleBatcher's
-(`example_batcher/example_wire.py`, column-wise records). A varint holds 7 bits a byte, low bits
+(`example_wire.py`, column-wise records). A varint holds 7 bits a byte, low bits
 first, the high bit set on every byte but the last; a negative int64 is its two's complement as
 an unsigned 64-bit value (ten bytes).
 """

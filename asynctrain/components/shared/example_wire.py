@@ -6,7 +6,7 @@ largest Python cost in a profile (py-spy) of a million taxi rows; here NumPy lay
 the protobuf wire format, column by column, and Python writes only the few header bytes of each
 record and feature. The bytes are those of
 `Example.SerializeToString(deterministic=True)` (map entries sorted by key), so a rerun with the
-same seed writes the same files (tests/components/example_batcher/example_wire_test.py compares
+same seed writes the same files (tests/components/shared/example_wire_test.py compares
 them with protobuf's own serialization).
 
 Wire format (tensorflow/core/example/example.proto, feature.proto): Example.features = 1;

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from asynctrain.components.example_batcher import example_wire
+from asynctrain.components.shared import example_wire
 
 
 def _reference(columns, examples_per_record):
