@@ -276,7 +276,8 @@ class PipelineConfig:
       pipeline_name: Name in ML Metadata and Kubeflow.
       data: Directory of CSV input, or `bundled:chicago_taxi` for the sample that ships with TFX.
       work_dir: Run directory: pipeline root, ML Metadata (SQLite), serving directory.
-      dataset: Folder under `asynctrain/schemas/` (or a path) holding `schema.pbtxt` and `features.yaml`.
+      dataset: A bundled dataset's name (a folder of the package data `asynctrain/schemas/`), or
+        the path of a folder, holding `schema.pbtxt` and `features.yaml`.
       preprocessing_module: Optional path to the user's own module defining `preprocessing_fn`;
         by default the function is generated from `features.yaml`.
       label: The label column and task; unset, `features.yaml` defines the label.
