@@ -279,10 +279,20 @@ def test_penguins_on_kfp_2_0_compiled_once_run_daily_warm_starts_keeps_a_worse_d
     code, day1 = _run(spec, *profile, '--run-id', 'day1')
     assert code == 0
     arrive(DAYS[1])
+    capsys.readouterr()
     code, day2 = _run(spec, *profile, '--run-id', 'day2')
     assert code == 0
+    day2_printed = capsys.readouterr().out
 
     first, second = _outputs(day1), _outputs(day2)
+    # KFP's cache, on by default: the schema is day 1's execution again, but the day's
+    # ExampleGen ran (`compile` turns its cache off: its parameters are the same every day).
+    assert '] ImportSchemaGen: from cache' in day2_printed
+    assert second['ImportSchemaGen']['schema'] == first['ImportSchemaGen']['schema']
+    assert '] CsvExampleGen: done in' in day2_printed
+    assert second['CsvExampleGen']['examples']['uri'].startswith(
+        f's3://{bucket}/root/penguins-daily/day2/'
+    )
     # KFP 2.0.x: no executor-logs output, no uuid folder in the driver's URIs.
     assert 'executor-logs' not in first['Trainer']
     assert (

@@ -64,6 +64,7 @@ def _stock_spec(tmp_path, bucket: str, root: str) -> str:
             {
                 'pipeline_name': 'taxi-stock',
                 'data': f's3://{bucket}/data',
+                'work_dir': f's3://{bucket}/work',
                 'trainer': {'training': {'train_steps': 10, 'eval_steps': 2}},
             }
         )

@@ -5,8 +5,8 @@ A smoke test before uploading, and the project's proof that the compiled pipelin
 KFP line `--kfp-version` names (`kfp_profiles`; the newest by default):
 
 1. the spec is refused for what the open-source backend refuses, with its reasons (`kfp_rules`),
-   and a pipeline root the launcher cannot stage artifacts under with the launcher's own
-   message (`kfp_launcher.check_pipeline_root`);
+   a pipeline root the launcher cannot stage artifacts under with the launcher's own message
+   (`kfp_launcher.check_pipeline_root`), and local data or push paths, which a pod lacks;
 2. the root DAG's tasks run one at a time in dependency order; each runs its container's own
    command and arguments, `python` being this interpreter, with `{{$}}` the ExecutorInput the
    driver would build (`kfp_driver`), in a pod of its own (`compiled_task`): its `/s3`,
@@ -14,11 +14,12 @@ KFP line `--kfp-version` names (`kfp_profiles`; the newest by default):
    object store for it (`kfp_launcher`);
 3. after each task the launcher uploads its outputs' local paths to their URIs, and its outputs
    are what ML Metadata hands downstream: the driver's URIs merged with the executor's output
-   file, through ML Metadata's value types, with an empty type schema.
+   file, through ML Metadata's value types, with an empty type schema;
+4. a task whose cache is on and whose key matches an earlier run's succeeded execution of the
+   same pipeline is not run: it publishes that execution's outputs (`kfp_cache`).
 
-The container image is not pulled: the checkout's own code and `.venv` stand for it (the image is
-built from them, `kubeflow/Dockerfile`). In the Trainer's `tfjob` cluster mode the TFJob runs as
-local processes (`asynctrain.components.trainer.kubernetes.local`), as `--tfjob-local` asks.
+The image is not pulled: the checkout's code and `.venv` stand for it (`kubeflow/Dockerfile`).
+With `--tfjob-local` the Trainer's TFJob runs as local processes.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ import graphlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,10 +42,12 @@ import yaml
 from asynctrain.components.shared import console
 from asynctrain.pipelines.kubeflow import (
     compiled_task,
+    kfp_cache,
     kfp_driver,
     kfp_launcher,
     kfp_profiles,
     kfp_rules,
+    kfp_storage,
 )
 
 
@@ -180,71 +182,6 @@ def _argv(
     return argv
 
 
-class TaskProcesses:
-    """Runs task commands: `python -m MODULE ...` forked from a server that imported the modules
-    once (`asynctrain.pipelines.kubeflow.compiled_task`), or, `fresh`, every command as a new process."""
-
-    def __init__(self, modules: list[str], log_dir: str, tfjob_local: bool, fresh: bool):
-        self._tfjob_log_dir = os.path.join(log_dir, 'tfjob') if tfjob_local else None
-        self._server = None
-        self._fresh = fresh
-        if not fresh:
-            preload = [arg for module in modules for arg in ('--preload', module)]
-            self._server_log = open(os.path.join(log_dir, 'task-server.log'), 'w')  # noqa: SIM115
-            self._server = subprocess.Popen(
-                [
-                    sys.executable,
-                    '-m',
-                    'asynctrain.pipelines.kubeflow.compiled_task',
-                    '--serve',
-                    *preload,
-                ],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self._server_log,
-                text=True,
-            )
-
-    def run(self, argv: list[str], env: dict[str, str], log_path: str, pod_root: str) -> int:
-        """The command's exit status; its stdout and stderr go to `log_path`; it sees the pod
-        paths under `pod_root` (`compiled_task.enter_pod`)."""
-        request = {
-            # The interpreter is the task process itself; any other program replaces it.
-            'argv': argv[1:] if argv[0] == sys.executable else argv,
-            'env': env,
-            'log_path': os.path.abspath(log_path),
-            'tfjob_log_dir': self._tfjob_log_dir,
-            'pod_root': pod_root,
-        }
-        if self._fresh or argv[1:2] != ['-m']:
-            with open(log_path, 'w', encoding='utf-8') as log:
-                return subprocess.call(
-                    [
-                        sys.executable,
-                        '-m',
-                        'asynctrain.pipelines.kubeflow.compiled_task',
-                        '--run',
-                        json.dumps(request),
-                    ],
-                    env=env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                )
-        self._server.stdin.write(json.dumps(request) + '\n')
-        self._server.stdin.flush()
-        reply = self._server.stdout.readline()
-        if not reply:
-            raise RuntimeError(f'the task server exited; see {self._server_log.name}')
-        return json.loads(reply)['returncode']
-
-    def close(self) -> None:
-        if self._server is not None:
-            self._server.stdin.close()
-            self._server.wait()
-            self._server_log.close()
-
-
 @dataclasses.dataclass(frozen=True)
 class _Task:
     """One container task as the driver hands it to the launcher.
@@ -267,7 +204,7 @@ class _Task:
 def _launch(
     task: _Task,
     run: kfp_driver.RunContext,
-    processes: TaskProcesses,
+    processes: compiled_task.TaskProcesses,
     store: kfp_launcher.ObjectStore,
     out: TextIO,
     prefix: str,
@@ -344,21 +281,6 @@ def _launcher_step(task: _Task) -> Iterator[None]:
         raise CompiledTaskFailed(task.name, 1, task.log_path) from e
 
 
-def _modules(spec: dict[str, Any]) -> list[str]:
-    """The modules the spec's containers run with `python -m`, and those of the executor classes
-    they name (`--executor_class_path`), in a stable order."""
-    modules = set()
-    for executor in spec['deploymentSpec']['executors'].values():
-        container = executor.get('container', {})
-        command, args = container.get('command', []), container.get('args', [])
-        if command[:2] in (['python', '-m'], ['python3', '-m']) and len(command) > 2:
-            modules.add(command[2])
-        for flag, value in zip(args, args[1:]):
-            if flag == '--executor_class_path':
-                modules.add(value.rsplit('.', 1)[0])
-    return sorted(modules)
-
-
 def run_compiled(
     spec_path: str,
     *,
@@ -368,6 +290,7 @@ def run_compiled(
     tfjob_local: bool = False,
     fresh_processes: bool = False,
     kfp_version: str = kfp_profiles.NEWEST,
+    metadata_path: str | None = None,
     out: TextIO | None = None,
 ) -> CompiledRun:
     """Runs the compiled pipeline in `spec_path` task by task; returns what each task published.
@@ -379,10 +302,11 @@ def run_compiled(
       run_id: The run's id; a new `run-<time>-<hex>` by default.
       log_dir: Where each task's log goes; `runs/compiled/<pipeline>/<run id>` by default.
       tfjob_local: Run the Trainer's TFJob (`distribution.cluster: tfjob`) as local processes.
-      fresh_processes: Start every task's command as a new process, as a pod would, instead of
-        forking it from a process that imported the task modules once (the same code, run
-        from the same modules; 15-20 s less per task).
+      fresh_processes: Start each task as a new process, as a pod would, instead of forking it
+        from one that imported the task modules once (`compiled_task`; 15-20 s less a task).
       kfp_version: The KFP line whose driver and launcher to follow (`kfp_profiles.PROFILES`).
+      metadata_path: ML Metadata (artifact ids, cached executions) shared by the runs naming
+        it; `runs/compiled/metadata.json`, or this run's own in a `log_dir` given.
       out: Where progress lines go (stdout by default).
 
     Raises:
@@ -401,6 +325,7 @@ def run_compiled(
     if not root:
         raise ValueError(f'{spec_path}: no defaultPipelineRoot; give --pipeline-root')
     kfp_launcher.check_pipeline_root(root)
+    kfp_storage.check_pod_paths(spec)
     compiled_task.check_pods()
     name = spec['pipelineInfo']['name']
     run = kfp_driver.RunContext(
@@ -408,6 +333,9 @@ def run_compiled(
         run_id=run_id or time.strftime('run-%Y%m%d-%H%M%S-') + uuid.uuid4().hex[:6],
         pipeline_root=root,
         profile=profile,
+    )
+    metadata_path = metadata_path or (
+        os.path.join(log_dir, 'metadata.json') if log_dir else kfp_cache.DEFAULT_PATH
     )
     log_dir = log_dir or os.path.join('runs', 'compiled', name, run.run_id)
     os.makedirs(log_dir, exist_ok=True)
@@ -419,9 +347,12 @@ def run_compiled(
         file=out,
         flush=True,
     )
-    processes = TaskProcesses(_modules(spec), log_dir, tfjob_local, fresh_processes)
+    processes = compiled_task.TaskProcesses(
+        compiled_task.modules(spec), log_dir, tfjob_local, fresh_processes
+    )
     try:
-        finished = _run_tasks(spec, run, order, log_dir, processes, out)
+        with kfp_cache.metadata_store(metadata_path) as metadata:
+            finished = _run_tasks(spec, run, order, log_dir, processes, metadata, out)
     finally:
         processes.close()
     result = CompiledRun(
@@ -437,7 +368,8 @@ def _run_tasks(
     run: kfp_driver.RunContext,
     order: list[str],
     log_dir: str,
-    processes: TaskProcesses,
+    processes: compiled_task.TaskProcesses,
+    metadata: kfp_cache.MetadataStore,
     out: TextIO,
 ) -> list[TaskRun]:
     tasks = spec['root']['dag']['tasks']
@@ -447,7 +379,6 @@ def _run_tasks(
     published: dict[str, dict[str, list[dict[str, Any]]]] = {}
     # Each task's output parameters, as the launcher publishes them from its executor output.
     output_parameters: dict[str, dict[str, Any]] = {}
-    next_id = 1
     finished = []
     for index, task_name in enumerate(order, start=1):
         task = tasks[task_name]
@@ -465,7 +396,7 @@ def _run_tasks(
         }
         log_path = os.path.join(log_dir, f'{task_name}.log')
         if 'importer' in executor:
-            recorded = _import(executor['importer'], parameters, component)
+            recorded = kfp_driver.importer_outputs(executor['importer'], parameters, component)
             output_parameters[task_name] = {}
             seconds = 0.0
             print(f'{prefix}: imported', file=out, flush=True)
@@ -487,37 +418,33 @@ def _run_tasks(
                 ),
                 log_path,
             )
+            cache_key = kfp_cache.fingerprint(
+                launched.executor_input, component, executor['container']
+            )
+            cached = (
+                metadata.cached(run.pipeline_name, cache_key)
+                if task.get('cachingOptions', {}).get('enableCache')
+                else None
+            )
+            if cached:
+                published[task_name] = cached['outputs']
+                output_parameters[task_name] = cached['parameters']
+                finished.append(TaskRun(task_name, 0.0, log_path, published[task_name]))
+                print(f'{prefix}: from cache', file=out, flush=True)
+                continue
             seconds, output_parameters[task_name], recorded = _launch(
                 launched, run, processes, store, out, prefix
             )
-        published[task_name] = {}
-        for key, artifacts in recorded.items():
-            published[task_name][key] = []
-            for artifact in artifacts:
-                published[task_name][key].append(
-                    kfp_driver.published(artifact, next_id, key, run.profile)
-                )
-                next_id += 1
+        published[task_name] = {
+            key: [
+                kfp_driver.published(artifact, metadata.new_id(), key, run.profile)
+                for artifact in artifacts
+            ]
+            for key, artifacts in recorded.items()
+        }
+        if 'importer' not in executor:
+            metadata.record(
+                run.pipeline_name, cache_key, published[task_name], output_parameters[task_name]
+            )
         finished.append(TaskRun(task_name, seconds, log_path, published[task_name]))
     return finished
-
-
-def _import(
-    importer: dict[str, Any], parameters: dict[str, Any], component: dict[str, Any]
-) -> dict[str, list[dict[str, Any]]]:
-    """An importer task (`driver.Importer`, `component/importer_launcher.go`): its one output
-    artifact at the URI it names, a constant or one of the task's input parameters, recorded
-    in ML Metadata as it is; nothing is staged or copied."""
-    artifact_uri = importer.get('artifactUri', {})
-    uri = (
-        parameters.get(artifact_uri['runtimeParameter'])
-        if 'runtimeParameter' in artifact_uri
-        else artifact_uri.get('constant')
-    )
-    if not isinstance(uri, str) or not uri:
-        raise ValueError(f'importer: artifactUri {artifact_uri} gives no URI')
-    ((key, definition),) = component['outputDefinitions']['artifacts'].items()
-    artifact = {'uri': uri, 'type': importer.get('typeSchema', definition['artifactType'])}
-    if importer.get('metadata'):
-        artifact['metadata'] = importer['metadata']
-    return {key: [artifact]}

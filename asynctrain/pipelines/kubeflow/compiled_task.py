@@ -26,7 +26,8 @@ library's crash while the interpreter shuts down (tensorflow-io's S3 file system
 "pure virtual method called") cannot change it.
 
 Protocol: one JSON request per line on stdin (`argv`, `env`, `log_path`, `tfjob_log_dir`,
-`pod_root`), one JSON reply per line on stdout (`returncode`).
+`pod_root`), one JSON reply per line on stdout (`returncode`). `TaskProcesses` is the runner's
+side of it.
 """
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ import importlib
 import json
 import os
 import runpy
+import subprocess
 import sys
 import traceback
+from typing import Any
 
 from asynctrain.pipelines.kubeflow import kfp_launcher
 
@@ -187,6 +190,86 @@ def serve(modules: list[str]) -> None:
         _, status = os.waitpid(pid, 0)
         replies.write(json.dumps({'returncode': os.waitstatus_to_exitcode(status)}) + '\n')
         replies.flush()
+
+
+def modules(spec: dict[str, Any]) -> list[str]:
+    """The modules the spec's containers run with `python -m`, and those of the executor classes
+    they name (`--executor_class_path`), in a stable order."""
+    modules = set()
+    for executor in spec['deploymentSpec']['executors'].values():
+        container = executor.get('container', {})
+        command, args = container.get('command', []), container.get('args', [])
+        if command[:2] in (['python', '-m'], ['python3', '-m']) and len(command) > 2:
+            modules.add(command[2])
+        for flag, value in zip(args, args[1:]):
+            if flag == '--executor_class_path':
+                modules.add(value.rsplit('.', 1)[0])
+    return sorted(modules)
+
+
+class TaskProcesses:
+    """Runs task commands: `python -m MODULE ...` forked from a server that imported the modules
+    once (`asynctrain.pipelines.kubeflow.compiled_task`), or, `fresh`, every command as a new process."""
+
+    def __init__(self, modules: list[str], log_dir: str, tfjob_local: bool, fresh: bool):
+        self._tfjob_log_dir = os.path.join(log_dir, 'tfjob') if tfjob_local else None
+        self._server = None
+        self._fresh = fresh
+        if not fresh:
+            preload = [arg for module in modules for arg in ('--preload', module)]
+            self._server_log = open(os.path.join(log_dir, 'task-server.log'), 'w')  # noqa: SIM115
+            self._server = subprocess.Popen(
+                [
+                    sys.executable,
+                    '-m',
+                    'asynctrain.pipelines.kubeflow.compiled_task',
+                    '--serve',
+                    *preload,
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._server_log,
+                text=True,
+            )
+
+    def run(self, argv: list[str], env: dict[str, str], log_path: str, pod_root: str) -> int:
+        """The command's exit status; its stdout and stderr go to `log_path`; it sees the pod
+        paths under `pod_root` (`compiled_task.enter_pod`)."""
+        request = {
+            # The interpreter is the task process itself; any other program replaces it.
+            'argv': argv[1:] if argv[0] == sys.executable else argv,
+            'env': env,
+            'log_path': os.path.abspath(log_path),
+            'tfjob_log_dir': self._tfjob_log_dir,
+            'pod_root': pod_root,
+        }
+        if self._fresh or argv[1:2] != ['-m']:
+            with open(log_path, 'w', encoding='utf-8') as log:
+                return subprocess.call(
+                    [
+                        sys.executable,
+                        '-m',
+                        'asynctrain.pipelines.kubeflow.compiled_task',
+                        '--run',
+                        json.dumps(request),
+                    ],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                )
+        self._server.stdin.write(json.dumps(request) + '\n')
+        self._server.stdin.flush()
+        reply = self._server.stdout.readline()
+        if not reply:
+            raise RuntimeError(f'the task server exited; see {self._server_log.name}')
+        return json.loads(reply)['returncode']
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.stdin.close()
+            self._server.wait()
+            self._server_log.close()
 
 
 def main(argv: list[str]) -> None:

@@ -372,3 +372,24 @@ def published(
         'type': {'instanceSchema': ''},
         'metadata': metadata,
     }
+
+
+def importer_outputs(
+    importer: dict[str, Any], parameters: dict[str, Any], component: dict[str, Any]
+) -> dict[str, list[dict[str, Any]]]:
+    """An importer task (`driver.Importer`, `component/importer_launcher.go`): its one output
+    artifact at the URI it names, a constant or one of the task's input parameters, recorded
+    in ML Metadata as it is; nothing is staged or copied."""
+    artifact_uri = importer.get('artifactUri', {})
+    uri = (
+        parameters.get(artifact_uri['runtimeParameter'])
+        if 'runtimeParameter' in artifact_uri
+        else artifact_uri.get('constant')
+    )
+    if not isinstance(uri, str) or not uri:
+        raise ValueError(f'importer: artifactUri {artifact_uri} gives no URI')
+    ((key, definition),) = component['outputDefinitions']['artifacts'].items()
+    artifact = {'uri': uri, 'type': importer.get('typeSchema', definition['artifactType'])}
+    if importer.get('metadata'):
+        artifact['metadata'] = importer['metadata']
+    return {key: [artifact]}

@@ -73,3 +73,16 @@ def pod_local_paths(spec: dict[str, Any]) -> list[str]:
             if isinstance(path, str) and path and '://' not in path:
                 found.append(f'{task_name}.{name}: {path}')
     return found
+
+
+def check_pod_paths(spec: dict[str, Any]) -> None:
+    """Raises ValueError naming every `pod_local_paths` of `spec`, as `run --compiled` refuses
+    them: its tasks see this machine's files, a cluster's pods would not."""
+    local = pod_local_paths(spec)
+    if local:
+        raise ValueError(
+            "a step's pod starts without these local paths and loses what it writes there:\n"
+            + '\n'.join(f'  {where}' for where in local)
+            + '\ncompile with gs:// or s3:// URIs for data and work_dir '
+            '(docs/kubeflow.md, where artifacts live)'
+        )

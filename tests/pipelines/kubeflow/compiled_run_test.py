@@ -353,3 +353,50 @@ def test_tasks_side_by_side_each_see_their_own_pod_paths(tmp_path):
         assert (tmp_path / f'{name}.log').read_text() == f"{name} ['shared.txt']\n"
         assert (tmp_path / f'pod-{name}' / 's3' / 'b' / 'shared.txt').read_text() == name
     assert not os.path.exists('/s3/b/shared.txt')
+
+
+def test_a_cached_task_reuses_the_earlier_execution_and_its_consumers_follow(s3_store, tmp_path):
+    """KFP's cache (`kfp_cache`): a task with the cache on whose key an earlier run of the same
+    pipeline recorded does not run and publishes that execution's artifacts, ids included, so a
+    consumer with the cache on hits too; a task with the cache off runs every time and gives its
+    consumers new ids, so they run again."""
+    bucket = s3_store.new_bucket()
+    cached = {'cachingOptions': {'enableCache': True}}
+    path = tmp_path / 'spec.json'
+    path.write_text(json.dumps(_spec({'a': {**_task(), **cached}, 'b': {**_task('a'), **cached}})))
+    metadata = str(tmp_path / 'metadata.json')
+
+    def run(run_id: str, spec_path=path):
+        return compiled_run.run_compiled(
+            str(spec_path),
+            pipeline_root=f's3://{bucket}/root',
+            run_id=run_id,
+            log_dir=str(tmp_path / run_id),
+            metadata_path=metadata,
+        )
+
+    first = run('r1')
+    second = run('r2')
+
+    assert second.tasks == tuple(
+        compiled_run.TaskRun(t.name, 0.0, str(tmp_path / 'r2' / f'{t.name}.log'), t.outputs)
+        for t in first.tasks
+    )
+    assert second.artifact('b', 'out')['uri'].startswith(f's3://{bucket}/root/p/r1/b/')
+    assert not os.path.exists(tmp_path / 'r2' / 'b.log')  # never launched
+    # The producer's cache off: it runs, its artifacts get new ids, so its consumer runs too.
+    spec = json.loads(path.read_text())
+    del spec['root']['dag']['tasks']['a']['cachingOptions']
+    uncached = tmp_path / 'uncached.json'
+    uncached.write_text(json.dumps(spec))
+    third = run('r3', uncached)
+    assert third.artifact('a', 'out')['uri'].startswith(f's3://{bucket}/root/p/r3/a/')
+    assert third.artifact('b', 'out')['uri'].startswith(f's3://{bucket}/root/p/r3/b/')
+    ids = [
+        int(a['name'])
+        for r in (first, third)
+        for t in r.tasks
+        for v in t.outputs.values()
+        for a in v
+    ]
+    assert len(set(ids)) == len(ids)  # ML Metadata never gives an id twice
