@@ -134,13 +134,13 @@ def run_module_argv(argv: list[str], tfjob_log_dir: str | None) -> None:
 
 
 def _run_argv(argv: list[str], tfjob_log_dir: str | None) -> None:
-    """The container command, the interpreter left out: `-m MODULE ...` and `-c CODE ...` run
-    in this process, as `python` would run them; any other command replaces this process."""
-    if argv[:1] == ['-c'] and len(argv) >= 2:
-        sys.argv = ['-c', *argv[2:]]
-        exec(compile(argv[1], '<string>', 'exec'), {'__name__': '__main__'})  # noqa: S102
-    elif argv[:1] == ['-m']:
+    """The container command, the interpreter left out: `-m MODULE ...` runs in this process, as
+    `python -m` would run it; `-c CODE ...` replaces this process with the interpreter, any other
+    command with that program (the pod's mount namespace stays theirs)."""
+    if argv[:1] == ['-m']:
         run_module_argv(argv, tfjob_log_dir)
+    elif argv[:1] == ['-c']:
+        os.execv(sys.executable, [sys.executable, *argv])
     else:
         os.execv(argv[0], argv)
 

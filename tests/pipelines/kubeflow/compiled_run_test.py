@@ -220,15 +220,23 @@ def test_a_failing_task_is_named_with_its_log_and_stops_the_run(s3_store, tmp_pa
     assert logs.startswith('p/r/a/') and logs.endswith('/executor-logs-0')
 
 
-def test_the_exit_status_is_the_codes_even_when_the_process_aborts_at_exit(s3_store, tmp_path):
-    # What tensorflow-io's S3 file system does when the interpreter shuts down.
-    aborts = (
-        'import atexit, os, sys; atexit.register(os.abort); '
-        "print('worked'); sys.exit(int(sys.argv[2]))"
+def test_the_exit_status_is_the_codes_even_when_the_process_aborts_at_exit(
+    s3_store, tmp_path, monkeypatch
+):
+    # What tensorflow-io's S3 file system does when the interpreter shuts down, in a module run
+    # as `python -m`, as every compiled step is.
+    # (The runner imports a step's module once before any task, as every step module allows.)
+    (tmp_path / 'aborting_task.py').write_text(
+        'import atexit, os, sys\n'
+        "if __name__ == '__main__':\n"
+        '    atexit.register(os.abort)\n'
+        "    print('worked')\n"
+        '    sys.exit(int(sys.argv[2]))\n'
     )
+    monkeypatch.setenv('PYTHONPATH', str(tmp_path))
     bucket = s3_store.new_bucket()
     path = tmp_path / 'spec.json'
-    path.write_text(json.dumps(_spec({'a': _task()}, command=['python', '-c', aborts])))
+    path.write_text(json.dumps(_spec({'a': _task()}, command=['python', '-m', 'aborting_task'])))
     for fresh in (False, True):
         run = compiled_run.run_compiled(
             str(path),
