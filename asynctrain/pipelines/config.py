@@ -73,6 +73,10 @@ class ExampleGenSettings:
       null_markers: Cell values read as a missing feature besides the empty cell (e.g. `NA`).
       max_bad_fraction: Fraction of rejected rows above which ExampleGen fails (0 = any bad row).
       input_pattern: Files under the data directory, relative; may use `{SPAN}` or `{YYYY}{MM}{DD}`.
+      chunk_mb: Megabytes of CSV parsed as one unit of work. Each chunk writes one file per
+        split, so a split has about (its share of the input) / chunk_mb files: the readers of the
+        examples (Transform, the ExampleBatcher, the Evaluator) spread over at most that many
+        workers on a distributed runner. Lower it when the input is small and the workers many.
     """
 
     train_buckets: int = 2
@@ -81,6 +85,7 @@ class ExampleGenSettings:
     null_markers: tuple[str, ...] = ()
     max_bad_fraction: float = 0.0
     input_pattern: str = '*'
+    chunk_mb: float = 8.0
 
     def __post_init__(self):
         for name in ('train_buckets', 'eval_buckets'):
@@ -92,6 +97,8 @@ class ExampleGenSettings:
             )
         if not 0.0 <= self.max_bad_fraction <= 1.0:
             yaml_config.fail('example_gen.max_bad_fraction', 'expected a number in [0, 1]')
+        if not self.chunk_mb * 2**20 >= 1:
+            yaml_config.fail('example_gen.chunk_mb', 'expected a number of megabytes > 0')
 
 
 @dataclasses.dataclass(frozen=True)

@@ -232,6 +232,7 @@ def create_pipeline(
         null_markers=config.example_gen.null_markers,
         max_bad_fraction=config.example_gen.max_bad_fraction,
         label_column=label.column if isinstance(label, fc.ColumnLabel) else None,
+        chunk_bytes=int(config.example_gen.chunk_mb * 2**20),
         # What Transform analyzes (below).
         parquet_copy=True,
     )

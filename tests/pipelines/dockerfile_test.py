@@ -94,3 +94,16 @@ def test_runs_as_a_numeric_non_root_user_matching_the_tfjob_pods():
     assert int(uid) == tfjob_lib._NON_ROOT_UID
     # Nothing runs or is installed after switching to that user.
     assert set(keywords[last_user + 1 :]) <= {'ENV', 'LABEL', 'WORKDIR'}
+
+
+def test_is_a_beam_sdk_harness_image_that_runs_the_sdk_in_the_locked_venv():
+    """Distributed Beam runners start this image as their Python SDK worker
+    (`--sdk_container_image`). The TFX base image's entrypoint is Beam's Python boot; Beam's
+    sdks/python/container/boot.go creates a new virtual environment for the SDK unless
+    RUN_PYTHON_SDK_IN_DEFAULT_ENVIRONMENT is set, and that environment would not see /opt/venv."""
+    keywords = [keyword for keyword, _ in _instructions()]
+    assert 'ENTRYPOINT' not in keywords and 'CMD' not in keywords, 'keeps the boot entrypoint'
+    env = _env()
+    assert env['RUN_PYTHON_SDK_IN_DEFAULT_ENVIRONMENT'] == '1'
+    # The boot runs `python` from PATH: the venv's, where the lock and this project are.
+    assert env['PATH'].split(':')[0] == env['VIRTUAL_ENV'] + '/bin'

@@ -469,3 +469,14 @@ def test_baseline_latest_blessed_compares_with_the_last_blessed_model(tmp_path):
         'direction': 'HIGHER_IS_BETTER',
         'absolute': -0.02,
     }
+
+
+def test_chunk_mb_reaches_the_example_gen_and_must_be_positive(tmp_path):
+    from asynctrain.pipelines.config import ConfigError
+
+    config = load_config(work_dir=str(tmp_path), example_gen={'chunk_mb': 0.5})
+    components = {c.id: c for c in pipeline_lib.create_pipeline(config).components}
+    example_gen = next(c for i, c in components.items() if i.endswith('ExampleGen'))
+    assert example_gen.exec_properties['chunk_bytes'] == 2**19
+    with pytest.raises(ConfigError, match=r'example_gen.chunk_mb: expected a number of megabytes'):
+        load_config(work_dir=str(tmp_path), example_gen={'chunk_mb': 0})

@@ -80,6 +80,7 @@ class CsvExampleGen(base_beam_component.BaseBeamComponent):
         max_bad_fraction: float = 0.0,
         label_column: str | None = None,
         parquet_copy: bool = False,
+        chunk_bytes: int | None = None,
     ):
         """Constructs a CsvExampleGen.
 
@@ -102,6 +103,9 @@ class CsvExampleGen(base_beam_component.BaseBeamComponent):
             label go to the dead letter. None when there is no label to check.
           parquet_copy: Also write the rows as Parquet (`parquet_examples`), what the pipeline's
             Transform analyzes.
+          chunk_bytes: Bytes of CSV parsed as one unit of work (default 8 MiB). Each chunk writes
+            one file per split, so this also sets how many files a split has: what a
+            distributed runner can spread the readers of the examples over.
 
         Raises:
           ValueError: naming the parameter that is invalid.
@@ -114,6 +118,8 @@ class CsvExampleGen(base_beam_component.BaseBeamComponent):
         )
         if not 0.0 <= max_bad_fraction <= 1.0:
             raise ValueError(f'max_bad_fraction must be in [0, 1], got {max_bad_fraction}.')
+        if chunk_bytes is not None and chunk_bytes < 1:
+            raise ValueError(f'chunk_bytes must be >= 1, got {chunk_bytes}.')
         if not input_base:
             raise ValueError('input_base must name the directory holding the CSV files.')
         input_config = input_config or utils.make_default_input_config()
@@ -132,6 +138,7 @@ class CsvExampleGen(base_beam_component.BaseBeamComponent):
             null_markers=json.dumps(list(dialect.null_markers)),
             max_bad_fraction=float(max_bad_fraction),
             label_column=label_column or None,
+            chunk_bytes=chunk_bytes,
             examples=types.Channel(type=standard_artifacts.Examples),
             statistics=types.Channel(type=standard_artifacts.ExampleStatistics),
             parquet_examples=(

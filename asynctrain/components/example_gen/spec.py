@@ -38,6 +38,10 @@ NULL_MARKERS_KEY = 'null_markers'
 MAX_BAD_FRACTION_KEY = 'max_bad_fraction'
 # The label's column: a row without a valid label goes to the dead letter ('' for none).
 LABEL_COLUMN_KEY = 'label_column'
+# Bytes of CSV per chunk: the unit of parallel work, and one output file per split per chunk, so
+# the number of files a reader (Transform, the ExampleBatcher, the Evaluator) can spread over
+# workers. Unset: `csv_source.DEFAULT_CHUNK_BYTES`.
+CHUNK_BYTES_KEY = 'chunk_bytes'
 
 # Custom properties set on the examples artifact. rows_read == rows_written + rows_rejected.
 ROWS_READ_PROPERTY = 'rows_read'
@@ -72,6 +76,7 @@ class CsvExampleGenSpec(ComponentSpec):
         NULL_MARKERS_KEY: ExecutionParameter(type=str),
         MAX_BAD_FRACTION_KEY: ExecutionParameter(type=float),
         LABEL_COLUMN_KEY: ExecutionParameter(type=str, optional=True),
+        CHUNK_BYTES_KEY: ExecutionParameter(type=int, optional=True),
     }
     INPUTS = {}
     OUTPUTS = {

@@ -236,3 +236,25 @@ def test_a_dated_pattern_no_driver_resolved_is_resolved_by_the_executor(tmp_path
     # Patterns a driver already resolved (a local run) are left as they are.
     plain = {**properties, 'input_config': resolved['input_config']}
     assert executor.resolve_input_span(plain, standard_artifacts.Examples()) is plain
+
+
+def test_chunk_bytes_sets_how_many_files_each_split_has(tmp_path):
+    """One file per chunk per split: the shards a distributed runner spreads the readers of the
+    examples over. 400 rows of ~20 bytes in 1 KB chunks: 8 chunks, every row written once."""
+    directory = tmp_path / 'input'
+    directory.mkdir()
+    rows = [f'{i},{i + 0.5},name{i:04d}' for i in range(400)]
+    (directory / 'rows.csv').write_text('id,price,name\n' + '\n'.join(rows) + '\n')
+    default = run_do(exec_properties(str(directory), schema_path=SCHEMA), tmp_path / 'default')
+    small = run_do(
+        exec_properties(str(directory), schema_path=SCHEMA, chunk_bytes=1024), tmp_path / 'small'
+    )
+    for examples, files in ((default, 1), (small, 8)):
+        for split in ('train', 'eval'):
+            assert len(glob.glob(os.path.join(examples.uri, f'Split-{split}', '*.gz'))) == files
+    # The same rows in the same splits, whatever the chunking.
+    for split in ('train', 'eval'):
+        assert read_split(small, split) == read_split(default, split)
+    assert len(read_split(small, 'train') + read_split(small, 'eval')) == 400
+    with pytest.raises(ValueError, match='chunk_bytes must be >= 1, got 0'):
+        component.CsvExampleGen(input_base=str(directory), chunk_bytes=0)
