@@ -91,7 +91,9 @@ def config_from_exec_properties(
         column_types=column_types,
         partition_feature_name=output_config.split_config.partition_feature_name,
         label_column=exec_properties.get(spec.LABEL_COLUMN_KEY) or '',
-        chunk_bytes=int(exec_properties.get(spec.CHUNK_BYTES_KEY) or csv_source.DEFAULT_CHUNK_BYTES),
+        chunk_bytes=int(
+            exec_properties.get(spec.CHUNK_BYTES_KEY) or csv_source.DEFAULT_CHUNK_BYTES
+        ),
     )
 
 
