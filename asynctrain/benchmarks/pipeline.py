@@ -20,7 +20,10 @@ included) sampled within that same interval (`asynctrain.benchmarks.memory`). Bo
 of steps with the same batch size.
 
 Beam arguments after `--` replace the pipeline config's (none: the DirectRunner in memory, one
-worker) in both pipelines.
+worker) in both pipelines. `--spark-workers N` (with `--stock-from`) starts a Spark standalone
+cluster of N Workers on this machine with Beam's Spark job server (`spark_cluster`) and runs
+ours' Beam stages on it; its memory is then the whole tree of this process, the cluster's JVMs
+and Python SDK workers included.
 
 At sizes where stock would take hours, `--stock-from RESULT.json` runs ours alone and takes
 stock's times from an earlier run of this bench, scaled by the rows (its measured cost per row,
@@ -34,6 +37,7 @@ no stock memory or metric.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -95,6 +99,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="run ours only; stock's times are those of this earlier result of the bench, "
         'scaled by the rows (said so in the result)',
+    )
+    parser.add_argument(
+        '--spark-workers',
+        type=int,
+        default=0,
+        metavar='N',
+        help="run ours' Beam stages on a local Spark standalone cluster of N Workers, one core "
+        'each (needs --stock-from)',
+    )
+    parser.add_argument(
+        '--spark-worker-memory-mb',
+        type=int,
+        default=4096,
+        help='memory each Spark Worker gives its executor (default 4096)',
     )
     parser.add_argument('--variant', choices=VARIANTS, help=argparse.SUPPRESS)
     # The child process's copy of the Beam arguments given after `--`.
@@ -324,6 +342,27 @@ def _run_in_child(variant: str, args: argparse.Namespace, output: str) -> dict |
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _with_cluster_memory(
+    ours: dict, samples: memory.Samples, args: argparse.Namespace, output: str, dataset
+) -> None:
+    """Replaces ours' memory figures, sampled in the pipeline's process tree, by those of this
+    process's tree: the pipeline's process and the Spark cluster's (Master, Workers and their
+    executors, job server, SDK workers), where the Beam stages' work happens."""
+    config = bench_config(
+        os.path.join(output, 'input'),
+        os.path.join(output, 'ours'),
+        args.train_steps,
+        'bench-ours',
+        args.beam_args,
+        dataset,
+    )
+    intervals = component_intervals(config)
+    ours['component_peak_mb'] = memory.component_peaks_mb(samples, intervals)
+    ours['baseline_mb'] = round(samples.rss[0] / (1 << 20), 1)
+    ours['peak_mb'] = round(max(samples.rss) / (1 << 20), 1)
+    ours['memory_of'] = 'the pipeline and the Spark cluster'
+
+
 def extrapolated_stock(reference: dict, rows: int) -> dict:
     """Stock's variant of an earlier result (`reference`, with the same training steps), its
     total and every component's seconds scaled by `rows` over the rows it measured: its measured
@@ -445,21 +484,44 @@ def run(args: argparse.Namespace) -> int:
             f'stock: {variants["stock"]["total_seconds"]:.1f} s, extrapolated from '
             f'{reference["rows"]:,} rows ({args.stock_from})'
         )
-    for variant in VARIANTS:
-        if variant in variants:
-            continue
-        _log(f'running the {variant} pipeline')
-        measured = _run_in_child(variant, args, output)
-        if measured is None:
-            return 1
-        variants[variant] = measured
-        _log(f'{variant}: {measured["total_seconds"]:.1f} s')
+    if args.spark_workers and reference is None:
+        print(
+            '--spark-workers: needs --stock-from (stock is not run on the cluster)', file=sys.stderr
+        )
+        return 2
+    with contextlib.ExitStack() as stack:
+        cluster_sampler = None
+        if args.spark_workers:
+            from asynctrain.benchmarks.spark_cluster import SparkCluster
+
+            _log(f'starting a Spark cluster of {args.spark_workers} Workers')
+            cluster = stack.enter_context(
+                SparkCluster(
+                    os.path.join(output, 'spark'),
+                    num_workers=args.spark_workers,
+                    memory_per_worker_mb=args.spark_worker_memory_mb,
+                )
+            )
+            args.beam_args = cluster.beam_pipeline_args
+            cluster_sampler = memory.TreeRssSampler().start()
+        for variant in VARIANTS:
+            if variant in variants:
+                continue
+            _log(f'running the {variant} pipeline')
+            measured = _run_in_child(variant, args, output)
+            if measured is None:
+                return 1
+            variants[variant] = measured
+            _log(f'{variant}: {measured["total_seconds"]:.1f} s')
+        if cluster_sampler is not None:
+            _with_cluster_memory(variants['ours'], cluster_sampler.stop(), args, output, dataset)
     stock_metric, ours_metric = (variants[v].get('eval_metric') for v in VARIANTS)
     result = {
         'benchmark': 'pipeline',
         'rows': args.rows,
         'train_steps': args.train_steps,
         'beam_args': list(args.beam_args),
+        **({'spark_workers': args.spark_workers} if args.spark_workers else {}),
         'features': features or 'all',
         'variants': variants,
         **({'stock_extrapolated_from': os.path.basename(args.stock_from)} if reference else {}),
