@@ -19,7 +19,6 @@ which executor, even for a Worker that was killed.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import pathlib
@@ -32,6 +31,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 
 from asynctrain.benchmarks import spark_jars
+from asynctrain.benchmarks.spark_apps import AppRun, TaskRun, read_event_log, task_ends
 
 HOST = '127.0.0.1'
 # Spark 3.5 on Java 17 needs these packages opened to its unnamed module (Spark's own launcher adds
@@ -55,70 +55,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind((HOST, 0))
         return probe.getsockname()[1]
-
-
-@dataclasses.dataclass(frozen=True)
-class TaskRun:
-    """One ended task attempt of a Spark application, from its event log.
-
-    Attributes:
-      stage_id: the Spark stage.
-      task_id: Spark's task id (unique within the application; a retry gets a new one).
-      executor_id: the executor that ran it.
-      worker: index of the Worker that launched that executor (None if no work dir names it).
-      succeeded: whether the attempt ended with `Success`.
-    """
-
-    stage_id: int
-    task_id: int
-    executor_id: str
-    worker: int | None
-    succeeded: bool
-
-
-@dataclasses.dataclass(frozen=True)
-class AppRun:
-    """One Spark application (one Beam job) as the Master and its event log record it.
-
-    Attributes:
-      app_id: Spark's application id (`app-<time>-<n>`).
-      name: the application name (Beam's job name with the invocation id).
-      state: the Master's final state (`FINISHED`, `FAILED`, `KILLED`); `RUNNING` while active.
-      tasks: every ended task attempt, in event-log order.
-      executors_by_worker: the executor ids each Worker (by index) launched for this application.
-    """
-
-    app_id: str
-    name: str
-    state: str
-    tasks: tuple[TaskRun, ...]
-    executors_by_worker: dict[int, frozenset[str]]
-
-    def workers_with_successful_tasks(self) -> set[int]:
-        return {task.worker for task in self.tasks if task.succeeded and task.worker is not None}
-
-
-def read_event_log(path: pathlib.Path) -> list[dict]:
-    """A Spark event log's events (one JSON object a line); a torn last line is skipped."""
-    events = []
-    for line in path.read_text().splitlines():
-        with contextlib.suppress(json.JSONDecodeError):
-            events.append(json.loads(line))
-    return events
-
-
-def task_ends(events: Sequence[dict]) -> list[tuple[int, int, str, bool]]:
-    """(stage id, task id, executor id, succeeded) of each `SparkListenerTaskEnd` event."""
-    return [
-        (
-            event['Stage ID'],
-            event['Task Info']['Task ID'],
-            str(event['Task Info']['Executor ID']),
-            event['Task End Reason']['Reason'] == 'Success',
-        )
-        for event in events
-        if event.get('Event') == 'SparkListenerTaskEnd'
-    ]
 
 
 class SparkCluster:
@@ -187,16 +123,20 @@ class SparkCluster:
             '--webui-port', str(self.master_ui_port),
         ), system_properties=WORKER_TIMEOUT))  # fmt: skip
         self._wait('master', lambda: self.master_state().get('status') == 'ALIVE')
+        # The Workers, the SDK worker pool and the job server start side by side (the job server
+        # needs the Master only when a job comes); then each is waited for.
         for index in range(self.num_workers):
             self._start_worker(index)
-        self._wait('workers', lambda: self.alive_workers() == self.num_workers)
         self.pool_port = free_port()
         self._spawn('sdk_worker_pool', [
             sys.executable, '-m', 'apache_beam.runners.worker.worker_pool_main',
             f'--service_port={self.pool_port}',
         ], env=self._python_env())  # fmt: skip
-        self._wait('sdk_worker_pool', lambda: _listening(self.pool_port))
-        self.job_port, self.artifact_port, self.expansion_port = free_port(), free_port(), free_port()
+        self.job_port, self.artifact_port, self.expansion_port = (
+            free_port(),
+            free_port(),
+            free_port(),
+        )
         self._spawn('job_server', self._java('org.apache.beam.runners.spark.SparkJobServerDriver', (
             '--spark-master-url', self.master_url, '--job-host', HOST,
             '--job-port', str(self.job_port), '--artifact-port', str(self.artifact_port),
@@ -209,17 +149,25 @@ class SparkCluster:
             'spark.local.dir': str(self.log_dir / 'driver-local'),
             'spark.ui.enabled': 'false',
             'spark.driver.host': HOST, 'spark.driver.bindAddress': HOST,
+            # Spark's own logging defaults from the start, not only once a SparkContext exists,
+            # so the log shows the job server's start and each job's invocation.
+            'log4j2.configurationFile': 'org/apache/spark/log4j2-defaults.properties',
         }, heap_mb=1024))  # fmt: skip
+        self._wait('workers', lambda: self.alive_workers() == self.num_workers)
+        self._wait('sdk_worker_pool', lambda: _listening(self.pool_port))
         self._wait('job_server', lambda: _listening(self.job_port))
 
     def _start_worker(self, index: int) -> None:
         work_dir = self.log_dir / f'worker-{index}'
         work_dir.mkdir(parents=True, exist_ok=True)
-        self._spawn(f'worker-{index}', self._java('org.apache.spark.deploy.worker.Worker', (
+        command = self._java('org.apache.spark.deploy.worker.Worker', (
             '--host', HOST, '--cores', str(self.cores_per_worker),
             '--memory', f'{self.memory_per_worker_mb}m', '--work-dir', str(work_dir),
             '--webui-port', str(free_port()), self.master_url,
-        ), system_properties=WORKER_TIMEOUT), env_extra={'SPARK_LOCAL_DIRS': str(work_dir / 'local')})  # fmt: skip
+        ), system_properties=WORKER_TIMEOUT)  # fmt: skip
+        self._spawn(
+            f'worker-{index}', command, env_extra={'SPARK_LOCAL_DIRS': str(work_dir / 'local')}
+        )
 
     def _java(
         self,
@@ -270,7 +218,9 @@ class SparkCluster:
         while time.monotonic() < deadline:
             for name, process in self._processes.items():
                 if process.poll() is not None and not name.startswith('worker-'):
-                    raise RuntimeError(f'{name} exited with {process.returncode}:\n{self.log_tail(name)}')
+                    raise RuntimeError(
+                        f'{name} exited with {process.returncode}:\n{self.log_tail(name)}'
+                    )
             with contextlib.suppress(OSError, ValueError):
                 if ready():
                     return
@@ -361,7 +311,9 @@ class SparkCluster:
 
     def executors_by_worker(self, app_id: str) -> dict[int, frozenset[str]]:
         return {
-            index: frozenset(path.name for path in (self.log_dir / f'worker-{index}' / app_id).glob('*'))
+            index: frozenset(
+                path.name for path in (self.log_dir / f'worker-{index}' / app_id).glob('*')
+            )
             for index in range(self.num_workers)
         }
 
@@ -375,8 +327,10 @@ class SparkCluster:
         worker_of = {executor: index for index, ids in by_worker.items() for executor in ids}
         path = self.event_log(app_id)
         tasks = tuple(
-            TaskRun(stage, task, executor, worker_of.get(executor), ok)
-            for stage, task, executor, ok in task_ends(read_event_log(path) if path.exists() else [])
+            TaskRun(stage, partition, task, executor, worker_of.get(executor), reason)
+            for stage, partition, task, executor, reason in task_ends(
+                read_event_log(path) if path.exists() else []
+            )
         )
         return AppRun(app_id, apps[app_id]['name'], apps[app_id]['state'], tasks, by_worker)
 

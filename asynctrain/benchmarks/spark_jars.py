@@ -87,7 +87,7 @@ def spark_home(pom: pathlib.Path = POM, cache_root: pathlib.Path = CACHE_ROOT) -
     if shutil.which('mvn') is None or shutil.which('java') is None:
         raise RuntimeError(
             'A local Spark cluster needs `mvn` and `java` (OpenJDK 17) on PATH to fetch and run '
-            f'Spark {spark_version} and Beam {beam_version}\'s Spark job server; found '
+            f"Spark {spark_version} and Beam {beam_version}'s Spark job server; found "
             f'mvn={shutil.which("mvn")}, java={shutil.which("java")}'
         )
     cache_root.mkdir(parents=True, exist_ok=True)

@@ -97,7 +97,9 @@ class SummarizeKey(beam.DoFn):
         key, values = element
         time.sleep(self._sleep_s)
         ordered = sorted(values)
-        yield json.dumps({'key': key, 'count': len(ordered), 'sum': sum(ordered), 'values': ordered})
+        yield json.dumps(
+            {'key': key, 'count': len(ordered), 'sum': sum(ordered), 'values': ordered}
+        )
         if self._progress_dir:
             pathlib.Path(self._progress_dir, key).touch()
 
@@ -113,7 +115,8 @@ def run(
     with beam.Pipeline(options=PipelineOptions(pipeline_args)) as pipeline:
         parsed = (
             pipeline
-            | 'ReadRecords' >> beam.io.ReadFromTFRecord(input_pattern, compression_type=CompressionTypes.GZIP)
+            | 'ReadRecords'
+            >> beam.io.ReadFromTFRecord(input_pattern, compression_type=CompressionTypes.GZIP)
             | 'ParseRecords' >> beam.ParDo(ParseRecord()).with_outputs('pids', main='pairs')
         )
         summaries = (
@@ -127,7 +130,9 @@ def run(
             | 'Encode' >> beam.Map(str.encode)
             | 'WriteSummaries'
             >> beam.io.WriteToTFRecord(
-                os.path.join(output_dir, OUTPUT_PREFIX), compression_type=CompressionTypes.GZIP, file_name_suffix='.gz'
+                os.path.join(output_dir, OUTPUT_PREFIX),
+                compression_type=CompressionTypes.GZIP,
+                file_name_suffix='.gz',
             )
         )
         _ = (
