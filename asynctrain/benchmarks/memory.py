@@ -26,7 +26,11 @@ _MB = 1 << 20
 def tree_rss_bytes(process: psutil.Process) -> int:
     """RSS of `process` and all its descendants (processes that vanish meanwhile count 0)."""
     total = 0
-    for member in [process, *process.children(recursive=True)]:
+    try:
+        members = [process, *process.children(recursive=True)]
+    except psutil.NoSuchProcess:  # the sampled process itself has ended
+        return 0
+    for member in members:
         try:
             total += member.memory_info().rss
         except (psutil.NoSuchProcess, psutil.AccessDenied):

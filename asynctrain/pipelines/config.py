@@ -276,6 +276,29 @@ class TransformSettings:
 
 
 @dataclasses.dataclass(frozen=True)
+class ExampleBatcherSettings:
+    """The ExampleBatcher's options that are the pipeline's to choose.
+
+    Attributes:
+      num_files: Files (shards) per split. An example goes to the file a seeded hash of its bytes
+        picks, so the same data and seed write the same files on any Beam runner. 0 (the
+        default): one file per 16 MB of the split's GZIP examples, at least 8, so that a
+        distributed runner writes them in parallel and a worker (or the one process of a
+        direct runner) holds one file's examples in memory at a time. A fixed count bounds the
+        files, not the memory.
+    """
+
+    num_files: int = 0
+
+    def __post_init__(self):
+        if self.num_files < 0:
+            yaml_config.fail(
+                'example_batcher.num_files',
+                f'expected an integer >= 0 (0: by size), got {self.num_files}',
+            )
+
+
+@dataclasses.dataclass(frozen=True)
 class PipelineConfig:
     """Everything `create_pipeline` needs.
 
@@ -292,6 +315,7 @@ class PipelineConfig:
       trainer: The Trainer's model, training, input pipeline and distribution settings.
       evaluation: The blessing rule.
       transform: The Transform component's options.
+      example_batcher: The ExampleBatcher's options.
       retraining: What a daily run carries over from the previous run.
       drift: Each run's data compared with the served model's training data.
       beam_pipeline_args: Passed to every Beam-based component untouched (runner, workers).
@@ -310,6 +334,9 @@ class PipelineConfig:
     trainer: TrainerConfig = dataclasses.field(default_factory=TrainerConfig)
     evaluation: EvaluationSettings = dataclasses.field(default_factory=EvaluationSettings)
     transform: TransformSettings = dataclasses.field(default_factory=TransformSettings)
+    example_batcher: ExampleBatcherSettings = dataclasses.field(
+        default_factory=ExampleBatcherSettings
+    )
     retraining: RetrainingSettings = dataclasses.field(default_factory=RetrainingSettings)
     drift: DriftSettings = dataclasses.field(default_factory=DriftSettings)
     # Empty: Beam's DirectRunner in memory, one worker. Any argument at all makes TFX build an sdist

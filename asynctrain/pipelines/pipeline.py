@@ -314,6 +314,7 @@ def create_pipeline(
     example_batcher = ExampleBatcher(
         examples=example_gen.outputs['examples'],
         transform_graph=transform.outputs['transform_graph'],
+        num_files=config.example_batcher.num_files,
         transform=True,
     )
     trainer = Trainer(

@@ -62,6 +62,14 @@ def test_command_line_overrides_win_over_yaml(tmp_path):
         ({'enable_cache': 'yes'}, "enable_cache: expected bool, got 'yes'"),
         ({'beam_pipeline_args': '--runner=DataflowRunner'}, 'beam_pipeline_args: expected a list'),
         ({'workdir': 'x'}, 'workdir: unknown field'),
+        (
+            {'example_batcher': {'num_files': -1}},
+            'example_batcher.num_files: expected an integer >= 0 (0: by size), got -1',
+        ),
+        (
+            {'example_batcher': {'num_files': 'x'}},
+            "example_batcher.num_files: expected int, got 'x'",
+        ),
     ],
 )
 def test_invalid_values_name_the_field(data, message):

@@ -81,7 +81,7 @@ def test_default_beam_components_build_no_tfx_package_for_remote_workers(
         for c in pipeline.components
         if issubclass(getattr(c.executor_spec, 'executor_class', object), BaseBeamExecutor)
     }
-    assert {'CsvExampleGen', 'Transform', 'Evaluator'} <= set(executors)
+    assert {'CsvExampleGen', 'Transform', 'ExampleBatcher', 'Evaluator'} <= set(executors)
     scratch = tmp_path / 'tmp'
     scratch.mkdir()
     monkeypatch.setattr(tempfile, 'tempdir', str(scratch))
@@ -200,6 +200,12 @@ def test_transform_statistics_are_off_by_default_and_on_when_asked(config, tmp_p
     assert statistics <= set(transform.outputs)
     with pytest.raises(ConfigError, match=r'transform\.statistics'):
         load_config(work_dir=str(tmp_path / 'bad'), transform={'statistics': 'sometimes'})
+
+
+def test_the_example_batcher_files_per_split_come_from_the_config(config, tmp_path):
+    assert _components(config)['ExampleBatcher'].exec_properties['num_files'] == 0
+    fixed = load_config(work_dir=str(tmp_path / 'fixed'), example_batcher={'num_files': 64})
+    assert _components(fixed)['ExampleBatcher'].exec_properties['num_files'] == 64
 
 
 def test_retraining_inputs_are_off_by_default_so_a_rerun_is_a_cache_hit(config):

@@ -1,12 +1,13 @@
 """The ExampleBatcher component: examples, transformed and rewritten once as training-ready records.
 
-The work happens in `columnar_records.write_split`; this module holds the constructor, its
-validation and defaults.
+A Beam component (as TFX's Transform): the pipeline's `beam_pipeline_args` reach it. The work
+happens in `batching.WriteBatchedSplit` (or, on a direct runner below a measured size, the same
+layout written in one process); this module holds the constructor, its validation and defaults.
 """
 
 from __future__ import annotations
 
-from tfx.dsl.components.base import base_component, executor_spec
+from tfx.dsl.components.base import base_beam_component, executor_spec
 from tfx.types import channel, standard_artifacts
 
 from asynctrain.components.example_batcher import executor
@@ -14,7 +15,7 @@ from asynctrain.components.example_batcher.spec import ExampleBatcherSpec
 from asynctrain.components.shared import columnar_records
 
 
-class ExampleBatcher(base_component.BaseComponent):
+class ExampleBatcher(base_beam_component.BaseBeamComponent):
     """Shuffles each split of the examples and writes it transformed and pre-batched.
 
     With `transform=True` the examples are raw (ExampleGen's) and the batcher applies the
@@ -49,7 +50,7 @@ class ExampleBatcher(base_component.BaseComponent):
     """
 
     SPEC_CLASS = ExampleBatcherSpec
-    EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(executor.Executor)
+    EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(executor.Executor)
 
     def __init__(
         self,
@@ -67,16 +68,22 @@ class ExampleBatcher(base_component.BaseComponent):
             `transformed_examples`.
           transform_graph: Transform's `transform_graph`: the transformed feature spec, and with
             `transform=True` the function applied to the raw examples.
-          examples_per_record: Examples per output record (the last record of a split may hold
+          examples_per_record: Examples per output record (the last record of each file may hold
             fewer). About one training batch: fewer parses more records per step, more makes
             windows of the reader's shuffle coarser.
-          num_files: Files per split, dealt records round-robin (at most one per record).
-          seed: Seed of the shuffle; the same inputs and seed write the same bytes.
+          num_files: Files (shards) per split; 0: one per 16 MB of source GZIP TFRecords, at
+            least 8. An example goes to the file its seeded hash picks; a file is what one
+            worker (or the one process) holds in memory while writing it.
+          seed: Seed of the shuffle; the same inputs and seed write the same bytes, on any
+            runner and any number of workers.
           transform: Whether `examples` are raw and transformed here.
         """
-        for name, value in (('examples_per_record', examples_per_record), ('num_files', num_files)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f'{name}: expected an integer >= 1, got {value!r}')
+        if not isinstance(examples_per_record, int) or examples_per_record < 1:
+            raise ValueError(
+                f'examples_per_record: expected an integer >= 1, got {examples_per_record!r}'
+            )
+        if not isinstance(num_files, int) or num_files < 0:
+            raise ValueError(f'num_files: expected an integer >= 0 (0: by size), got {num_files!r}')
         if not isinstance(seed, int) or seed < 0:
             raise ValueError(f'seed: expected an integer >= 0, got {seed!r}')
         super().__init__(

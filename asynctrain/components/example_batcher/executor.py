@@ -1,7 +1,8 @@
-"""The ExampleBatcher's executor: artifacts in, plain paths and the transformed feature spec out,
-then `columnar_records.write_split` per split (plain tf.data and NumPy, streaming through shuffle
-buckets). Raw examples are transformed on the way by the transform graph's
-`transform_features_layer()`, the function the serving model applies."""
+"""The ExampleBatcher's executor: artifacts in, plain paths out, then every split written in the
+seeded layout (`shared/shuffled_shards`) by the Beam pipeline of `batching.WriteBatchedSplit`,
+or, on a direct runner below a measured size, by the same functions in this process. Raw
+examples are transformed on the way by the transform graph's `transform_features_layer()`, the
+function the serving model applies. Both paths write the same bytes for the same seed."""
 
 from __future__ import annotations
 
@@ -9,14 +10,39 @@ import os
 from typing import Any
 
 from tfx import types
-from tfx.dsl.components.base import base_executor
+from tfx.dsl.components.base import base_beam_executor
 from tfx.types import artifact_utils
 
-from asynctrain.components.example_batcher import spec
-from asynctrain.components.shared import columnar_records
+from asynctrain.components.example_batcher import batching, spec
+from asynctrain.components.shared import columnar_records, shuffled_shards
+
+# Runners that run the pipeline in the executor's own process (Beam's names for them).
+DIRECT_RUNNERS = ('DirectRunner', 'direct', 'BundleBasedDirectRunner', 'SwitchingDirectRunner')
+# On a direct runner, splits whose source (GZIP TFRecords, all splits together) is smaller than
+# this are written in this process instead of by a Beam pipeline: the same files, written
+# faster and with memory bounded by a shard (the DirectRunner keeps its whole GroupByKey in
+# memory). Measured on the taxi examples (`asynctrain bench batcher --rows N`), see
+# `ONE_PROCESS_MEASUREMENT`.
+ONE_PROCESS_MAX_SOURCE_BYTES = 1 << 62
+ONE_PROCESS_MEASUREMENT = ''
 
 
-class Executor(base_executor.BaseExecutor):
+def beam_runner(beam_pipeline_args: list[str]) -> str:
+    """The runner `beam_pipeline_args` name (the last `--runner`), DirectRunner when none."""
+    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+    return PipelineOptions(beam_pipeline_args).view_as(StandardOptions).runner or 'DirectRunner'
+
+
+def uses_beam(beam_pipeline_args: list[str], source_bytes: int) -> bool:
+    """Whether the splits are written by the Beam pipeline: always on a distributed runner; on a
+    direct one only from ONE_PROCESS_MAX_SOURCE_BYTES of source."""
+    if beam_runner(beam_pipeline_args) not in DIRECT_RUNNERS:
+        return True
+    return source_bytes >= ONE_PROCESS_MAX_SOURCE_BYTES
+
+
+class Executor(base_beam_executor.BaseBeamExecutor):
     """Writes every split of the examples, transformed, as shuffled, pre-batched records."""
 
     def Do(
@@ -34,25 +60,48 @@ class Executor(base_executor.BaseExecutor):
         split_names = artifact_utils.decode_split_names(examples.split_names)
         if not split_names:
             raise ValueError(f'examples {examples.uri}: the artifact records no split_names')
-        transform_output = tft.TFTransformOutput(transform_graph)
-        feature_spec = transform_output.transformed_feature_spec()
         examples_per_record = int(exec_properties[spec.EXAMPLES_PER_RECORD_KEY])
-        transforming = {}
-        if exec_properties.get(spec.TRANSFORM_KEY):
-            transforming = dict(
-                transform=transform_output.transform_features_layer(),
-                parse_spec=transform_output.raw_feature_spec(),
-            )
+        num_files = int(exec_properties[spec.NUM_FILES_KEY])
+        seed = int(exec_properties[spec.SEED_KEY])
+        transform = bool(exec_properties.get(spec.TRANSFORM_KEY))
+        features = columnar_records.feature_dtypes(
+            tft.TFTransformOutput(transform_graph).transformed_feature_spec()
+        )
+        splits = {}
         for split in split_names:
-            metadata = columnar_records.write_split(
-                os.path.join(artifact_utils.get_split_uri([examples], split), '*.gz'),
-                feature_spec,
-                columnar_records.split_dir(batched.uri, split),
-                examples_per_record=examples_per_record,
-                num_files=int(exec_properties[spec.NUM_FILES_KEY]),
-                seed=int(exec_properties[spec.SEED_KEY]),
-                **transforming,
+            files = shuffled_shards.source_files(
+                os.path.join(artifact_utils.get_split_uri([examples], split), '*.gz')
             )
+            size = shuffled_shards.source_bytes(files)
+            splits[split] = (files, size, shuffled_shards.num_shards(size, num_files))
+        output_dirs = {s: columnar_records.split_dir(batched.uri, s) for s in split_names}
+        if uses_beam(self._beam_pipeline_args, sum(size for _, size, _ in splits.values())):
+            with self._make_beam_pipeline() as pipeline:
+                for split, (files, _, shards) in splits.items():
+                    _ = pipeline | f'Write[{split}]' >> batching.WriteBatchedSplit(
+                        files,
+                        output_dirs[split],
+                        transform_graph,
+                        transform,
+                        features,
+                        examples_per_record,
+                        shards,
+                        seed,
+                    )
+        else:
+            decode = batching.load_decoder(transform_graph, transform)
+            for split, (files, _, shards) in splits.items():
+                stats = shuffled_shards.write_split(
+                    files, decode, output_dirs[split], examples_per_record, shards, seed
+                )
+                columnar_records.write_metadata(
+                    output_dirs[split],
+                    shuffled_shards.split_metadata(
+                        stats, features, examples_per_record, shards, seed, columnar_records.FORMAT
+                    ),
+                )
+        for split in split_names:
+            metadata = columnar_records.read_metadata(os.path.join(output_dirs[split], '*.gz'))
             batched.set_int_custom_property(
                 spec.EXAMPLES_SPLIT_PROPERTY_PREFIX + split, metadata['examples']
             )

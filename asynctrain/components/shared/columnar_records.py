@@ -7,14 +7,12 @@ input`). Here a record is one `tf.Example` whose every feature holds the values 
 shape [d]: d values per example, example after example). A step then parses about one record.
 The records are still plain GZIP TFRecords of `tf.Example`s that any TFRecord tool can read.
 
-Writing (`write_split`): one split's examples are parsed in large vectorized batches (raw
-examples are transformed in the same call by their tf.Transform graph, so Transform itself need
-not materialize anything), shuffled as a whole (a seed fixes the order, so a rerun writes the
-same bytes), cut into records and dealt round-robin over `num_files` files. Memory is bounded by
-a shuffle bucket, not by the split: the examples are dealt to random buckets spilled to local
-disk, then each bucket is permuted and written. Plain tf.data and NumPy, no Beam: one process
-writes a split faster than a Beam pipeline starts; NumPy lays the records out in the wire format
-(`example_wire`).
+Writing (`write_split`): one split's examples are dealt to shards by a seeded hash of their
+bytes, each shard ordered by that hash, parsed (raw examples transformed in the same call by
+their tf.Transform graph, so Transform itself need not materialize anything) in large vectorized
+batches, and cut into records (`shuffled_shards`: the layout, so that one process and a Beam
+pipeline on any runner write the same bytes for the same seed). NumPy lays the records out in
+the wire format (`example_wire`).
 
 Reading (`make_batched_dataset`): files interleaved, records shuffled, each record parsed in one
 call, then a window of `shuffle_buffer` examples drawn from several records is permuted in one
@@ -30,25 +28,21 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 import tensorflow as tf
 
-from asynctrain.components.shared.example_wire import encode_records
+from asynctrain.components.shared import shuffled_shards
 
 FORMAT = 'columnar_tf_example'
 METADATA_FILE_NAME = 'batched_examples.json'
-RECORDS_FILE_PREFIX = 'batches'
 DEFAULT_EXAMPLES_PER_RECORD = 256
-DEFAULT_NUM_FILES = 8
-# Source records parsed (and transformed) per vectorized call while reading a split to write it.
+# Files (shards) per split; 0: one per `shuffled_shards.SHARD_SOURCE_BYTES` of source, at least
+# `shuffled_shards.MIN_SHARDS`.
+DEFAULT_NUM_FILES = 0
+# Source records parsed per vectorized call by `column_batches`.
 _READ_BATCH = 8192
-# Source bytes (GZIP TFRecords) per shuffle bucket: a bucket of raw taxi examples is about
-# 200,000 examples, 10-20 MB of transformed columns in memory.
-BUCKET_SOURCE_BYTES = 16 << 20
 
 
 def split_dir(examples_dir: str, split: str) -> str:
@@ -82,13 +76,6 @@ def _check_feature_spec(feature_spec: Mapping[str, tf.io.FixedLenFeature]) -> No
             )
 
 
-def _source_files(file_pattern: str) -> list[str]:
-    files = sorted(tf.io.gfile.glob(file_pattern))
-    if not files:
-        raise FileNotFoundError(f'{file_pattern}: no files to read')
-    return files
-
-
 def column_batches(
     file_pattern: str,
     parse_spec: Mapping[str, tf.io.FixedLenFeature | tf.io.VarLenFeature],
@@ -108,7 +95,7 @@ def column_batches(
         return transform(parsed) if transform is not None else parsed
 
     batches = (
-        tf.data.TFRecordDataset(_source_files(file_pattern), compression_type='GZIP')
+        tf.data.TFRecordDataset(shuffled_shards.source_files(file_pattern), compression_type='GZIP')
         .batch(batch_size)
         .map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         .prefetch(2)
@@ -139,181 +126,40 @@ def write_split(
     *,
     transform: Callable[[dict], dict] | None = None,
     parse_spec: Mapping[str, tf.io.FixedLenFeature | tf.io.VarLenFeature] | None = None,
-    bucket_source_bytes: int = BUCKET_SOURCE_BYTES,
 ) -> dict:
     """Writes the examples matching `source_pattern`, shuffled, as batched records in
-    `output_dir`; returns the metadata it writes beside them.
+    `output_dir`, in this process; returns the metadata it writes beside them.
 
     `feature_spec` is what the records hold. The source is parsed with it, or, given `transform`
     (raw examples and their tf.Transform graph's `transform_features_layer()`), parsed with
-    `parse_spec` (the raw feature spec) and transformed batch by batch on the way.
-
-    Memory is bounded by a bucket, not by the split: the examples are dealt to random buckets
-    (one per `bucket_source_bytes` of source files, spilled to a local temporary folder), then each
-    bucket is permuted and written in turn. Dealing to random buckets and permuting each is a
-    uniform shuffle of the whole split; a split of one bucket stays in memory.
+    `parse_spec` (the raw feature spec) and transformed on the way. The files are those of the
+    seeded layout (`shuffled_shards`): `num_files` shards, or with 0 one per
+    `shuffled_shards.SHARD_SOURCE_BYTES` of source; memory is bounded by a shard.
     """
     if examples_per_record < 1:
         raise ValueError(f'examples_per_record: expected >= 1, got {examples_per_record}')
-    if num_files < 1:
-        raise ValueError(f'num_files: expected >= 1, got {num_files}')
     _check_feature_spec(feature_spec)
-    if transform is not None and parse_spec is None:
-        raise ValueError('parse_spec: required with transform (the raw feature spec)')
-    source_bytes = sum(tf.io.gfile.stat(f).length for f in _source_files(source_pattern))
-    num_buckets = max(1, -(-source_bytes // bucket_source_bytes))
-    rng = np.random.default_rng(seed)
-    batches = column_batches(
-        source_pattern, parse_spec if transform is not None else feature_spec, transform
+    files = shuffled_shards.source_files(source_pattern)
+    shards = shuffled_shards.num_shards(shuffled_shards.source_bytes(files), num_files)
+    decode = shuffled_shards.RowDecoder(feature_spec, transform, parse_spec)
+    stats = shuffled_shards.write_split(
+        files, decode, output_dir, examples_per_record, shards, seed
     )
-    tf.io.gfile.makedirs(output_dir)
-    with _Buckets(num_buckets) as buckets:
-        for batch in batches:
-            buckets.deal({name: batch[name] for name in feature_spec}, rng)
-        count = buckets.count
-        num_records = -(-count // examples_per_record)
-        num_files = max(1, min(num_files, num_records))
-        paths = [
-            os.path.join(output_dir, f'{RECORDS_FILE_PREFIX}-{i:05d}-of-{num_files:05d}.gz')
-            for i in range(num_files)
-        ]
-        options = tf.io.TFRecordOptions(compression_type='GZIP')
-        writers = [tf.io.TFRecordWriter(path, options) for path in paths]
-        try:
-            record = 0
-            for columns in _records_of(buckets.permuted(rng), examples_per_record):
-                for serialized in encode_records(columns, examples_per_record):
-                    writers[record % num_files].write(serialized)
-                    record += 1
-        finally:
-            for writer in writers:
-                writer.close()
-    metadata = {
-        'format': FORMAT,
-        'examples_per_record': examples_per_record,
-        'examples': int(count),
-        'records': num_records,
-        'files': num_files,
-        'bytes': sum(tf.io.gfile.stat(path).length for path in paths),
-        'features': {name: spec.dtype.name for name, spec in sorted(feature_spec.items())},
-        'seed': seed,
-    }
-    with tf.io.gfile.GFile(os.path.join(output_dir, METADATA_FILE_NAME), 'w') as f:
-        json.dump(metadata, f, indent=2, sort_keys=True)
+    metadata = shuffled_shards.split_metadata(
+        stats, feature_dtypes(feature_spec), examples_per_record, shards, seed, FORMAT
+    )
+    write_metadata(output_dir, metadata)
     return metadata
 
 
-class _Buckets:
-    """Examples dealt to `num_buckets` random buckets: kept in memory when there is one, else
-    appended batch by batch to one file per bucket in a local temporary folder (removed on
-    exit), wherever the output goes."""
-
-    def __init__(self, num_buckets: int):
-        self.num_buckets = num_buckets
-        self.count = 0
-        self._spill_dir = ''
-        self._memory: list[dict[str, np.ndarray]] = []
-        self._files: list = []
-        self._names: list[str] = []
-        self._strings: set[str] = set()
-
-    def __enter__(self) -> _Buckets:
-        if self.num_buckets > 1:
-            self._spill_dir = tempfile.mkdtemp(prefix='example-batcher-')
-            self._files = [
-                open(os.path.join(self._spill_dir, f'{i:05d}.npy'), 'w+b')  # noqa: SIM115
-                for i in range(self.num_buckets)
-            ]
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for f in self._files:
-            f.close()
-        if self._files:
-            shutil.rmtree(self._spill_dir, ignore_errors=True)
-
-    def deal(self, columns: dict[str, np.ndarray], rng: np.random.Generator) -> None:
-        rows = len(next(iter(columns.values())))
-        self.count += rows
-        self._names = sorted(columns)
-        self._strings = {name for name, values in columns.items() if values.dtype == object}
-        if self.num_buckets == 1:
-            self._memory.append(columns)
-            return
-        bucket_of = rng.integers(0, self.num_buckets, rows)
-        for bucket, f in enumerate(self._files):
-            chosen = bucket_of == bucket
-            if chosen.any():
-                for name in self._names:
-                    _spill(f, columns[name][chosen])
-
-    def _read(self, bucket: int) -> dict[str, np.ndarray]:
-        if self.num_buckets == 1:
-            parts = self._memory
-            self._memory = []
-        else:
-            f = self._files[bucket]
-            size = f.tell()
-            f.seek(0)
-            parts = []
-            while f.tell() < size:
-                parts.append({name: _unspill(f, name in self._strings) for name in self._names})
-        if not parts:
-            return {}
-        return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
-
-    def permuted(self, rng: np.random.Generator) -> Iterator[dict[str, np.ndarray]]:
-        """Each bucket in turn, its rows in a random order."""
-        for bucket in range(self.num_buckets):
-            columns = self._read(bucket)
-            if columns:
-                order = rng.permutation(len(next(iter(columns.values()))))
-                yield {name: values[order] for name, values in columns.items()}
+def feature_dtypes(feature_spec: Mapping[str, tf.io.FixedLenFeature]) -> dict[str, str]:
+    """What the metadata records of the features: each one's dtype name."""
+    return {name: spec.dtype.name for name, spec in sorted(feature_spec.items())}
 
 
-def _spill(f, values: np.ndarray) -> None:
-    """Appends `values` to `f` without pickling: numbers as one array; strings (object arrays of
-    bytes) as their shape, their lengths and their concatenated bytes."""
-    if values.dtype != object:
-        np.save(f, values, allow_pickle=False)
-        return
-    flat = [bytes(v) for v in values.reshape(-1)]
-    np.save(f, np.array(values.shape, dtype=np.int64), allow_pickle=False)
-    np.save(f, np.array([len(v) for v in flat], dtype=np.int64), allow_pickle=False)
-    np.save(f, np.frombuffer(b''.join(flat), dtype=np.uint8), allow_pickle=False)
-
-
-def _unspill(f, strings: bool) -> np.ndarray:
-    """The next array `_spill` appended to `f`; `strings`: whether it was an object array.
-    (`np.load` refuses pickled data by default.)"""
-    first = np.load(f)
-    if not strings:
-        return first
-    shape = tuple(int(n) for n in first)
-    lengths = np.load(f)
-    data = np.load(f).tobytes()
-    ends = np.cumsum(lengths)
-    values = np.empty(len(lengths), dtype=object)
-    values[:] = [data[end - n : end] for n, end in zip(lengths.tolist(), ends.tolist())]
-    return values.reshape(shape)
-
-
-def _records_of(
-    parts: Iterator[dict[str, np.ndarray]], examples_per_record: int
-) -> Iterator[dict[str, np.ndarray]]:
-    """The rows of consecutive `parts`, regrouped so that every group but the last holds whole
-    records of `examples_per_record` rows; a record may span two parts."""
-    carry: dict[str, np.ndarray] | None = None
-    for part in parts:
-        if carry is not None:
-            part = {name: np.concatenate([carry[name], part[name]]) for name in part}
-        rows = len(next(iter(part.values())))
-        full = rows - rows % examples_per_record
-        if full:
-            yield {name: values[:full] for name, values in part.items()}
-        carry = {name: values[full:] for name, values in part.items()} if full < rows else None
-    if carry is not None:
-        yield carry
+def write_metadata(output_dir: str, metadata: Mapping) -> None:
+    with tf.io.gfile.GFile(os.path.join(output_dir, METADATA_FILE_NAME), 'w') as f:
+        json.dump(metadata, f, indent=2, sort_keys=True)
 
 
 def record_parser(feature_spec: Mapping[str, tf.io.FixedLenFeature]):

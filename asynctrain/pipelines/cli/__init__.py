@@ -76,6 +76,10 @@ BENCHMARKS = {
         'asynctrain.benchmarks.preprocess',
         'Transform graph applied by the ExampleBatcher vs materialized.',
     ),
+    'batcher': (
+        'asynctrain.benchmarks.batcher',
+        'ExampleBatcher: one process vs its Beam pipeline, time and peak memory.',
+    ),
 }
 
 

@@ -42,7 +42,8 @@ def _example(values: dict[str, np.ndarray], row: int) -> bytes:
             features[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=value))
         else:
             features[name] = tf.train.Feature(bytes_list=tf.train.BytesList(value=list(value)))
-    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+    example = tf.train.Example(features=tf.train.Features(feature=features))
+    return example.SerializeToString(deterministic=True)
 
 
 def write_examples(split_dir: str, count: int, num_files: int = 2, first_id: int = 0) -> str:

@@ -1,11 +1,13 @@
 """The ExampleBatcher's executor on hand-built artifacts: every split written pre-batched and
 shuffled, with the properties it records; and the component's checks of its parameters."""
 
+import glob
 import json
 import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from tensorflow_transform.tf_metadata import dataset_metadata, metadata_io
 from tfx.types import artifact_utils, channel, standard_artifacts
 
@@ -49,14 +51,18 @@ def test_executor_writes_every_split_pre_batched(tmp_path):
     assert batched.get_int_custom_property('examples_per_record') == 100
     assert batched.get_int_custom_property('examples_train') == 700
     assert batched.get_int_custom_property('examples_eval') == 130
-    for split, first_id, count, records in (('train', 0, 700, 7), ('eval', 700, 130, 2)):
+    for split, first_id, count in (('train', 0, 700), ('eval', 700, 130)):
         pattern = os.path.join(columnar_records.split_dir(batched.uri, split), '*.gz')
         metadata = columnar_records.read_metadata(pattern)
-        assert (metadata['examples'], metadata['records'], metadata['files']) == (
-            count,
-            records,
-            2,
-        )
+        # Each file's last record holds the rest of its examples.
+        per_file = [
+            sum(1 for _ in tf.data.TFRecordDataset(f, compression_type='GZIP'))
+            for f in sorted(glob.glob(pattern))
+        ]
+        assert (metadata['examples'], metadata['files'], len(per_file)) == (count, 2, 2)
+        assert metadata['records'] == sum(per_file)
+        assert count / 100 <= metadata['records'] <= count / 100 + 2
+        assert metadata['layout'] == 'seeded_hash_shards' and metadata['seed'] == 0
         assert metadata['features'] == {
             'company': 'int64',
             'fare': 'float32',
@@ -100,12 +106,14 @@ def test_component_defaults_and_parameter_checks():
     batcher = component.ExampleBatcher(examples=examples, transform_graph=graph)
     assert batcher.exec_properties == {
         'examples_per_record': 256,
-        'num_files': 8,
+        'num_files': 0,
         'seed': 0,
         'transform': 0,
     }
     assert batcher.outputs['batched_examples'].type == standard_artifacts.Examples
     with pytest.raises(ValueError, match='examples_per_record: expected an integer >= 1, got 0'):
         component.ExampleBatcher(examples=examples, transform_graph=graph, examples_per_record=0)
+    with pytest.raises(ValueError, match=r'num_files: expected an integer >= 0 \(0: by size\)'):
+        component.ExampleBatcher(examples=examples, transform_graph=graph, num_files=-1)
     with pytest.raises(ValueError, match='seed: expected an integer >= 0'):
         component.ExampleBatcher(examples=examples, transform_graph=graph, seed=-1)

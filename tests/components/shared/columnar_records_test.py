@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from asynctrain.components.shared import columnar_records
+from asynctrain.components.shared import columnar_records, shuffled_shards
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer.training import data
 from tests.components.example_batcher.batcher_testdata import (
@@ -21,12 +21,40 @@ from tests.components.example_batcher.batcher_testdata import (
 
 
 def _write(tmp_path, count, examples_per_record, num_files=3, seed=0, name='batched'):
-    source = write_examples(str(tmp_path / 'source'), count)
+    # The source is written once: the layout is a function of the bytes read.
+    source = str(tmp_path / 'source' / '*.gz')
+    if not glob.glob(source):
+        write_examples(str(tmp_path / 'source'), count)
     out = str(tmp_path / name / 'Split-train')
     metadata = columnar_records.write_split(
         source, FEATURE_SPEC, out, examples_per_record, num_files, seed
     )
     return metadata, os.path.join(out, '*.gz')
+
+
+def _file_ids(pattern) -> list[list[list[int]]]:
+    """The ids of each file's records, files in name order."""
+    return [
+        [
+            list(tf.train.Example.FromString(r.numpy()).features.feature['id'].int64_list.value)
+            for r in tf.data.TFRecordDataset(f, compression_type='GZIP')
+        ]
+        for f in sorted(glob.glob(pattern))
+    ]
+
+
+def _source_hashes(source_pattern, seed) -> dict[int, int]:
+    """Each source example's id and its seeded hash, computed from its serialized bytes."""
+    serialized = [
+        r.numpy()
+        for r in tf.data.TFRecordDataset(sorted(glob.glob(source_pattern)), compression_type='GZIP')
+    ]
+    hashes = shuffled_shards.example_hashes(tf.constant(serialized), seed).numpy()
+    ids = [
+        tf.train.Example.FromString(s).features.feature['id'].int64_list.value[0]
+        for s in serialized
+    ]
+    return dict(zip(ids, hashes.tolist()))
 
 
 def _concat(batches) -> dict[str, np.ndarray]:
@@ -40,7 +68,10 @@ def _concat(batches) -> dict[str, np.ndarray]:
 def test_round_trip_reads_back_every_source_example_with_its_values(tmp_path):
     metadata, pattern = _write(tmp_path, 1000, examples_per_record=64)
 
-    assert metadata['examples'] == 1000 and metadata['records'] == 16 and metadata['files'] == 3
+    per_file = [sum(len(r) for r in records) for records in _file_ids(pattern)]
+    assert sum(per_file) == 1000 and len(per_file) == 3 and min(per_file) > 250
+    assert metadata['examples'] == 1000 and metadata['files'] == 3
+    assert metadata['records'] == sum(-(-n // 64) for n in per_file)
     assert metadata['format'] == columnar_records.FORMAT
     assert metadata['bytes'] == sum(os.path.getsize(p) for p in glob.glob(pattern))
     assert columnar_records.is_batched(pattern)
@@ -78,6 +109,19 @@ def test_records_hold_many_examples_column_by_column_in_a_seeded_shuffled_order(
 
     assert contents(same_seed) == contents(pattern)
     assert contents(other_seed) != contents(pattern)
+
+
+def test_each_file_holds_the_examples_its_seeded_hash_picks_in_hash_order(tmp_path):
+    _, pattern = _write(tmp_path, 1000, examples_per_record=64, num_files=3, seed=5)
+    hashes = _source_hashes(str(tmp_path / 'source' / '*.gz'), seed=5)
+    assert len(set(hashes.values())) == 1000
+    for shard, records in enumerate(_file_ids(pattern)):
+        # Whole records but the file's last, which holds the rest.
+        assert [len(r) for r in records[:-1]] == [64] * (len(records) - 1)
+        assert 1 <= len(records[-1]) <= 64
+        ids = [i for r in records for i in r]
+        want = sorted((h, i) for i, h in hashes.items() if h % 3 == shard)
+        assert ids == [i for _, i in want]
 
 
 def test_training_batches_are_full_and_drawn_across_records(tmp_path):
@@ -155,53 +199,52 @@ def test_a_feature_without_a_fixed_shape_is_refused_by_name(tmp_path):
         columnar_records.write_split(source, spec, str(tmp_path / 'out'))
 
 
-def test_a_split_larger_than_a_bucket_is_shuffled_through_spilled_buckets(tmp_path):
-    # 1000 examples in two source files of about 4 KB each; 2 KB per bucket: several buckets
-    # spilled to disk, then written bucket after bucket, records of 64 spanning buckets.
+def test_a_split_larger_than_a_shard_is_spilled_and_writes_the_same_bytes(tmp_path, monkeypatch):
+    # 1000 examples in two source files of about 4 KB each. Written in memory, then with shards
+    # of 2 KB of source: spilled to local disk, the same files byte for byte.
     source = write_examples(str(tmp_path / 'source'), 1000)
     source_bytes = sum(os.path.getsize(p) for p in glob.glob(source))
-    buckets = -(-source_bytes // 2048)
-    assert buckets >= 3
 
-    def write(name, seed=0):
+    def write(name, num_files=3, seed=0):
         out = str(tmp_path / name / 'Split-train')
-        metadata = columnar_records.write_split(
-            source, FEATURE_SPEC, out, 64, 3, seed, bucket_source_bytes=2048
-        )
+        metadata = columnar_records.write_split(source, FEATURE_SPEC, out, 64, num_files, seed)
         return metadata, os.path.join(out, '*.gz')
 
-    metadata, pattern = write('bucketed')
-    assert (metadata['examples'], metadata['records'], metadata['files']) == (1000, 16, 3)
-    records = [
-        tf.train.Example.FromString(r.numpy())
-        for f in sorted(glob.glob(pattern))
-        for r in tf.data.TFRecordDataset(f, compression_type='GZIP')
-    ]
-    sizes = [len(r.features.feature['id'].int64_list.value) for r in records]
-    assert sorted(sizes) == [40] + [64] * 15
+    def contents(p):
+        return [open(f, 'rb').read() for f in sorted(glob.glob(p))]
+
+    _, in_memory = write('in_memory')
+    spilled_dirs = []
+    real_mkdtemp = shuffled_shards.tempfile.mkdtemp
+    monkeypatch.setattr(
+        shuffled_shards.tempfile,
+        'mkdtemp',
+        lambda **kw: spilled_dirs.append(real_mkdtemp(**kw)) or spilled_dirs[-1],
+    )
+    monkeypatch.setattr(shuffled_shards, 'SHARD_SOURCE_BYTES', 2048)
+    metadata, spilled = write('spilled')
+    assert len(spilled_dirs) == 1 and not os.path.exists(spilled_dirs[0])
+    assert contents(spilled) == contents(in_memory)
+    assert (metadata['examples'], metadata['files']) == (1000, 3)
+    # By size (num_files=0): one shard per 2 KB of source, at least 8.
+    metadata, by_size = write('by_size', num_files=0)
+    shards = max(8, -(-source_bytes // 2048))
+    assert metadata['files'] == shards == len(glob.glob(by_size))
+    per_file = [sum(len(r) for r in records) for records in _file_ids(by_size)]
+    assert sum(per_file) == 1000 and metadata['records'] == sum(-(-n // 64) for n in per_file)
     got = _concat(
         list(
             columnar_records.make_batched_dataset(
-                pattern, FEATURE_SPEC, LABEL_KEY, batch_size=100, training=False
+                by_size, FEATURE_SPEC, LABEL_KEY, batch_size=100, training=False
             )
         )
     )
     order = np.argsort(got['id'])
     for name, values in columns(1000).items():
         np.testing.assert_array_equal(got[name][order], values, err_msg=name)
-    # Shuffled across the whole split: the first record holds ids from all over it.
-    first = list(records[0].features.feature['id'].int64_list.value)
-    assert max(first) - min(first) > 500 and first != sorted(first)
-    # Deterministic per seed; nothing left behind but the records and their metadata.
-    _, again = write('again')
     _, other = write('other', seed=1)
-
-    def contents(p):
-        return [open(f, 'rb').read() for f in sorted(glob.glob(p))]
-
-    assert contents(again) == contents(pattern)
-    assert contents(other) != contents(pattern)
-    assert sorted(os.listdir(os.path.dirname(pattern))) == [
+    assert contents(other) != contents(in_memory)
+    assert sorted(os.listdir(os.path.dirname(by_size))) == [
         columnar_records.METADATA_FILE_NAME,
-        *(os.path.basename(p) for p in sorted(glob.glob(pattern))),
+        *(os.path.basename(p) for p in sorted(glob.glob(by_size))),
     ]

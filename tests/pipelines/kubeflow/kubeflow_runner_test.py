@@ -177,7 +177,7 @@ def test_kubeflow_yaml_loads_as_a_pipeline_spec_naming_every_component(
         ),
         (
             {'beam_pipeline_args': ['--runner=PortableRunner', '--job_endpoint=localhost:8099']},
-            {'CsvExampleGen', 'Transform', 'Evaluator'},  # the Beam-based ones
+            {'CsvExampleGen', 'Transform', 'ExampleBatcher', 'Evaluator'},  # the Beam-based ones
         ),
     ],
 )

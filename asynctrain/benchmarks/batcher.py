@@ -1,0 +1,170 @@
+"""`asynctrain bench batcher`: the ExampleBatcher's two writers of the same files, side by side.
+
+On `--rows` taxi examples (the bundled CSV resampled, train 2/3 and eval 1/3, one GZIP file per
+split as a one-worker ExampleGen writes them) and a transform graph analyzed once on a sample,
+the ExampleBatcher's executor writes both splits (`transform=True`, the pipeline's way):
+
+- `one_process`: the seeded layout written in the executor's process (shards spilled to disk);
+- `beam`: the Beam pipeline (`example_batcher/batching.py`) on the runner of the Beam arguments
+  after `--` (DirectRunner in memory by default).
+
+Each path runs in a fresh child process, its wall time measured there and the peak resident set
+of its process tree (Beam's workers included) sampled from here. The paths' files must be equal
+byte for byte (exit status 1 otherwise). The crossover that the executor's
+`ONE_PROCESS_MAX_SOURCE_BYTES` encodes is read off runs at several `--rows`.
+
+    asynctrain bench batcher [--rows N] [--paths one_process,beam] [--output DIR] [-- BEAM_ARGS]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import multiprocessing
+import os
+import sys
+import time
+
+from asynctrain.benchmarks.memory import TreeRssSampler
+
+DEFAULT_ROWS = 100_000
+DEFAULT_OUTPUT = os.path.join('bench_out', 'batcher')
+PATHS = ('one_process', 'beam')
+# Rows the transform graph is analyzed on (the graph's cost does not grow with --rows).
+ANALYZED_ROWS = 20_000
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        '--rows', type=int, default=DEFAULT_ROWS, help=f'examples (default {DEFAULT_ROWS:,})'
+    )
+    parser.add_argument(
+        '--paths', default=','.join(PATHS), help=f'comma-separated, of {list(PATHS)}'
+    )
+    parser.add_argument(
+        '--output', default=DEFAULT_OUTPUT, help=f'work folder (default {DEFAULT_OUTPUT})'
+    )
+
+
+def _log(message: str) -> None:
+    print(f'[bench batcher] {message}', file=sys.stderr, flush=True)
+
+
+def prepare(rows: int, data_dir: str) -> tuple[str, str]:
+    """The examples (an Examples URI, Span-1) and a transform graph URI, written once per
+    `data_dir`."""
+    from asynctrain.benchmarks import transform_runs as runs
+
+    examples_uri = os.path.join(data_dir, 'examples', 'Span-1')
+    graph = os.path.join(data_dir, 'analyzed', 'transform_graph')
+    if os.path.exists(os.path.join(data_dir, 'done')):
+        return examples_uri, graph
+    from asynctrain.components.transform import feature_config as fc
+
+    config = fc.load_feature_config(str(runs.TAXI_FEATURES), str(runs.TAXI_SCHEMA))
+    table = runs.read_taxi_table(fc.load_schema(str(runs.TAXI_SCHEMA)))
+    runs.write_span(os.path.join(data_dir, 'examples'), 1, runs.resample_span(table, 1, rows))
+    sample = runs.write_span(
+        os.path.join(data_dir, 'sample'), 1, runs.resample_span(table, 1, ANALYZED_ROWS)
+    )
+    runs.run_transform(
+        [runs.examples_artifact(sample, 1)],
+        runs.schema_artifact(runs.TAXI_SCHEMA, os.path.join(data_dir, 'schema')),
+        os.path.join(data_dir, 'analyzed'),
+        config,
+        disable_analyzer_cache=True,
+        disable_statistics=True,
+        materialize=False,
+    )
+    open(os.path.join(data_dir, 'done'), 'w').close()
+    return examples_uri, graph
+
+
+def _write(path: str, examples_uri: str, graph: str, output_dir: str, beam_args, queue) -> None:
+    """In a child process: the executor on both splits, by `path`; puts the wall seconds."""
+    from tfx.dsl.components.base import base_beam_executor
+    from tfx.types import standard_artifacts
+
+    from asynctrain.benchmarks import transform_runs as runs
+    from asynctrain.components.example_batcher import executor, spec
+    from asynctrain.components.shared import columnar_records
+
+    executor.ONE_PROCESS_MAX_SOURCE_BYTES = 0 if path == 'beam' else 1 << 62
+    graph_artifact = standard_artifacts.TransformGraph()
+    graph_artifact.uri = graph
+    batched = standard_artifacts.Examples()
+    batched.uri = output_dir
+    context = base_beam_executor.BaseBeamExecutor.Context(
+        beam_pipeline_args=list(beam_args), tmp_dir=output_dir + '.tmp', unique_id='batcher'
+    )
+    start = time.perf_counter()
+    executor.Executor(context).Do(
+        {
+            spec.EXAMPLES_KEY: [runs.examples_artifact(examples_uri, 1)],
+            spec.TRANSFORM_GRAPH_KEY: [graph_artifact],
+        },
+        {spec.BATCHED_EXAMPLES_KEY: [batched]},
+        {
+            spec.EXAMPLES_PER_RECORD_KEY: columnar_records.DEFAULT_EXAMPLES_PER_RECORD,
+            spec.NUM_FILES_KEY: columnar_records.DEFAULT_NUM_FILES,
+            spec.SEED_KEY: 0,
+            spec.TRANSFORM_KEY: 1,
+        },
+    )
+    queue.put(time.perf_counter() - start)
+
+
+def _contents(output_dir: str) -> dict[str, bytes]:
+    files = sorted(glob.glob(os.path.join(output_dir, 'Split-*', '*')))
+    return {os.path.relpath(f, output_dir): open(f, 'rb').read() for f in files}
+
+
+def run(args: argparse.Namespace) -> int:
+    paths = [p.strip() for p in args.paths.split(',') if p.strip()]
+    unknown = sorted(set(paths) - set(PATHS))
+    if unknown or not paths:
+        print(f'--paths: expected some of {list(PATHS)}, got {args.paths!r}', file=sys.stderr)
+        return 2
+    output = os.path.abspath(args.output)
+    _log(f'preparing {args.rows:,} examples and a transform graph')
+    examples_uri, graph = prepare(args.rows, os.path.join(output, 'data', f'rows-{args.rows}'))
+    source_mb = sum(
+        os.path.getsize(f) for f in glob.glob(os.path.join(examples_uri, '*', '*.gz'))
+    ) / (1 << 20)
+    result = {
+        'benchmark': 'batcher',
+        'rows': args.rows,
+        'source_mb': round(source_mb, 1),
+        'beam_args': list(args.beam_args or []),
+    }
+    written = {}
+    spawn = multiprocessing.get_context('spawn')
+    for path in paths:
+        output_dir = os.path.join(output, 'written', f'rows-{args.rows}', path)
+        queue = spawn.Queue()
+        child = spawn.Process(
+            target=_write, args=(path, examples_uri, graph, output_dir, args.beam_args, queue)
+        )
+        child.start()
+        sampler = TreeRssSampler(interval=0.2, pid=child.pid).start()
+        child.join()
+        samples = sampler.stop()
+        if child.exitcode != 0:
+            _log(f'{path}: the child process failed (exit status {child.exitcode})')
+            return 1
+        seconds = queue.get()
+        samples.rss = [b for b in samples.rss if b]
+        result[path] = {
+            'seconds': round(seconds, 1),
+            'peak_rss_mb': round(max(samples.rss) / (1 << 20), 1),
+        }
+        _log(f'{path}: {result[path]}')
+        written[path] = _contents(output_dir)
+    same = all(files == written[paths[0]] for files in written.values())
+    result['byte_identical'] = same
+    print(json.dumps(result, indent=2))
+    os.makedirs(output, exist_ok=True)
+    with open(os.path.join(output, f'result-{args.rows}.json'), 'w') as f:
+        json.dump(result, f, indent=2)
+    return 0 if same else 1
