@@ -28,6 +28,7 @@ import pathlib
 import threading
 import time
 
+import apache_beam as beam
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -38,6 +39,7 @@ from asynctrain.benchmarks.spark_cluster import SparkCluster
 from asynctrain.components.evaluator import scoring
 from asynctrain.components.evaluator import spec as evaluator_spec
 from asynctrain.components.evaluator.component import Evaluator
+from asynctrain.components.example_batcher import batching
 from asynctrain.components.example_batcher import spec as batcher_spec
 from asynctrain.components.example_batcher.component import ExampleBatcher
 from asynctrain.components.example_gen import csv_source
@@ -83,12 +85,10 @@ class CallRecorder:
 
 
 def _batcher_dofns():
-    from asynctrain.components.example_batcher import beam_batching
-
     return tuple(
         value
-        for value in vars(beam_batching).values()
-        if isinstance(value, type) and issubclass(value, __import__('apache_beam').DoFn)
+        for value in vars(batching).values()
+        if isinstance(value, type) and issubclass(value, beam.DoFn)
     )
 
 
@@ -130,9 +130,7 @@ def _outputs_equal_bytes(left: str, right: str, pattern: str) -> None:
         os.path.relpath(p, right) for p in glob.glob(os.path.join(right, pattern))
     )
     for name in names:
-        assert (
-            pathlib.Path(left, name).read_bytes() == pathlib.Path(right, name).read_bytes()
-        ), name
+        assert pathlib.Path(left, name).read_bytes() == pathlib.Path(right, name).read_bytes(), name
 
 
 def test_every_beam_stage_ran_on_the_cluster_in_worker_processes(spark_run, cluster):
@@ -169,7 +167,9 @@ def test_each_stage_equals_the_direct_runner(spark_run, tmp_path):
     # Transform: the same vocabularies and the same transformed values.
     from tfx.components.transform.component import Transform
 
-    execution = stage_rerun.last_execution(config, 'Transform', list(Transform.SPEC_CLASS.PARAMETERS))
+    execution = stage_rerun.last_execution(
+        config, 'Transform', list(Transform.SPEC_CLASS.PARAMETERS)
+    )
     direct = stage_rerun.rerun(Transform, execution, str(tmp_path / 'transform'))
     spark_graph = execution.outputs['transform_graph'][0].uri
     direct_graph = direct['transform_graph'][0].uri
@@ -192,7 +192,9 @@ def test_each_stage_equals_the_direct_runner(spark_run, tmp_path):
         )
     assert transformed[0].keys() == transformed[1].keys()
     for name in transformed[0]:
-        np.testing.assert_allclose(transformed[0][name], transformed[1][name], rtol=1e-6, err_msg=name)
+        np.testing.assert_allclose(
+            transformed[0][name], transformed[1][name], rtol=1e-6, err_msg=name
+        )
 
     # The ExampleBatcher: the same files, byte for byte, for the same seed.
     execution = stage_rerun.last_execution(
