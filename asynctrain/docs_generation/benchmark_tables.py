@@ -371,6 +371,79 @@ def beam_modes(in_memory: Result, multi_processing: Result) -> list[str]:
     ]
 
 
+# The Beam stages of ours' pipeline, the ones a distributed runner runs.
+BEAM_STAGES = ('CsvExampleGen', 'Transform', 'ExampleBatcher', 'Evaluator')
+
+
+def _runner_label(result: Result) -> str:
+    if result.get('spark_workers'):
+        return f'Spark, {result["spark_workers"]} Workers'
+    args = ' '.join(result.get('beam_args') or [])
+    return 'multi-processing' if 'multi_processing' in args else 'in memory'
+
+
+def runners(*results: Result) -> list[str]:
+    """Ours on the same rows with Beam on each runner: every Beam stage's seconds and peak
+    memory per runner, then the whole run."""
+    measured = [result['variants']['ours'] for result in results]
+    labels = [_runner_label(result) for result in results]
+    rows = []
+    for name in BEAM_STAGES + ('Trainer',):
+        if not all(name in m['component_seconds'] for m in measured):
+            continue
+        rows.append(
+            [name]
+            + [f'{m["component_seconds"][name]:,.1f} s' for m in measured]
+            + [_n(m['component_peak_mb'].get(name, float('nan'))) for m in measured]
+        )
+    rows.append(
+        ['whole run']
+        + [f'**{m["total_seconds"]:,.1f} s**' for m in measured]
+        + [_n(m['peak_mb']) for m in measured]
+    )
+    header = ['stage', *labels, *(f'peak MiB, {label}' for label in labels)]
+    return [
+        *_table(header, rows),
+        '',
+        f'{_n(results[0]["rows"])} rows, {results[0]["train_steps"]} training steps, ours only. '
+        "Peak MiB: the pipeline's process tree, with the Spark cluster's processes (Master, "
+        'Workers, executors, job server, SDK workers) on Spark.',
+    ]
+
+
+def cost_model(in_memory: Result, spark: Result) -> list[str]:
+    """Each Beam stage's measured cost per row, and what it predicts for 10^9 rows on N
+    one-core workers: seconds = cost per row x rows / N (linear in rows; no fixed costs)."""
+    one, cluster = in_memory['variants']['ours'], spark['variants']['ours']
+    workers = spark['spark_workers']
+    rows = []
+    totals = [0.0, 0.0, 0.0]
+    for name in BEAM_STAGES:
+        if name not in one['component_seconds'] or name not in cluster['component_seconds']:
+            continue
+        direct_us = one['component_seconds'][name] / in_memory['rows'] * 1e6
+        spark_us = cluster['component_seconds'][name] * workers / spark['rows'] * 1e6
+        hours = [spark_us * 1e9 / 1e6 / n / 3600 for n in (10, 100, 1000)]
+        totals = [t + h for t, h in zip(totals, hours)]
+        rows.append([name, f'{direct_us:.1f}', f'{spark_us:.1f}', *(f'{h:,.2f} h' for h in hours)])
+    rows.append(['all four', '', '', *(f'**{t:,.2f} h**' for t in totals)])
+    header = [
+        'stage',
+        'µs per row, in memory (1 core)',
+        f'core-µs per row, Spark ({workers} Workers)',
+        '10^9 rows, 10 workers',
+        '100 workers',
+        '1,000 workers',
+    ]
+    return [
+        *_table(header, rows),
+        '',
+        f'Per-row costs measured at {_n(spark["rows"])} rows; the prediction uses the Spark '
+        'cost (core-seconds: stage seconds x Workers / rows), which includes the Fn API, the '
+        'shuffle and the executors on this machine.',
+    ]
+
+
 TABLES: dict[str, Callable[..., list[str]]] = {
     'examplegen': examplegen,
     'transform': transform,
@@ -381,6 +454,8 @@ TABLES: dict[str, Callable[..., list[str]]] = {
     'pipeline_components': pipeline_components,
     'pipeline_memory': pipeline_memory,
     'beam_modes': beam_modes,
+    'runners': runners,
+    'cost_model': cost_model,
     'preprocess': preprocess,
 }
 

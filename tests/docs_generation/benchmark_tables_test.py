@@ -217,3 +217,47 @@ def test_the_preprocess_table_gives_both_paths_their_ratio_and_the_records_verdi
         '1,000 rows; **2.00×**. The two sets of records, row by row: train 700 rows bit-equal, '
         'eval 300 rows **differ**.'
     )
+
+
+def _ours(seconds: dict, total: float, peak: float, **extra) -> dict:
+    return {
+        'rows': 1_000_000,
+        'train_steps': 1000,
+        **extra,
+        'variants': {
+            'ours': {
+                'component_seconds': seconds,
+                'component_peak_mb': {name: peak for name in seconds},
+                'total_seconds': total,
+                'peak_mb': peak,
+            }
+        },
+    }
+
+
+def test_runners_and_the_cost_model_from_the_measured_seconds():
+    stages = ('CsvExampleGen', 'Transform', 'ExampleBatcher', 'Evaluator', 'Trainer')
+    direct = _ours(dict(zip(stages, (16.0, 14.0, 8.0, 12.0, 20.0))), 80.0, 1000.0)
+    processes = _ours(
+        dict(zip(stages, (20.0, 30.0, 10.0, 25.0, 25.0))),
+        120.0,
+        2500.0,
+        beam_args=['--direct_running_mode=multi_processing', '--direct_num_workers=2'],
+    )
+    spark = _ours(
+        dict(zip(stages, (40.0, 50.0, 30.0, 36.0, 20.0))), 200.0, 6000.0, spark_workers=2
+    )
+    table = benchmark_tables.runners(direct, processes, spark)
+    assert table[0] == (
+        '| stage | in memory | multi-processing | Spark, 2 Workers | peak MiB, in memory '
+        '| peak MiB, multi-processing | peak MiB, Spark, 2 Workers |'
+    )
+    assert '| ExampleBatcher | 8.0 s | 10.0 s | 30.0 s | 1,000 | 2,500 | 6,000 |' in table
+    assert '| whole run | **80.0 s** | **120.0 s** | **200.0 s** | 1,000 | 2,500 | 6,000 |' in table
+
+    cost = benchmark_tables.cost_model(direct, spark)
+    # ExampleBatcher: 8 s / 1e6 rows = 8.0 µs; Spark 30 s x 2 Workers / 1e6 = 60.0 core-µs;
+    # 10^9 rows x 60 µs = 60,000 core-s: 1.67 h on 10 workers, 0.17 h on 100, 0.02 h on 1,000.
+    assert '| ExampleBatcher | 8.0 | 60.0 | 1.67 h | 0.17 h | 0.02 h |' in cost
+    # All four: (80 + 100 + 60 + 72) core-µs x 10^9 / 10 workers = 8.67 h.
+    assert '| all four |  |  | **8.67 h** | **0.87 h** | **0.09 h** |' in cost
