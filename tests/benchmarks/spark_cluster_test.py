@@ -105,7 +105,7 @@ def test_job_survives_a_worker_killed_mid_job(cluster, probe_input, direct_summa
                 probe_input,
                 str(output_dir),
                 cluster.beam_pipeline_args,
-                sleep_s=0.3,
+                sleep_s=0.25,
                 progress_dir=str(progress_dir),
             )
         except Exception as error:  # noqa: BLE001 - re-raised in the test's thread below
@@ -113,7 +113,7 @@ def test_job_survives_a_worker_killed_mid_job(cluster, probe_input, direct_summa
 
     job = threading.Thread(target=submit)
     job.start()
-    # Kill once the slow per-key step has summarised its first key: 40 keys at 0.3 s each are
+    # Kill once the slow per-key step has summarised its first key: 40 keys at 0.25 s each are
     # still ahead, so the kill lands mid-job whichever executor ran that key.
     deadline = time.monotonic() + 120
     while not any(progress_dir.iterdir()):
