@@ -18,12 +18,12 @@ which executor, even for a Worker that was killed.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,9 +31,9 @@ import urllib.request
 from collections.abc import Callable, Sequence
 
 from asynctrain.benchmarks import spark_jars
+from asynctrain.benchmarks.process_groups import HOST, free_port, kill_group, listening
 from asynctrain.benchmarks.spark_apps import AppRun, TaskRun, read_event_log, task_ends
 
-HOST = '127.0.0.1'
 # Spark 3.5 on Java 17 needs these packages opened to its unnamed module (Spark's own launcher adds
 # the same list, `JavaModuleOptions`, to the driver and executors it starts; the job server's
 # driver is started here, so it needs them on its command line). Java 8 ignores them.
@@ -53,12 +53,6 @@ LIGHT_JVM_OPTIONS = ('-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC')
 # a Worker heartbeats every quarter of its own setting, and the Master drops Workers it has not
 # heard from within its setting.
 WORKER_TIMEOUT = {'spark.worker.timeout': '10'}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return probe.getsockname()[1]
 
 
 class SparkCluster:
@@ -162,8 +156,8 @@ class SparkCluster:
             'log4j2.configurationFile': 'org/apache/spark/log4j2-defaults.properties',
         }, heap_mb=1024))  # fmt: skip
         self._wait('workers', lambda: self.alive_workers() == self.num_workers)
-        self._wait('sdk_worker_pool', lambda: _listening(self.pool_port))
-        self._wait('job_server', lambda: _listening(self.job_port))
+        self._wait('sdk_worker_pool', lambda: listening(self.pool_port))
+        self._wait('job_server', lambda: listening(self.job_port))
 
     def _start_worker(self, index: int) -> None:
         work_dir = self.log_dir / f'worker-{index}'
@@ -241,12 +235,12 @@ class SparkCluster:
         """Kills every process group this cluster started (job server first) and waits for them."""
         for name in reversed(list(self._processes)):
             process = self._processes.pop(name)
-            _kill_group(process, signal.SIGTERM, grace_s=10)
+            kill_group(process, signal.SIGTERM, grace_s=10)
 
     def kill_worker(self, index: int) -> None:
         """SIGKILLs Worker `index` and its process group (the executors it launched) at once."""
         process = self._processes.pop(f'worker-{index}')
-        _kill_group(process, signal.SIGKILL, grace_s=0)
+        kill_group(process, signal.SIGKILL, grace_s=0)
 
     def restart_worker(self, index: int) -> None:
         """Starts Worker `index` again (after `kill_worker`) and waits until the Master has it."""
@@ -343,38 +337,22 @@ class SparkCluster:
         return AppRun(app_id, apps[app_id]['name'], apps[app_id]['state'], tasks, by_worker)
 
 
-def _listening(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(1)
-        return probe.connect_ex((HOST, port)) == 0
+def main(argv: Sequence[str] | None = None) -> None:
+    """Starts a cluster, prints its `beam_pipeline_args`, and keeps it up until interrupted."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument('log_dir', type=pathlib.Path, help='folder for logs, event logs, work dirs')
+    parser.add_argument('--num_workers', type=int, default=2)
+    parser.add_argument('--cores_per_worker', type=int, default=1)
+    parser.add_argument('--memory_per_worker_mb', type=int, default=1024)
+    args = parser.parse_args(argv)
+    with SparkCluster(
+        args.log_dir, args.num_workers, args.cores_per_worker, args.memory_per_worker_mb
+    ) as cluster:
+        print(f'Spark master {cluster.master_url}, UI http://{HOST}:{cluster.master_ui_port}')
+        print('beam_pipeline_args:', ' '.join(cluster.beam_pipeline_args), flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            signal.pause()
 
 
-def _kill_group(process: subprocess.Popen, sig: signal.Signals, grace_s: float) -> None:
-    """Sends `sig` to the process's group, SIGKILLs it after `grace_s`, and waits until the whole
-    group is gone (the group's leader is the process; its children inherited the group)."""
-    pgid = process.pid
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, sig)
-    deadline = time.monotonic() + grace_s
-    while _group_alive(pgid) and time.monotonic() < deadline:
-        process.poll()
-        time.sleep(0.2)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGKILL)
-    process.wait(timeout=30)
-    deadline = time.monotonic() + 30
-    while _group_alive(pgid):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f'process group {pgid} ({process.args[:3]}) survived SIGKILL')
-        time.sleep(0.1)
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether any process of group `pgid` still runs (zombies, which a container's init may
-    never reap, do not count)."""
-    for stat in pathlib.Path('/proc').glob('[0-9]*/stat'):
-        with contextlib.suppress(OSError):
-            fields = stat.read_text().rsplit(')', 1)[1].split()
-            if int(fields[2]) == pgid and fields[0] != 'Z':
-                return True
-    return False
+if __name__ == '__main__':
+    main()
