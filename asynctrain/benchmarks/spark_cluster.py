@@ -49,10 +49,11 @@ JAVA_MODULE_OPTIONS = ('-XX:+IgnoreUnrecognizedVMOptions',) + tuple(
 # collector spend less CPU on starting up than HotSpot's defaults (C2 and G1's threads). A
 # benchmark of the JVM side's throughput should pass `jvm_options=()`.
 LIGHT_JVM_OPTIONS = ('-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC')
-# A killed Worker is declared dead after 10 s instead of Spark's 60. Master and Workers must agree:
-# a Worker heartbeats every quarter of its own setting, and the Master drops Workers it has not
-# heard from within its setting.
-WORKER_TIMEOUT = {'spark.worker.timeout': '10'}
+# A killed Worker is declared dead after 20 s instead of Spark's 60 (so that `restart_worker` soon
+# finds the Master with the usual number of Workers). Master and Workers must agree: a Worker
+# heartbeats every quarter of its own setting (5 s), and the Master drops a Worker it has not heard
+# from within its setting (set on the Master alone, the Workers' 15 s beats got both dropped).
+WORKER_TIMEOUT = {'spark.worker.timeout': '20'}
 
 
 class SparkCluster:

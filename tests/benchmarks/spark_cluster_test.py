@@ -158,3 +158,7 @@ def test_job_survives_a_worker_killed_mid_job(cluster, probe_input, direct_summa
         (task.stage_id, task.partition) for task in app.tasks if task.worker == 0 and task.succeeded
     }
     assert lost <= rerun
+
+    # The cluster is whole again for whoever uses it next.
+    cluster.restart_worker(1)
+    assert cluster.alive_workers() == 2 and killed_worker_pid not in cluster.worker_pids
