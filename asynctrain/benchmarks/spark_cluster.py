@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from asynctrain.benchmarks import spark_jars
 from asynctrain.benchmarks.process_groups import HOST, free_port, kill_group, listening
@@ -68,10 +68,12 @@ class SparkCluster:
       num_workers: Spark Workers to start (each one JVM, one executor per application).
       cores_per_worker: cores each Worker offers (its executor runs that many tasks at once).
       memory_per_worker_mb: memory each Worker offers; executors are given all of it.
-      python_path: extra entries for the SDK workers' PYTHONPATH (this process's sys.path
-        entries that hold `asynctrain` are added too, so workers import the same code).
+      python_path: extra entries for the SDK workers' PYTHONPATH (the folder this process imports
+        `asynctrain` from, and this process's PYTHONPATH, are added: workers import the same code).
       startup_timeout_s: how long to wait for each process to become ready.
       jvm_options: JVM flags for every JVM (Master, Workers, job server, executors).
+      spark_conf: more Spark settings for every application (`spark.default.parallelism`, ...),
+        given to the job server's JVM as system properties, which Beam's `SparkConf` reads.
     """
 
     def __init__(
@@ -83,6 +85,7 @@ class SparkCluster:
         python_path: Sequence[str] = (),
         startup_timeout_s: float = 120.0,
         jvm_options: Sequence[str] = LIGHT_JVM_OPTIONS,
+        spark_conf: Mapping[str, str] | None = None,
     ):
         if num_workers < 1 or cores_per_worker < 1 or memory_per_worker_mb < 256:
             raise ValueError(
@@ -97,6 +100,7 @@ class SparkCluster:
         self._python_path = list(python_path)
         self._timeout = startup_timeout_s
         self._jvm_options = tuple(jvm_options)
+        self._spark_conf = dict(spark_conf or {})
         self._processes: dict[str, subprocess.Popen] = {}
         self.home: spark_jars.SparkHome | None = None
         self.master_port = self.master_ui_port = self.pool_port = 0
@@ -155,6 +159,7 @@ class SparkCluster:
             # Spark's own logging defaults from the start, not only once a SparkContext exists,
             # so the log shows the job server's start and each job's invocation.
             'log4j2.configurationFile': 'org/apache/spark/log4j2-defaults.properties',
+            **self._spark_conf,
         }, heap_mb=1024))  # fmt: skip
         self._wait('workers', lambda: self.alive_workers() == self.num_workers)
         self._wait('sdk_worker_pool', lambda: listening(self.pool_port))
