@@ -18,22 +18,22 @@ which executor, even for a Worker that was killed.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from asynctrain.benchmarks import spark_jars
+from asynctrain.benchmarks.process_groups import HOST, free_port, kill_group, listening
 from asynctrain.benchmarks.spark_apps import AppRun, TaskRun, read_event_log, task_ends
 
-HOST = '127.0.0.1'
 # Spark 3.5 on Java 17 needs these packages opened to its unnamed module (Spark's own launcher adds
 # the same list, `JavaModuleOptions`, to the driver and executors it starts; the job server's
 # driver is started here, so it needs them on its command line). Java 8 ignores them.
@@ -45,16 +45,15 @@ JAVA_MODULE_OPTIONS = ('-XX:+IgnoreUnrecognizedVMOptions',) + tuple(
         'sun.nio.cs', 'sun.security.action', 'sun.util.calendar',
     )
 )  # fmt: skip
-# A killed Worker is declared dead after 10 s instead of Spark's 60. Master and Workers must agree:
-# a Worker heartbeats every quarter of its own setting, and the Master drops Workers it has not
-# heard from within its setting.
-WORKER_TIMEOUT = {'spark.worker.timeout': '10'}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return probe.getsockname()[1]
+# Every JVM here is small and short-lived, on few cores: the C1 compiler alone and the serial
+# collector spend less CPU on starting up than HotSpot's defaults (C2 and G1's threads). A
+# benchmark of the JVM side's throughput should pass `jvm_options=()`.
+LIGHT_JVM_OPTIONS = ('-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC')
+# A killed Worker is declared dead after 20 s instead of Spark's 60 (so that `restart_worker` soon
+# finds the Master with the usual number of Workers). Master and Workers must agree: a Worker
+# heartbeats every quarter of its own setting (5 s), and the Master drops a Worker it has not heard
+# from within its setting (set on the Master alone, the Workers' 15 s beats got both dropped).
+WORKER_TIMEOUT = {'spark.worker.timeout': '20'}
 
 
 class SparkCluster:
@@ -69,9 +68,12 @@ class SparkCluster:
       num_workers: Spark Workers to start (each one JVM, one executor per application).
       cores_per_worker: cores each Worker offers (its executor runs that many tasks at once).
       memory_per_worker_mb: memory each Worker offers; executors are given all of it.
-      python_path: extra entries for the SDK workers' PYTHONPATH (this process's sys.path
-        entries that hold `asynctrain` are added too, so workers import the same code).
+      python_path: extra entries for the SDK workers' PYTHONPATH (the folder this process imports
+        `asynctrain` from, and this process's PYTHONPATH, are added: workers import the same code).
       startup_timeout_s: how long to wait for each process to become ready.
+      jvm_options: JVM flags for every JVM (Master, Workers, job server, executors).
+      spark_conf: more Spark settings for every application (`spark.default.parallelism`, ...),
+        given to the job server's JVM as system properties, which Beam's `SparkConf` reads.
     """
 
     def __init__(
@@ -82,6 +84,8 @@ class SparkCluster:
         memory_per_worker_mb: int = 1024,
         python_path: Sequence[str] = (),
         startup_timeout_s: float = 120.0,
+        jvm_options: Sequence[str] = LIGHT_JVM_OPTIONS,
+        spark_conf: Mapping[str, str] | None = None,
     ):
         if num_workers < 1 or cores_per_worker < 1 or memory_per_worker_mb < 256:
             raise ValueError(
@@ -95,6 +99,8 @@ class SparkCluster:
         self.memory_per_worker_mb = memory_per_worker_mb
         self._python_path = list(python_path)
         self._timeout = startup_timeout_s
+        self._jvm_options = tuple(jvm_options)
+        self._spark_conf = dict(spark_conf or {})
         self._processes: dict[str, subprocess.Popen] = {}
         self.home: spark_jars.SparkHome | None = None
         self.master_port = self.master_ui_port = self.pool_port = 0
@@ -146,16 +152,18 @@ class SparkCluster:
             'spark.eventLog.enabled': 'true',
             'spark.eventLog.dir': (self.log_dir / 'events').as_uri(),
             'spark.executor.memory': f'{self.memory_per_worker_mb}m',
+            'spark.executor.extraJavaOptions': ' '.join(self._jvm_options),
             'spark.local.dir': str(self.log_dir / 'driver-local'),
             'spark.ui.enabled': 'false',
             'spark.driver.host': HOST, 'spark.driver.bindAddress': HOST,
             # Spark's own logging defaults from the start, not only once a SparkContext exists,
             # so the log shows the job server's start and each job's invocation.
             'log4j2.configurationFile': 'org/apache/spark/log4j2-defaults.properties',
+            **self._spark_conf,
         }, heap_mb=1024))  # fmt: skip
         self._wait('workers', lambda: self.alive_workers() == self.num_workers)
-        self._wait('sdk_worker_pool', lambda: _listening(self.pool_port))
-        self._wait('job_server', lambda: _listening(self.job_port))
+        self._wait('sdk_worker_pool', lambda: listening(self.pool_port))
+        self._wait('job_server', lambda: listening(self.job_port))
 
     def _start_worker(self, index: int) -> None:
         work_dir = self.log_dir / f'worker-{index}'
@@ -179,7 +187,7 @@ class SparkCluster:
         assert self.home is not None
         properties = [f'-D{key}={value}' for key, value in (system_properties or {}).items()]
         return [
-            'java', f'-Xmx{heap_mb}m', *JAVA_MODULE_OPTIONS, *properties,
+            'java', f'-Xmx{heap_mb}m', *self._jvm_options, *JAVA_MODULE_OPTIONS, *properties,
             '-cp', self.home.classpath, main_class, *args,
         ]  # fmt: skip
 
@@ -233,12 +241,12 @@ class SparkCluster:
         """Kills every process group this cluster started (job server first) and waits for them."""
         for name in reversed(list(self._processes)):
             process = self._processes.pop(name)
-            _kill_group(process, signal.SIGTERM, grace_s=10)
+            kill_group(process, signal.SIGTERM, grace_s=10)
 
     def kill_worker(self, index: int) -> None:
         """SIGKILLs Worker `index` and its process group (the executors it launched) at once."""
         process = self._processes.pop(f'worker-{index}')
-        _kill_group(process, signal.SIGKILL, grace_s=0)
+        kill_group(process, signal.SIGKILL, grace_s=0)
 
     def restart_worker(self, index: int) -> None:
         """Starts Worker `index` again (after `kill_worker`) and waits until the Master has it."""
@@ -335,38 +343,22 @@ class SparkCluster:
         return AppRun(app_id, apps[app_id]['name'], apps[app_id]['state'], tasks, by_worker)
 
 
-def _listening(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(1)
-        return probe.connect_ex((HOST, port)) == 0
+def main(argv: Sequence[str] | None = None) -> None:
+    """Starts a cluster, prints its `beam_pipeline_args`, and keeps it up until interrupted."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument('log_dir', type=pathlib.Path, help='folder for logs, event logs, work dirs')
+    parser.add_argument('--num_workers', type=int, default=2)
+    parser.add_argument('--cores_per_worker', type=int, default=1)
+    parser.add_argument('--memory_per_worker_mb', type=int, default=1024)
+    args = parser.parse_args(argv)
+    with SparkCluster(
+        args.log_dir, args.num_workers, args.cores_per_worker, args.memory_per_worker_mb
+    ) as cluster:
+        print(f'Spark master {cluster.master_url}, UI http://{HOST}:{cluster.master_ui_port}')
+        print('beam_pipeline_args:', ' '.join(cluster.beam_pipeline_args), flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            signal.pause()
 
 
-def _kill_group(process: subprocess.Popen, sig: signal.Signals, grace_s: float) -> None:
-    """Sends `sig` to the process's group, SIGKILLs it after `grace_s`, and waits until the whole
-    group is gone (the group's leader is the process; its children inherited the group)."""
-    pgid = process.pid
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, sig)
-    deadline = time.monotonic() + grace_s
-    while _group_alive(pgid) and time.monotonic() < deadline:
-        process.poll()
-        time.sleep(0.2)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGKILL)
-    process.wait(timeout=30)
-    deadline = time.monotonic() + 30
-    while _group_alive(pgid):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f'process group {pgid} ({process.args[:3]}) survived SIGKILL')
-        time.sleep(0.1)
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether any process of group `pgid` still runs (zombies, which a container's init may
-    never reap, do not count)."""
-    for stat in pathlib.Path('/proc').glob('[0-9]*/stat'):
-        with contextlib.suppress(OSError):
-            fields = stat.read_text().rsplit(')', 1)[1].split()
-            if int(fields[2]) == pgid and fields[0] != 'Z':
-                return True
-    return False
+if __name__ == '__main__':
+    main()

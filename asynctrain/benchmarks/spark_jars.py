@@ -2,9 +2,10 @@
 
 `spark_job_server/pom.xml` (committed beside this module) lists Beam's published Spark 3 runner
 (`beam-runners-spark-3`, which holds `SparkJobServerDriver`) and Spark's own modules; Maven's
-`dependency:copy-dependencies` copies the resolved jars (downloading into `~/.m2` only what is
-not there yet) into `~/.cache/asynctrain/spark-<pom digest>/jars`. That folder, with a `RELEASE`
-file beside it, is a Spark home as far as Spark's launcher is concerned: the standalone Workers
+`dependency:build-classpath` resolves them (downloading into `~/.m2` only what is not there yet)
+and `~/.cache/asynctrain/spark-<pom digest>/jars` gets a link to each resolved jar (no second
+copy of ~260 MB). That folder, with a `RELEASE` file beside it, is a Spark home as far as Spark's
+launcher is concerned: the standalone Workers
 build their executors' classpath from `SPARK_HOME/jars/*` (Spark's `findJarsDir`), so every JVM of
 the cluster runs the same jars. Spark from Maven, rather than the 300 MB `pyspark` distribution,
 reuses `~/.m2` and brings only the modules a Beam batch job needs.
@@ -82,7 +83,7 @@ def spark_home(pom: pathlib.Path = POM, cache_root: pathlib.Path = CACHE_ROOT) -
     spark_version, beam_version = pom_versions(pom)
     home = cache_root / f'spark-{_digest(pom)}'
     resolved = SparkHome(home, spark_version, beam_version)
-    if (home / 'RELEASE').is_file():
+    if _complete(home):
         return resolved
     if shutil.which('mvn') is None or shutil.which('java') is None:
         raise RuntimeError(
@@ -93,19 +94,22 @@ def spark_home(pom: pathlib.Path = POM, cache_root: pathlib.Path = CACHE_ROOT) -
     cache_root.mkdir(parents=True, exist_ok=True)
     with open(cache_root / f'spark-{_digest(pom)}.lock', 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (home / 'RELEASE').is_file():
+        if _complete(home):
             return resolved
+        shutil.rmtree(home, ignore_errors=True)  # Its links point into a cleaned ~/.m2.
         staging = home.with_name(home.name + '.partial')
         shutil.rmtree(staging, ignore_errors=True)
+        (staging / 'jars').mkdir(parents=True)
         print(
             f'spark_jars: resolving Beam {beam_version} Spark runner + Spark {spark_version} '
             f'with Maven ({pom}) into {home}/jars',
             flush=True,
         )
         start = time.monotonic()
+        classpath_file = staging / 'classpath.txt'
         command = [
-            'mvn', '-q', '-B', '-f', str(pom), 'dependency:copy-dependencies',
-            f'-DoutputDirectory={staging / "jars"}', '-DincludeScope=runtime',
+            'mvn', '-q', '-B', '-f', str(pom), 'dependency:build-classpath',
+            f'-Dmdep.outputFile={classpath_file}', '-DincludeScope=runtime',
         ]  # fmt: skip
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
@@ -113,7 +117,9 @@ def spark_home(pom: pathlib.Path = POM, cache_root: pathlib.Path = CACHE_ROOT) -
                 f'{" ".join(command)} failed (exit {result.returncode}):\n'
                 f'{result.stdout[-4000:]}{result.stderr[-4000:]}'
             )
-        jars = sorted((staging / 'jars').glob('*.jar'))
+        jars = [pathlib.Path(entry) for entry in classpath_file.read_text().strip().split(':')]
+        for jar in jars:
+            (staging / 'jars' / jar.name).symlink_to(jar)
         size_mb = sum(jar.stat().st_size for jar in jars) / (1 << 20)
         print(
             f'spark_jars: {len(jars)} jars, {size_mb:.0f} MiB, in {time.monotonic() - start:.1f} s',
@@ -125,3 +131,8 @@ def spark_home(pom: pathlib.Path = POM, cache_root: pathlib.Path = CACHE_ROOT) -
         )
         staging.rename(home)
     return resolved
+
+
+def _complete(home: pathlib.Path) -> bool:
+    """Whether `home` was fully resolved and every jar it links to is still in `~/.m2`."""
+    return (home / 'RELEASE').is_file() and all(jar.exists() for jar in (home / 'jars').iterdir())

@@ -1,8 +1,8 @@
 """A small Beam pipeline that exercises what TFX's Beam stages do, to check a cluster runs them.
 
 It reads GZIP TFRecords (`key:value` strings), parses them in a DoFn with a `setup`, groups by key,
-summarises each key and writes GZIP TFRecords of JSON; beside the data it writes the pid and
-parent pid of every SDK worker process that ran the two DoFns. Run under any runner (the
+summarises each key and writes GZIP TFRecords of JSON; each summary also names the SDK worker
+processes (pid, parent pid) that ran the two DoFns for that key. Run under any runner (the
 DirectRunner's output is the reference for a cluster's). `sleep_s` slows the per-key step and
 `progress_dir` gets one file per key processed, so a test can act while the job is mid-way.
 """
@@ -22,7 +22,6 @@ from apache_beam.io.tfrecordio import _TFRecordUtil
 from apache_beam.options.pipeline_options import PipelineOptions
 
 OUTPUT_PREFIX = 'summaries'
-PIDS_PREFIX = 'pids'
 
 
 def input_records(num_records: int, num_keys: int) -> list[bytes]:
@@ -49,36 +48,30 @@ def read_summaries(output_dir: pathlib.Path) -> list[dict]:
     return sorted(summaries, key=lambda summary: summary['key'])
 
 
-def read_pids(output_dir: pathlib.Path) -> set[tuple[int, int]]:
-    """The (pid, parent pid) of every SDK worker process that ran the DoFns."""
-    return {
-        tuple(json.loads(line))
-        for path in pathlib.Path(output_dir).glob(f'{PIDS_PREFIX}*')
-        for line in path.read_text().splitlines()
-    }
+def without_processes(summaries: list[dict]) -> list[dict]:
+    """The summaries' data alone (the same under any runner), without the `processes` field."""
+    return [
+        {key: value for key, value in summary.items() if key != 'processes'}
+        for summary in summaries
+    ]
 
 
 class ParseRecord(beam.DoFn):
-    """`key:value` bytes to (key, int value); also emits this SDK worker's (pid, ppid) once per
-    bundle on the `pids` output."""
+    """`key:value` bytes to (key, (value, pid, parent pid)): the SDK worker process that parsed it
+    rides along with the value to the summary."""
 
     def setup(self) -> None:
         self._process = (os.getpid(), os.getppid())
 
-    def start_bundle(self) -> None:
-        self._reported = False
-
-    def process(self, record: bytes) -> Iterator:
-        if not self._reported:
-            self._reported = True
-            yield beam.pvalue.TaggedOutput('pids', self._process)
+    def process(self, record: bytes) -> Iterator[tuple[str, tuple[int, int, int]]]:
         key, value = record.decode().split(':')
-        yield key, int(value)
+        yield key, (int(value), *self._process)
 
 
 class SummarizeKey(beam.DoFn):
-    """(key, values) to a JSON record of count, sum and sorted values, sleeping `sleep_s` first
-    and touching `progress_dir/<key>` after."""
+    """(key, values) to a JSON summary: count, sum, sorted values, and `processes`, the sorted
+    (pid, parent pid) pairs of the SDK workers that parsed the key's records and summarised it.
+    Sleeps `sleep_s` first; touches `progress_dir/<key>` after."""
 
     def __init__(self, sleep_s: float, progress_dir: str | None):
         self._sleep_s = sleep_s
@@ -87,18 +80,20 @@ class SummarizeKey(beam.DoFn):
     def setup(self) -> None:
         self._process = (os.getpid(), os.getppid())
 
-    def start_bundle(self) -> None:
-        self._reported = False
-
-    def process(self, element: tuple[str, Iterable[int]]) -> Iterator:
-        if not self._reported:
-            self._reported = True
-            yield beam.pvalue.TaggedOutput('pids', self._process)
-        key, values = element
+    def process(self, element: tuple[str, Iterable[tuple[int, int, int]]]) -> Iterator[str]:
+        key, parsed = element
         time.sleep(self._sleep_s)
-        ordered = sorted(values)
+        parsed = list(parsed)
+        values = sorted(value for value, _, _ in parsed)
+        processes = sorted({(pid, ppid) for _, pid, ppid in parsed} | {self._process})
         yield json.dumps(
-            {'key': key, 'count': len(ordered), 'sum': sum(ordered), 'values': ordered}
+            {
+                'key': key,
+                'count': len(values),
+                'sum': sum(values),
+                'values': values,
+                'processes': processes,
+            }
         )
         if self._progress_dir:
             pathlib.Path(self._progress_dir, key).touch()
@@ -113,20 +108,13 @@ def run(
 ) -> None:
     """Runs the probe pipeline on `input_pattern` and waits for it; writes under `output_dir`."""
     with beam.Pipeline(options=PipelineOptions(pipeline_args)) as pipeline:
-        parsed = (
+        _ = (
             pipeline
             | 'ReadRecords'
             >> beam.io.ReadFromTFRecord(input_pattern, compression_type=CompressionTypes.GZIP)
-            | 'ParseRecords' >> beam.ParDo(ParseRecord()).with_outputs('pids', main='pairs')
-        )
-        summaries = (
-            parsed.pairs
+            | 'ParseRecords' >> beam.ParDo(ParseRecord())
             | 'GroupByKey' >> beam.GroupByKey()
-            | 'SummarizeKeys'
-            >> beam.ParDo(SummarizeKey(sleep_s, progress_dir)).with_outputs('pids', main='json')
-        )
-        _ = (
-            summaries.json
+            | 'SummarizeKeys' >> beam.ParDo(SummarizeKey(sleep_s, progress_dir))
             | 'Encode' >> beam.Map(str.encode)
             | 'WriteSummaries'
             >> beam.io.WriteToTFRecord(
@@ -134,11 +122,4 @@ def run(
                 compression_type=CompressionTypes.GZIP,
                 file_name_suffix='.gz',
             )
-        )
-        _ = (
-            (parsed.pids, summaries.pids)
-            | 'AllPids' >> beam.Flatten()
-            | 'DistinctPids' >> beam.Distinct()
-            | 'FormatPids' >> beam.Map(json.dumps)
-            | 'WritePids' >> beam.io.WriteToText(os.path.join(output_dir, PIDS_PREFIX))
         )

@@ -40,7 +40,12 @@ def probe_input(tmp_path_factory) -> str:
 def direct_summaries(probe_input, tmp_path_factory) -> list[dict]:
     output_dir = tmp_path_factory.mktemp('direct')
     spark_probe.run(probe_input, str(output_dir), ['--runner=DirectRunner'])
-    return spark_probe.read_summaries(output_dir)
+    summaries = spark_probe.read_summaries(output_dir)
+    # The DirectRunner runs the DoFns in this process.
+    assert {tuple(process) for summary in summaries for process in summary['processes']} == {
+        (os.getpid(), os.getppid())
+    }
+    return spark_probe.without_processes(summaries)
 
 
 def run_on_cluster(cluster, probe_input, output_dir, **kwargs) -> str:
@@ -67,7 +72,7 @@ def test_direct_runner_reference_has_every_key(direct_summaries):
 
 def test_outputs_equal_direct_runner(cluster_run, direct_summaries):
     output_dir, _ = cluster_run
-    assert spark_probe.read_summaries(output_dir) == direct_summaries
+    assert spark_probe.without_processes(spark_probe.read_summaries(output_dir)) == direct_summaries
 
 
 def test_application_finished_with_tasks_on_both_workers(cluster_run):
@@ -82,7 +87,11 @@ def test_application_finished_with_tasks_on_both_workers(cluster_run):
 
 def test_dofns_ran_in_sdk_workers_started_by_the_pool(cluster, cluster_run):
     output_dir, _ = cluster_run
-    processes = spark_probe.read_pids(output_dir)
+    processes = {
+        tuple(process)
+        for summary in spark_probe.read_summaries(output_dir)
+        for process in summary['processes']
+    }
     pids = {pid for pid, _ in processes}
     # An SDK worker per executor, neither of them this process; each a child of the pool.
     assert len(pids) >= 2
@@ -105,7 +114,7 @@ def test_job_survives_a_worker_killed_mid_job(cluster, probe_input, direct_summa
                 probe_input,
                 str(output_dir),
                 cluster.beam_pipeline_args,
-                sleep_s=0.3,
+                sleep_s=0.25,
                 progress_dir=str(progress_dir),
             )
         except Exception as error:  # noqa: BLE001 - re-raised in the test's thread below
@@ -113,7 +122,7 @@ def test_job_survives_a_worker_killed_mid_job(cluster, probe_input, direct_summa
 
     job = threading.Thread(target=submit)
     job.start()
-    # Kill once the slow per-key step has summarised its first key: 40 keys at 0.3 s each are
+    # Kill once the slow per-key step has summarised its first key: 40 keys at 0.25 s each are
     # still ahead, so the kill lands mid-job whichever executor ran that key.
     deadline = time.monotonic() + 120
     while not any(progress_dir.iterdir()):
@@ -125,7 +134,7 @@ def test_job_survives_a_worker_killed_mid_job(cluster, probe_input, direct_summa
     assert not job.is_alive() and not errors, errors
 
     assert keys_done_at_kill < NUM_KEYS
-    assert spark_probe.read_summaries(output_dir) == direct_summaries
+    assert spark_probe.without_processes(spark_probe.read_summaries(output_dir)) == direct_summaries
     (app_id,) = set(cluster.app_ids()) - before
     app = cluster.app_run(app_id)
     assert app.state == 'FINISHED'
@@ -149,3 +158,7 @@ def test_job_survives_a_worker_killed_mid_job(cluster, probe_input, direct_summa
         (task.stage_id, task.partition) for task in app.tasks if task.worker == 0 and task.succeeded
     }
     assert lost <= rerun
+
+    # The cluster is whole again for whoever uses it next.
+    cluster.restart_worker(1)
+    assert cluster.alive_workers() == 2 and killed_worker_pid not in cluster.worker_pids

@@ -110,6 +110,7 @@ def test_the_wheel_installs_only_asynctrain_with_its_data(wheel):
         'asynctrain/schemas/taxi/schema.pbtxt',
         'asynctrain/schemas/taxi/features.yaml',
         'asynctrain/kubeflow/tfjob-values.yaml',
+        'asynctrain/benchmarks/spark_job_server/pom.xml',
         'asynctrain/__main__.py',
     } <= set(names)
 
