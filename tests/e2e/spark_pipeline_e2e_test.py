@@ -158,6 +158,9 @@ def _statistics(outputs, split: str) -> dict:
             return [without_sketches(v) for v in value]
         return value
 
+    # Features in name order: the order of the merged list depends on the order of the merges.
+    for dataset in statistics.datasets:
+        dataset.features.sort(key=lambda feature: feature.path.SerializeToString())
     return without_sketches(json_format.MessageToDict(statistics))
 
 
