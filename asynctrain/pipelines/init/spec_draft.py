@@ -256,7 +256,7 @@ EPOCH_NAME = re.compile(r'(time|date|timestamp|epoch|(^|_)ts$|_at$)', re.IGNOREC
 MIN_EPOCH_SECONDS, MAX_EPOCH_SECONDS = 315_532_800, 4_102_444_800
 
 
-def _parse_date(text: str) -> datetime.datetime | None:
+def parse_date(text: str) -> datetime.datetime | None:
     """`text` as the `datetime` transform reads it without a `strptime`, or None."""
     for pattern, fields in fc.DATE_FORMATS:
         match = re.fullmatch(pattern, text.strip())
@@ -276,7 +276,7 @@ def plan_datetime(name: str, present: pa.Array, column_type: ColumnType) -> Colu
     times), with the parts its resolution has; None for any other column."""
     if column_type == ColumnType.BYTES:
         values = [v for v in pc.unique(present).to_pylist()]
-        parsed = {v: _parse_date(v) for v in values}
+        parsed = {v: parse_date(v) for v in values}
         counts = pc.value_counts(present)
         good = sum(
             int(c.as_py()) for v, c in zip(counts.field(0), counts.field(1)) if parsed[v.as_py()]
