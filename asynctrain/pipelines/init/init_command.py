@@ -148,6 +148,8 @@ def describe(
         *(f'  WARNING: {column.describe()}' for column in markers.mixed),
         f'  label {task.column!r}: {task.task} ({task.reason})',
     ]
+    if task.loss is not None:
+        lines.append(f'  loss: {task.loss.loss} ({task.loss.reason})')
     if task.classes:
         lines.append(
             '  classes: ' + ', '.join(f'{value!r} {count}' for value, count in task.classes[:10])

@@ -19,6 +19,7 @@ from asynctrain.components.example_gen.csv_sample import CsvSample
 from asynctrain.components.shared.feature_types import ColumnType
 from asynctrain.components.shared.yaml_config import ConfigError
 from asynctrain.components.transform import feature_config as fc
+from asynctrain.pipelines.init import label_skew
 
 # An int label with at most this many distinct values is a class label.
 MAX_INT_CLASSES = 20
@@ -61,6 +62,7 @@ class TaskPlan:
       classes: Classification: (value, count) per class, most frequent first.
       positive: Binary: the positive class's value.
       reason: Why this task.
+      loss: Regression: the loss (`label_skew`), with why.
     """
 
     column: str
@@ -68,6 +70,7 @@ class TaskPlan:
     classes: tuple[tuple[str | int, int], ...]
     positive: str | int | None
     reason: str
+    loss: label_skew.LossPlan | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,12 +171,16 @@ def plan_task(
                 raise ConfigError(f'--positive: {positive!r} is not a value of {label!r}: {values}')
             chosen = matches[0]
             reason += f'; positive class {chosen!r}, as --positive says'
+    loss = None
+    if task == 'regression':
+        loss = label_skew.plan_loss(np.asarray(cells.drop_null().to_numpy(), np.float64))
     return TaskPlan(
         column=label,
         task=task,
         classes=tuple(classes) if task != 'regression' else (),
         positive=chosen,
         reason=reason,
+        loss=loss,
     )
 
 
