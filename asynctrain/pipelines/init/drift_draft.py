@@ -6,8 +6,8 @@ comparison (`asynctrain.components.drift_validator.comparison`, TFDV's comparato
 
 - the first half against the second, in file order, as consecutive days would arrive: it shows a
   feature that moves over time (taxi pickup places move from one day to the next);
-- two random halves, chosen by each row's content (not its place in the file): sampling noise
-  alone at half the sample's size.
+- random halves, chosen by each row's content (not its place in the file), RANDOM_SPLITS times:
+  sampling noise alone at half the sample's size, averaged.
 
 A feature's distance is the random halves' one, or the file-order one where that exceeds it by
 more than ORDERED_MARGIN (below that, file order is one more random split, and the proposal
@@ -40,6 +40,8 @@ MIN_ROWS_PER_HALF = 100
 MAX_PROPOSED = 0.9
 # The label is "ordered" when its file-order distance exceeds the random one by this much.
 ORDERED_MARGIN = 0.2
+# Random halves measured this many times (the mean is kept): one split's distance is noisy.
+RANDOM_SPLITS = 4
 # Columns whose order is the order rows arrive in: sorted by one, a file's halves are earlier and
 # later data.
 TIME_NAME = re.compile(
@@ -81,15 +83,37 @@ def _round_up(value: float) -> float:
     return min(MAX_PROPOSED, math.ceil(value * 20) / 20)
 
 
-def _random_order(sample: CsvSample) -> np.ndarray:
-    """The sample's row indices in an order that depends on each row's cells, not on where the
-    row is in the file: two halves of it are random halves, the same for a file and a shuffled
-    copy of it."""
+def _random_orders(sample: CsvSample, count: int) -> list[np.ndarray]:
+    """`count` orders of the sample's row indices that depend on each row's cells (and a salt),
+    not on where the row is in the file: two halves of one are random halves, the same for a
+    file and a shuffled copy of it. The k-th copy of a row is hashed with k, so that copies are
+    spread too."""
     import pandas as pd
 
     table = pa.table({name: sample.columns[name] for name in sample.names})
-    hashes = pd.util.hash_pandas_object(table.to_pandas(), index=False).to_numpy()
-    return np.argsort(hashes, kind='stable')
+    rows = pd.util.hash_pandas_object(table.to_pandas(), index=False)
+    copy = rows.groupby(rows.to_numpy()).cumcount().to_numpy(np.uint64)
+    keys = rows.to_numpy() ^ (copy * np.uint64(0x9E3779B97F4A7C15))
+    return [
+        np.argsort(
+            pd.util.hash_array(keys ^ np.uint64((salt + 1) * 0xBF58476D1CE4E5B9 % (1 << 64))),
+            kind='stable',
+        )
+        for salt in range(count)
+    ]
+
+
+def _random_distances(sample, schema, half: int) -> dict[str, tuple[float, str]]:
+    """Feature -> (mean distance, comparator) over RANDOM_SPLITS pairs of random halves."""
+    measured: dict[str, list[float]] = {}
+    comparators = {}
+    for order in _random_orders(sample, RANDOM_SPLITS):
+        for feature, (distance, comparator) in _distances(
+            sample, schema, order[:half], order[half : 2 * half]
+        ).items():
+            measured.setdefault(feature, []).append(distance)
+            comparators[feature] = comparator
+    return {feature: (float(np.mean(d)), comparators[feature]) for feature, d in measured.items()}
 
 
 def grouped_by(sample: CsvSample) -> str | None:
@@ -119,13 +143,15 @@ def plan_drift(sample: CsvSample, schema: schema_pb2.Schema, label: str | None) 
             f'{sample.rows} rows: too few to measure how the data varies; the defaults apply',
         )
     ordered = np.arange(2 * half)
-    shuffled = _random_order(sample)[: 2 * half]
     in_order = _distances(sample, schema, ordered[:half], ordered[half:])
-    at_random = _distances(sample, schema, shuffled[:half], shuffled[half:])
-    how = f'the first and second halves of {2 * half:,} sampled rows, and two random halves'
+    at_random = _random_distances(sample, schema, half)
+    how = (
+        f'the first and second halves of {2 * half:,} sampled rows, and random halves '
+        f'({RANDOM_SPLITS} splits)'
+    )
     random_only = (
-        f'two random halves of {2 * half:,} sampled rows (the rows are ordered: {{}}, so file '
-        'order says nothing of days)'
+        f'random halves of {2 * half:,} sampled rows ({RANDOM_SPLITS} splits; the rows are '
+        'ordered: {}, so file order says nothing of days)'
     )
     if (
         label

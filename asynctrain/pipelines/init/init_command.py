@@ -99,7 +99,9 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
             for plan in spec_draft.plan_columns(sample, args.label)
         ]
         threshold = spec_draft.plan_threshold(sample, task)
-        training = spec_draft.plan_training(sample, task.task)
+        training = spec_draft.plan_training(
+            sample, task.task, long_tail=bool(task.skew and task.skew.long_tail)
+        )
         bad_rows = spec_draft.plan_bad_rows(sample, args.label)
     except ConfigError as e:
         return 2, f'asynctrain init: {e}'
@@ -148,8 +150,8 @@ def describe(
         *(f'  WARNING: {column.describe()}' for column in markers.mixed),
         f'  label {task.column!r}: {task.task} ({task.reason})',
     ]
-    if task.loss is not None:
-        lines.append(f'  loss: {task.loss.loss} ({task.loss.reason})')
+    if task.skew is not None:
+        lines.append(f'  label distribution: {task.skew.reason}')
     if task.classes:
         lines.append(
             '  classes: ' + ', '.join(f'{value!r} {count}' for value, count in task.classes[:10])

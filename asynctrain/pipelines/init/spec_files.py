@@ -72,8 +72,8 @@ def write_features(path: str, task: TaskPlan, columns: list[ColumnPlan]) -> None
     ]
     if task.positive is not None:
         lines.append(f'  positive: {_yaml_scalar(task.positive)}')
-    if task.loss is not None:
-        lines.append(f'  loss: {task.loss.loss}  # {task.loss.reason}')
+    if task.skew is not None:
+        lines.append(f'  # {task.skew.reason}')
     if task.classes:
         counts = ', '.join(f'{value}: {count}' for value, count in task.classes[:10])
         lines.append(f'  # classes in the sample: {counts}')
