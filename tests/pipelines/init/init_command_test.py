@@ -161,9 +161,7 @@ def _sorted_and_shuffled(tmp_path, suffix=''):
 
 
 @pytest.mark.parametrize('suffix', ['', '.gz'])
-def test_a_file_sorted_by_a_column_gives_the_proposal_of_the_same_rows_shuffled(
-    tmp_path, suffix
-):
+def test_a_file_sorted_by_a_column_gives_the_proposal_of_the_same_rows_shuffled(tmp_path, suffix):
     from asynctrain.pipelines.init import drift_draft, spec_files
 
     proposals = []
@@ -332,6 +330,9 @@ def test_init_shows_only_its_own_lines_and_logs_tensorflows(tmp_path):
     [
         ('seattle_weather', 'weather', {'date': 'datetime', 'precipitation': 'zscore'}),
         ('wine', 'cultivar', {'alcohol': 'zscore', 'proline': 'zscore'}),
+        # Written with `NA` and sorted by city; and a long-tailed price, gzipped.
+        ('txhousing', 'median', {'city': 'vocabulary', 'sales': 'zscore'}),
+        ('diamonds', 'price', {'carat': 'zscore', 'clarity': 'vocabulary'}),
     ],
 )
 def test_the_committed_date_and_gzip_datasets_are_what_init_proposes(
@@ -356,6 +357,11 @@ def test_the_committed_date_and_gzip_datasets_are_what_init_proposes(
     capsys.readouterr()
     for spec_file in ('schema.pbtxt', 'features.yaml'):
         assert (tmp_path / 'spec' / spec_file).read_text() == (committed / spec_file).read_text()
+    # The committed config's values are init's, but for the names of the folders.
+    proposed = yaml.safe_load((tmp_path / 'spec' / 'config.yaml').read_text())
+    written = yaml.safe_load((committed / 'config.yaml').read_text())
+    for key in set(written) - {'pipeline_name', 'data', 'dataset'}:
+        assert written[key] == proposed[key], key
     monkeypatch.chdir(REPO_ROOT)
     features, _ = dataset_spec.load(load_config(str(committed / 'config.yaml')))
     for column, transform in transforms.items():

@@ -42,15 +42,18 @@ def test_a_long_tailed_regression_label_trains_longer(tmp_path):
 
     (tmp_path / 'data').mkdir()
     (tmp_path / 'data' / 'rows.csv').write_text(
-        'x,y\n' + ''.join(f'{i},{i * 2}\n' for i in range(3000))
+        'x,y\n' + ''.join(f'{i},{i * 2}\n' for i in range(30_000))
     )
     sample = csv_sample.read_sample(
         csv_sample.input_files(str(tmp_path / 'data')), csv_dialect.CsvDialect()
     )
-    # 2,000 training rows in batches of 64: 20 passes are 625 steps, 100 passes 3,125.
-    assert spec_draft.plan_training(sample, 'regression').train_steps == 625
+    # 20,000 training rows in batches of 64: 20 passes are 6,250 steps, cut to 1,500; a long
+    # tail gets 40 passes, 12,500 steps, under its own cap of 15,000.
+    assert spec_draft.plan_training(sample, 'regression').train_steps == 1500
     long = spec_draft.plan_training(sample, 'regression', long_tail=True)
-    assert long.train_steps == 3125
+    assert long.train_steps == 12_500
     assert long.reason.endswith('(bounded to 100-15000 steps; the label has a long right tail)')
-    # A class label is not a tail: 40 passes, whatever the flag.
-    assert spec_draft.plan_training(sample, 'multiclass', long_tail=True).train_steps == 1250
+    # A class label has no tail: the flag changes nothing (40 passes, at most 1,500 steps).
+    assert spec_draft.plan_training(sample, 'multiclass', long_tail=True) == (
+        spec_draft.plan_training(sample, 'multiclass')
+    )

@@ -40,7 +40,9 @@ def _rows(n=120, seed=0):
             (
                 'NA' if i % 10 == 3 else round(rng.uniform(50, 500), 1),
                 'null' if i % 15 == 4 else ('NA' if i % 15 == 5 else rng.randrange(1, 8)),
-                'None' if i % 20 == 7 else f'20{rng.randrange(10, 24)}-0{rng.randrange(1, 10)}-1{i % 10}',
+                'None'
+                if i % 20 == 7
+                else f'20{rng.randrange(10, 24)}-0{rng.randrange(1, 10)}-1{i % 10}',
                 'NaN' if i % 30 == 1 else round(rng.uniform(20, 200), 2),
                 rng.choice(['NA', 'EU', 'AS']),
             )
