@@ -437,3 +437,27 @@ def test_init_keeps_the_defaults_on_too_few_rows(tmp_path):
 
     assert plan.features == {}
     assert plan.reason == '100 rows: too few to measure how the data varies; the defaults apply'
+
+
+def test_drift_thresholds_are_those_of_the_same_rows_in_any_order(tmp_path):
+    from asynctrain.pipelines.init import drift_draft
+
+    rng = random.Random(2)
+    # 400 rows: random halves differ enough that some features get thresholds of their own.
+    # Sorted by `region`, file order says nothing of days and only random halves count.
+    rows = [
+        (rng.choice(['north', 'south', 'east']), f'v{rng.randrange(40)}', rng.choice('ab'))
+        for _ in range(400)
+    ]
+    plans = []
+    for name, order in (
+        ('as-is', rows),
+        ('shuffled', rng.sample(rows, len(rows))),
+        ('sorted', sorted(rows)),
+    ):
+        sample, schema = _drift_sample(tmp_path / name, order)
+        plans.append(drift_draft.plan_drift(sample, schema, 'label'))
+    assert plans[0].features == plans[1].features == plans[2].features
+    assert plans[0].features  # thresholds to compare, not three empty proposals
+    assert "sorted or grouped by 'region'" in plans[2].reason
+    assert 'sorted or grouped' not in plans[0].reason
