@@ -206,47 +206,52 @@ def _spread(
             )
     total_bytes = sum(chunk.end - chunk.start for chunk in planned)
     as_text = {name: ColumnType.BYTES for name in names}
-    converted: dict[int, csv_convert.ConvertedChunk] = {}
-    # At least MIN_SPREAD ranges (or all there are), then as many more as the bytes per row of
-    # those read say the budget needs; rows beyond it are dropped evenly.
+    # At least MIN_SPREAD ranges (or all there are), then as many as the bytes per row of those
+    # read say the budget needs; rows beyond it are dropped evenly.
     wanted = MIN_SPREAD
     while True:
         chosen = sorted(
             set(np.linspace(0, len(planned) - 1, min(wanted, len(planned))).round().astype(int))
         )
-        _convert_chunks(planned, chosen, converted, dialect, as_text)
-        rows = sum(converted[i].num_rows for i in chosen)
+        converted = _convert_ranges([planned[i] for i in chosen], dialect, as_text)
+        rows = converted.num_rows
         read_bytes = sum(planned[i].end - planned[i].start for i in chosen)
         if rows >= max_rows or len(chosen) == len(planned):
             break
         per_row = read_bytes / max(rows, 1)
         chunk_bytes = total_bytes / len(planned)
         wanted = max(2 * len(chosen), math.ceil(1.1 * max_rows * per_row / chunk_bytes))
-    parts = {name: [converted[i].columns[name] for i in chosen] for name in names}
-    columns = _concat(names, parts)
+    columns = _concat(names, {name: [converted.columns[name]] for name in names})
     if rows > max_rows:
         keep = pa.array(np.linspace(0, rows - 1, max_rows).round().astype(np.int64))
         columns = {name: cells.take(keep) for name, cells in columns.items()}
-    rejected = sum(len(converted[i].rejected) for i in chosen)
     return TextSample(
-        tuple(files), columns, min(rows, max_rows), rejected, complete=False, chunks=len(chosen)
+        tuple(files),
+        columns,
+        min(rows, max_rows),
+        len(converted.rejected),
+        complete=False,
+        chunks=len(chosen),
     )
 
 
-def _convert_chunks(planned, chosen, converted, dialect, as_text) -> None:
-    """Converts the chunks `chosen` (indices into `planned`) not yet in `converted`."""
-    by_file: dict[str, list[int]] = {}
-    for i in chosen:
-        if i not in converted:
-            by_file.setdefault(planned[i].path, []).append(i)
-    for path, indices in by_file.items():
+def _convert_ranges(
+    ranges: Sequence[csv_records.Chunk], dialect: csv_dialect.CsvDialect, as_text: dict
+) -> csv_convert.ConvertedChunk:
+    """The rows of `ranges` (whole rows each, in file order) converted as one block: one parse
+    instead of one per range. (Only the count of rejected rows is used: their line numbers are
+    not those of the files.)"""
+    data = []
+    for path in dict.fromkeys(chunk.path for chunk in ranges):
         with _reading(path), compression.open_local(path) as f:
-            for i in indices:
-                chunk = planned[i]
-                # (A compressed stream seeks forward by decompressing up to the offset.)
-                f.seek(chunk.start)
-                data = f.read(chunk.end - chunk.start)
-                converted[i] = csv_convert.convert_chunk(data, chunk.first_line, dialect, as_text)
+            for chunk in ranges:
+                if chunk.path == path:
+                    # (A compressed stream seeks forward by decompressing up to the offset.)
+                    f.seek(chunk.start)
+                    block = f.read(chunk.end - chunk.start)
+                    data.append(block if block.endswith(b'\n') else block + b'\n')
+    with _reading(ranges[0].path):
+        return csv_convert.convert_chunk(b''.join(data), ranges[0].first_line, dialect, as_text)
 
 
 @contextlib.contextmanager
