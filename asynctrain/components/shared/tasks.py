@@ -6,4 +6,6 @@ TASK_TYPES = ('binary', 'multiclass', 'regression')
 # The vocabulary a multiclass label's ids index (Transform's `vocab_filename`): its class names,
 # one a line, line i being class id i; its order is the class order the Trainer trains and serves.
 LABEL_VOCABULARY = 'label_classes'
-REGRESSION_LOSSES = ('mse', 'huber')
+# `msle`: the squared error of log(1 + label), for a non-negative label with a long right tail
+# (prices, counts); the prediction is turned back into the label's units (exp(x) - 1).
+REGRESSION_LOSSES = ('mse', 'huber', 'msle')

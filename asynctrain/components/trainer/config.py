@@ -64,7 +64,9 @@ class TaskConfig:
         `multiclass` (a class id from Transform's `label_classes` vocabulary; one logit per class,
         softmax cross-entropy) or `regression` (a float label; one output, standardized for
         training and served in the label's own units).
-      loss: Regression only, one of `REGRESSION_LOSSES`: mean squared error or Huber.
+      loss: Regression only, one of `REGRESSION_LOSSES`: mean squared error, Huber, or `msle`,
+        the squared error of log(1 + label) (a non-negative label with a long right tail), whose
+        predictions are served and scored in the label's units.
       huber_delta: Regression with `loss: huber`: where the loss turns linear, in standard
         deviations of the label.
     """

@@ -5,8 +5,10 @@
                     [--null-marker S ...] [--positive VALUE] [--max-rows N]
     asynctrain run --config SPEC_DIR/config.yaml
 
-It reads the CSV files of DIR with ExampleGen's own reader (all of a small input; the first
-`--max-rows` rows of a large one), infers the schema with TFDV, proposes the task, one transform
+It reads the CSV files of DIR with ExampleGen's own reader (all of a small input; of a large one,
+`--max-rows` rows from byte ranges spread over every file), finds the usual missing-value markers
+(`NA`, `null`, ...) in columns otherwise of numbers or dates unless `--null-marker` names them,
+infers the schema with TFDV, proposes the task, one transform
 per column and the evaluation threshold, writes `schema.pbtxt`, `features.yaml` and
 `config.yaml` into SPEC_DIR (anywhere), and prints what it decided and the next command. DIR may
 hold compressed files (`.gz`, `.bz2`, ...), read as ExampleGen reads them. As for `asynctrain
@@ -17,6 +19,7 @@ temporary directory, `asynctrain/logs/init-*.log`), not to the console, unless `
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import tempfile
@@ -68,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 def _init(args: argparse.Namespace) -> tuple[int, str]:
     """(exit code, what to print: the decisions, or the error)."""
     from asynctrain.components.example_gen import csv_dialect, csv_sample
-    from asynctrain.pipelines.init import drift_draft, spec_draft, spec_files
+    from asynctrain.pipelines.init import drift_draft, null_markers, spec_draft, spec_files
 
     try:
         dialect = csv_dialect.CsvDialect(
@@ -78,13 +81,27 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
         return 2, f'asynctrain init: --delimiter: {e}'
     try:
         files = csv_sample.input_files(args.data)
-        sample = csv_sample.read_sample(
-            files, dialect, args.max_rows or csv_sample.DEFAULT_MAX_ROWS
-        )
+        text = csv_sample.read_text(files, dialect, args.max_rows or csv_sample.DEFAULT_MAX_ROWS)
+        markers = null_markers.plan_markers(text, dialect.null_markers)
+        sample = csv_sample.typed(text, markers.markers)
+        mixed = {column.name: column for column in markers.mixed}
+        if args.label in mixed and args.task == 'auto':
+            raise ConfigError(
+                f'--label: {mixed[args.label].describe()}, or name the task with --task'
+            )
         task = spec_draft.plan_task(sample, args.label, args.task, args.positive)
-        columns = spec_draft.plan_columns(sample, args.label)
+        columns = [
+            dataclasses.replace(
+                plan, reason=f'{plan.reason}; WARNING: {mixed[plan.name].describe()}'
+            )
+            if plan.name in mixed
+            else plan
+            for plan in spec_draft.plan_columns(sample, args.label)
+        ]
         threshold = spec_draft.plan_threshold(sample, task)
-        training = spec_draft.plan_training(sample, task.task)
+        training = spec_draft.plan_training(
+            sample, task.task, long_tail=bool(task.skew and task.skew.long_tail)
+        )
         bad_rows = spec_draft.plan_bad_rows(sample, args.label)
     except ConfigError as e:
         return 2, f'asynctrain init: {e}'
@@ -104,24 +121,37 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
         args.output,
         args.data,
         args.delimiter,
-        tuple(args.null_marker),
+        markers,
         task,
         threshold,
         training,
         bad_rows,
         drift,
     )
-    return 0, describe(sample, task, columns, threshold, training, bad_rows, drift, paths)
+    return 0, describe(sample, markers, task, columns, threshold, training, bad_rows, drift, paths)
 
 
-def describe(sample, task, columns, threshold, training, bad_rows, drift, paths: dict) -> str:
+def describe(
+    sample, markers, task, columns, threshold, training, bad_rows, drift, paths: dict
+) -> str:
     """What init decided, as printed."""
-    how = 'all' if sample.complete else f'a sample of the first {sample.rows:,}'
+    if sample.complete:
+        how = f'all rows of {len(sample.files)} file(s)'
+    else:
+        how = (
+            f'a sample of {sample.rows:,} rows of {len(sample.files)} file(s), from '
+            f'{sample.chunks} byte ranges spread over all of them'
+        )
     lines = [
-        f'asynctrain init: read {how} rows of {len(sample.files)} file(s)'
+        f'asynctrain init: read {how}'
         + (f' ({sample.rejected} unreadable rows skipped)' if sample.rejected else ''),
+        f'  missing values: {", ".join(map(repr, markers.markers)) or "empty cells"} '
+        f'({markers.reason})',
+        *(f'  WARNING: {column.describe()}' for column in markers.mixed),
         f'  label {task.column!r}: {task.task} ({task.reason})',
     ]
+    if task.skew is not None:
+        lines.append(f'  label distribution: {task.skew.reason}')
     if task.classes:
         lines.append(
             '  classes: ' + ', '.join(f'{value!r} {count}' for value, count in task.classes[:10])

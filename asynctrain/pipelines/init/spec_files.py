@@ -14,6 +14,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 from asynctrain.components.example_gen.csv_sample import CsvSample
 from asynctrain.pipelines.init import sample_statistics
 from asynctrain.pipelines.init.drift_draft import DriftPlan
+from asynctrain.pipelines.init.null_markers import MarkerPlan
 from asynctrain.pipelines.init.spec_draft import (
     BadRowsPlan,
     ColumnPlan,
@@ -39,7 +40,7 @@ def infer_schema(sample: CsvSample) -> schema_pb2.Schema:
 def write_schema(path: str, schema: schema_pb2.Schema, sample: CsvSample) -> None:
     from google.protobuf import text_format
 
-    how = 'all' if sample.complete else f'the first {sample.rows:,}'
+    how = 'all' if sample.complete else f'a sample of {sample.rows:,}'
     header = (
         '# proto-file: tensorflow_metadata/proto/v0/schema.proto\n'
         '# proto-message: tensorflow.metadata.v0.Schema\n'
@@ -71,6 +72,8 @@ def write_features(path: str, task: TaskPlan, columns: list[ColumnPlan]) -> None
     ]
     if task.positive is not None:
         lines.append(f'  positive: {_yaml_scalar(task.positive)}')
+    if task.skew is not None:
+        lines.append(f'  # {task.skew.reason}')
     if task.classes:
         counts = ', '.join(f'{value}: {count}' for value, count in task.classes[:10])
         lines.append(f'  # classes in the sample: {counts}')
@@ -91,7 +94,7 @@ def write_config(
     spec_dir: str,
     data_dir: str,
     delimiter: str,
-    null_markers: tuple[str, ...],
+    markers: MarkerPlan,
     task: TaskPlan,
     threshold: ThresholdPlan,
     training: TrainingPlan,
@@ -109,7 +112,9 @@ def write_config(
         f'dataset: {_yaml_scalar(os.path.abspath(spec_dir))}',
         'example_gen:',
         f'  delimiter: {_yaml_scalar(delimiter)}  # as the sample was read',
-        f'  null_markers: {json.dumps(list(null_markers))}  # cells read as missing besides ""',
+        '  # Cells read as missing besides the empty one, in every column:',
+        f'  # {markers.reason}',
+        f'  null_markers: {json.dumps(list(markers.markers))}',
         f'  max_bad_fraction: {bad_rows.max_bad_fraction}  # {bad_rows.reason}',
         'trainer:',
         f'  # {training.reason}',

@@ -186,3 +186,26 @@ def test_without_a_label_column_a_missing_cell_is_only_a_missing_feature():
     rows, rejected = convert('missing_label.csv', csv_dialect.CsvDialect(null_markers=('NA',)))
     assert [(r.line, r.reason) for r in rejected] == [(5, "column 'price': 'cheap' is not FLOAT")]
     assert [r['price'] for r in rows] == [2.5, None, None, 6.5, 7.5]
+
+
+def test_several_null_markers_are_each_missing_and_every_row_is_accounted_for():
+    # The markers `asynctrain init` proposes, several at once (as R, pandas and JSON exports write
+    # a missing cell); a quoted marker is missing too, as stock CsvExampleGen reads it.
+    data = b'1,NA,alpha\nnull,3.5,None\n3,N/A,"NA"\n4,NaN,delta\n'
+    markers = csv_dialect.CsvDialect(null_markers=('NA', 'N/A', 'NaN', 'null', 'None'))
+    chunk = csv_convert.convert_chunk(data, 2, markers, TYPES)
+    assert chunk.rejected == []
+    assert chunk.lines.tolist() == [2, 3, 4, 5]
+    assert {name: array.to_pylist() for name, array in chunk.columns.items()} == {
+        'id': [1, None, 3, 4],
+        'price': [None, 3.5, None, None],
+        'name': ['alpha', None, None, 'delta'],
+    }
+    # Without them, each row a marker breaks is rejected naming its cell: 4 rows read, 4 counted.
+    plain = csv_convert.convert_chunk(data, 2, DEFAULT_DIALECT, TYPES)
+    assert plain.lines.tolist() == [5]
+    assert [(r.line, r.reason) for r in plain.rejected] == [
+        (2, "column 'price': 'NA' is not FLOAT"),
+        (3, "column 'id': 'null' is not INT"),
+        (4, "column 'price': 'N/A' is not FLOAT"),
+    ]

@@ -168,7 +168,7 @@ def test_each_label_form_gives_its_key_and_task(label, key, task, loss):
         ),
         (
             {'column': 'Body Mass (g)', 'task': 'regression', 'loss': 'mae'},
-            "label.loss: got 'mae'; allowed: ['mse', 'huber']",
+            "label.loss: got 'mae'; allowed: ['mse', 'huber', 'msle']",
         ),
         (
             {'column': 'Culmen Length (mm)', 'task': 'regression'},

@@ -121,13 +121,73 @@ def test_a_file_that_is_not_csv_is_named(tmp_path):
         csv_sample.read_sample(csv_sample.input_files(str(data)), csv_dialect.CsvDialect())
 
 
-def test_a_large_input_is_sampled_and_says_so(tmp_path):
+def test_a_large_input_is_sampled_from_end_to_end_and_says_so(tmp_path):
     sample_rows = _rows(n=200)
     _write_csv(tmp_path / 'data' / 'a.csv', HEADER, sample_rows)
     files = csv_sample.input_files(str(tmp_path / 'data'))
     sample = csv_sample.read_sample(files, csv_dialect.CsvDialect(), max_rows=50)
     assert (sample.rows, sample.complete) == (50, False)
-    assert sample.columns['trip id'].to_pylist()[:2] == ['id-0000', 'id-0001']
+    ids = sample.columns['trip id'].to_pylist()
+    # Rows evenly spaced over the file, in file order: the first and the last among them.
+    assert ids[0] == 'id-0000' and ids[-1] == 'id-0199'
+    assert ids == sorted(ids) and len(set(ids)) == 50
+
+
+STORES = [f'store-{i:02d}' for i in range(12)]
+
+
+def _sorted_and_shuffled(tmp_path, suffix=''):
+    """30,000 rows (about 1 MB) sorted by `store`, and the same rows shuffled, each the one file
+    of its folder (gzipped with `suffix` '.gz')."""
+    import gzip
+
+    rng = random.Random(3)
+    rows = [
+        (store, rng.choice(['cash', 'card']), round(rng.gauss(20, 4), 2), rng.randrange(5))
+        for store in STORES
+        for _ in range(2500)
+    ]
+    shuffled = list(rows)
+    rng.shuffle(shuffled)
+    header = ('store', 'payment', 'amount', 'items')
+    dirs = []
+    for name, order in (('sorted', rows), ('shuffled', shuffled)):
+        path = _write_csv(tmp_path / name / 'rows.csv', header, order)
+        if suffix:
+            path.with_name('rows.csv.gz').write_bytes(gzip.compress(path.read_bytes()))
+            path.unlink()
+        dirs.append(str(tmp_path / name))
+    return dirs
+
+
+@pytest.mark.parametrize('suffix', ['', '.gz'])
+def test_a_file_sorted_by_a_column_gives_the_proposal_of_the_same_rows_shuffled(tmp_path, suffix):
+    from asynctrain.pipelines.init import drift_draft, spec_files
+
+    proposals = []
+    for data in _sorted_and_shuffled(tmp_path, suffix):
+        sample = csv_sample.read_sample(
+            csv_sample.input_files(data), csv_dialect.CsvDialect(), max_rows=3000
+        )
+        assert (sample.rows, sample.complete) == (3000, False)
+        assert sample.chunks > 20  # read from many places, not one block
+        stores = sample.columns['store'].value_counts().to_pylist()
+        # Every store, each about a twelfth of the sample (the head would hold one store).
+        assert sorted(c['values'] for c in stores) == STORES
+        assert all(150 <= c['counts'] <= 350 for c in stores), stores
+        plans = spec_draft.plan_columns(sample, 'amount')
+        drift = drift_draft.plan_drift(sample, spec_files.infer_schema(sample), 'amount')
+        proposals.append(
+            (
+                [(plan.name, plan.transform, plan.options) for plan in plans],
+                spec_draft.plan_task(sample, 'amount').task,
+                set(drift.features),
+            )
+        )
+        if data.endswith('sorted'):
+            assert "sorted or grouped by 'store'" in drift.reason
+    assert proposals[0] == proposals[1]
+    assert ('store', 'vocabulary', {'top_k': 12, 'oov_buckets': 1}) in proposals[0][0]
 
 
 @pytest.mark.integration
@@ -270,6 +330,9 @@ def test_init_shows_only_its_own_lines_and_logs_tensorflows(tmp_path):
     [
         ('seattle_weather', 'weather', {'date': 'datetime', 'precipitation': 'zscore'}),
         ('wine', 'cultivar', {'alcohol': 'zscore', 'proline': 'zscore'}),
+        # Written with `NA` and sorted by city; and a long-tailed price, gzipped.
+        ('txhousing', 'median', {'city': 'vocabulary', 'sales': 'zscore'}),
+        ('diamonds', 'price', {'carat': 'zscore', 'clarity': 'vocabulary'}),
     ],
 )
 def test_the_committed_date_and_gzip_datasets_are_what_init_proposes(
@@ -294,6 +357,11 @@ def test_the_committed_date_and_gzip_datasets_are_what_init_proposes(
     capsys.readouterr()
     for spec_file in ('schema.pbtxt', 'features.yaml'):
         assert (tmp_path / 'spec' / spec_file).read_text() == (committed / spec_file).read_text()
+    # The committed config's values are init's, but for the names of the folders.
+    proposed = yaml.safe_load((tmp_path / 'spec' / 'config.yaml').read_text())
+    written = yaml.safe_load((committed / 'config.yaml').read_text())
+    for key in set(written) - {'pipeline_name', 'data', 'dataset'}:
+        assert written[key] == proposed[key], key
     monkeypatch.chdir(REPO_ROOT)
     features, _ = dataset_spec.load(load_config(str(committed / 'config.yaml')))
     for column, transform in transforms.items():
@@ -369,3 +437,27 @@ def test_init_keeps_the_defaults_on_too_few_rows(tmp_path):
 
     assert plan.features == {}
     assert plan.reason == '100 rows: too few to measure how the data varies; the defaults apply'
+
+
+def test_drift_thresholds_are_those_of_the_same_rows_in_any_order(tmp_path):
+    from asynctrain.pipelines.init import drift_draft
+
+    rng = random.Random(2)
+    # 400 rows: random halves differ enough that some features get thresholds of their own.
+    # Sorted by `region`, file order says nothing of days and only random halves count.
+    rows = [
+        (rng.choice(['north', 'south', 'east']), f'v{rng.randrange(40)}', rng.choice('ab'))
+        for _ in range(400)
+    ]
+    plans = []
+    for name, order in (
+        ('as-is', rows),
+        ('shuffled', rng.sample(rows, len(rows))),
+        ('sorted', sorted(rows)),
+    ):
+        sample, schema = _drift_sample(tmp_path / name, order)
+        plans.append(drift_draft.plan_drift(sample, schema, 'label'))
+    assert plans[0].features == plans[1].features == plans[2].features
+    assert plans[0].features  # thresholds to compare, not three empty proposals
+    assert "sorted or grouped by 'region'" in plans[2].reason
+    assert 'sorted or grouped' not in plans[0].reason

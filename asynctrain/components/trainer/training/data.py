@@ -143,9 +143,14 @@ def _make_batched_dataset(
 
 
 def label_moments(
-    file_pattern: str, label_key: str, label_spec: tf.io.FixedLenFeature, batch_size: int = 4096
+    file_pattern: str,
+    label_key: str,
+    label_spec: tf.io.FixedLenFeature,
+    batch_size: int = 4096,
+    log1p: bool = False,
 ) -> tuple[int, float, float]:
-    """(count, mean, standard deviation) of the label over the files matching `file_pattern`.
+    """(count, mean, standard deviation) of the label (of log(1 + label) with `log1p`) over the
+    files matching `file_pattern`.
 
     One pass that parses only the label, reading the files in a fixed order and summing in
     float64, so that every call (every recovery attempt) gets the same values.
@@ -161,6 +166,8 @@ def label_moments(
             lambda serialized: tf.io.parse_example(serialized, {label_key: label_spec})[label_key]
         )
     labels = batches.map(lambda label: tf.reshape(tf.cast(label, tf.float64), [-1]))
+    if log1p:
+        labels = labels.map(tf.math.log1p)
 
     @tf.function(autograph=False)
     def moments():

@@ -6,12 +6,14 @@ Each owns its head size, loss, metrics and serving outputs; `make_task` picks on
 - multiclass: int64 id into Transform's `label_classes` vocabulary (its order is the class
   order), -1 for an eval row whose class the train split never had: such rows are left out of
   the loss and the metrics;
-- regression: float32 in the label's own units; the task standardizes it for training with the
-  train split's mean and standard deviation, and serves predictions in the label's units.
+- regression: float32 in the label's own units; the task standardizes it (log(1 + label) with
+  the `msle` loss) for training with the train split's mean and standard deviation, and serves
+  predictions in the label's units.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import tensorflow as tf
@@ -139,8 +141,9 @@ class MulticlassClassificationTask(Task):
 
 
 class RegressionTask(Task):
-    """A float label: one output, trained on the standardized label with MSE or Huber; metrics
-    and the served `predictions` [batch, 1] are in the label's own units."""
+    """A float label: one output, trained on the standardized label with MSE or Huber, or on the
+    standardized log(1 + label) with MSE (`msle`); metrics and the served `predictions`
+    [batch, 1] are in the label's own units."""
 
     task_type = 'regression'
 
@@ -168,10 +171,15 @@ class RegressionTask(Task):
         pattern = data.split_file_pattern(examples_dir, data.TRAIN_SPLIT)
         label_key = self.schema.label_key
         count, mean, std = data.label_moments(
-            pattern, label_key, self.schema.feature_spec[label_key]
+            pattern, label_key, self.schema.feature_spec[label_key], log1p=self._log1p
         )
         if not count:
             raise ValueError(f'{pattern}: no training examples to standardize {label_key!r} with')
+        if not math.isfinite(mean):
+            raise ValueError(
+                f'{pattern}: loss msle needs a label above -1 (a non-negative one), but '
+                f'{label_key!r} has values at or below -1; use loss mse or huber'
+            )
         # A constant label: any scale works; 1 keeps the loss finite.
         self.set_label_statistics(mean, std or 1.0)
 
@@ -185,9 +193,16 @@ class RegressionTask(Task):
             raise RuntimeError('RegressionTask: call prepare(examples_dir) before using the task')
         return self.label_mean, self.label_std
 
+    @property
+    def _log1p(self) -> bool:
+        return self.config.task.loss == 'msle'
+
     def _standardized(self, labels: tf.Tensor) -> tf.Tensor:
         mean, std = self._statistics()
-        return (tf.reshape(tf.cast(labels, tf.float32), [-1, 1]) - mean) / std
+        labels = tf.reshape(tf.cast(labels, tf.float32), [-1, 1])
+        if self._log1p:
+            labels = tf.math.log1p(labels)
+        return (labels - mean) / std
 
     def _losses(self, labels: tf.Tensor, outputs: tf.Tensor) -> tf.Tensor:
         error = outputs - self._standardized(labels)
@@ -204,6 +219,8 @@ class RegressionTask(Task):
     def predictions(self, outputs: tf.Tensor) -> tf.Tensor:
         """The model's standardized outputs in the label's units."""
         mean, std = self._statistics()
+        if self._log1p:
+            return tf.math.expm1(outputs * std + mean)
         return outputs * std + mean
 
     def build_metrics(self) -> dict[str, tf.keras.metrics.Metric]:

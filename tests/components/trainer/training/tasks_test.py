@@ -145,6 +145,37 @@ def test_regression_prepare_reads_the_train_split_label_statistics(regression_da
     assert (again.label_mean, again.label_std) == first
 
 
+def test_regression_msle_trains_on_the_log_and_serves_in_label_units():
+    task = tasks.RegressionTask(_schema(tf.float32), _config('regression', loss='msle'))
+    # Statistics of log(1 + label): mean log(1 + 999) = 6.9078, std 1.
+    mean = math.log1p(999.0)
+    task.set_label_statistics(mean=mean, std=1.0)
+    labels = tf.constant([999.0, math.expm1(mean + 1.0), math.expm1(mean - 2.0)])
+    outputs = tf.constant([[0.0], [0.0], [-1.0]])  # standardized log errors 0, -1, 1
+    assert float(task.loss(labels, outputs)) == pytest.approx(2 / 3, rel=1e-5)
+    served = task.serving_outputs(outputs)[export.PREDICTIONS].numpy()[:, 0]
+    # exp(mean + output * std) - 1: in the label's units, 999 for a standardized 0.
+    np.testing.assert_allclose(served, [999.0, 999.0, math.expm1(mean - 1.0)], rtol=1e-5)
+    metrics = task.build_metrics()
+    task.update_metrics(labels, outputs, metrics)
+    errors = served - labels.numpy()
+    assert _results(metrics)['rmse'] == pytest.approx(float(np.sqrt(np.mean(errors**2))), rel=1e-5)
+
+
+def test_regression_msle_prepare_reads_the_log_label_statistics(regression_data):
+    schema = task_lib.load_transformed_schema(
+        regression_data.transform_graph, regression_data.label_key
+    )
+    task = tasks.make_task(
+        schema, _config('regression', loss='msle'), regression_data.transform_graph
+    )
+    task.prepare(regression_data.examples)
+    masses = np.array([r[task_testdata.REGRESSION_LABEL] for r in regression_data.train_rows])
+    logs = np.log1p(masses.astype(np.float32).astype(np.float64))
+    assert task.label_mean == pytest.approx(logs.mean(), rel=1e-6)
+    assert task.label_std == pytest.approx(logs.std(), rel=1e-5)
+
+
 def test_make_task_reads_the_class_names_in_vocabulary_order(multiclass_data):
     import tensorflow_transform as tft
 
