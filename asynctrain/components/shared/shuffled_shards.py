@@ -22,6 +22,8 @@ Framework-free: tf.data, TF ops and NumPy only.
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import os
 import shutil
 import tempfile
@@ -80,47 +82,52 @@ def example_hashes(serialized: tf.Tensor, seed: int) -> tf.Tensor:
     return tf.strings.to_hash_bucket_strong(serialized, _HASH_RANGE, key)
 
 
-def hashed_batches(files: list[str], seed: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(hashes, serialized examples) of GZIP TFRecord files, READ_BATCH examples at a time."""
+def hashed_batches(files: list[str], seed: int, shards: int) -> Iterator[tuple[np.ndarray, ...]]:
+    """The examples of GZIP TFRecord files, READ_BATCH at a time, hashed and grouped by shard in
+    TF: (examples per shard, hashes, lengths, serialized bytes joined), rows in shard order.
+    No example becomes a Python object."""
+
+    @tf.autograph.experimental.do_not_convert
+    def deal(serialized: tf.Tensor) -> tuple[tf.Tensor, ...]:
+        hashes = example_hashes(serialized, seed)
+        shard = hashes % shards
+        order = tf.argsort(shard, stable=True)
+        ordered = tf.gather(serialized, order)
+        return (
+            tf.math.bincount(
+                tf.cast(shard, tf.int32), minlength=shards, maxlength=shards, dtype=tf.int64
+            ),
+            tf.gather(hashes, order),
+            tf.cast(tf.strings.length(ordered), tf.int64),
+            tf.strings.reduce_join(ordered),
+        )
+
     batches = (
         tf.data.TFRecordDataset(files, compression_type='GZIP')
         .batch(READ_BATCH)
-        .map(
-            tf.autograph.experimental.do_not_convert(lambda s: (example_hashes(s, seed), s)),
-            num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=True,
-        )
+        .map(deal, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         .prefetch(2)
     )
     yield from batches.as_numpy_iterator()
 
 
-def shard_chunks(
-    hashes: np.ndarray, serialized: np.ndarray, shards: int
-) -> Iterator[tuple[int, Chunk]]:
-    """Each shard's share of one batch, packed (no per-example objects to pickle or spill)."""
-    shard_of = hashes % shards
-    for shard in np.unique(shard_of).tolist():
-        chosen = np.flatnonzero(shard_of == shard)
-        rows = [serialized[i] for i in chosen.tolist()]
-        lengths = np.fromiter((len(r) for r in rows), np.int64, len(rows))
-        yield shard, (hashes[chosen], lengths, b''.join(rows))
+def shard_chunks(batch: tuple[np.ndarray, ...]) -> Iterator[tuple[int, Chunk]]:
+    """Each shard's share of one `hashed_batches` batch, packed (no per-example objects to
+    pickle or spill)."""
+    counts, hashes, lengths, data = batch
+    row_ends = np.cumsum(counts).tolist()
+    byte_ends = np.concatenate([[0], np.cumsum(lengths)])
+    first = 0
+    for shard, end in enumerate(row_ends):
+        if end > first:
+            chunk_data = data[int(byte_ends[first]) : int(byte_ends[end])]
+            yield shard, (hashes[first:end], lengths[first:end], chunk_data)
+        first = end
 
 
-def _unpack(chunks: Iterable[Chunk]) -> tuple[np.ndarray, np.ndarray]:
-    hashes, serialized = [], []
-    for chunk_hashes, lengths, data in chunks:
-        ends = np.cumsum(lengths).tolist()
-        starts = [0, *ends[:-1]]
-        hashes.append(chunk_hashes)
-        serialized.append(np.array([data[s:e] for s, e in zip(starts, ends)] or [], dtype=object))
-    if not hashes:
-        return np.zeros(0, np.int64), np.zeros(0, dtype=object)
-    return np.concatenate(hashes), np.concatenate(serialized)
-
-
-def shard_order(hashes: np.ndarray, serialized: np.ndarray) -> np.ndarray:
-    """The order of a shard's examples: by hash, then (for equal hashes) by bytes."""
+def shard_order(hashes: np.ndarray, row: Callable[[int], bytes]) -> np.ndarray:
+    """The order of a shard's examples: by hash, then (for equal hashes) by bytes (`row(i)`:
+    the serialized example i)."""
     order = np.argsort(hashes, kind='stable')
     ordered = hashes[order]
     # Each i with ordered[i] == ordered[i + 1]; consecutive i's are one run of equal hashes.
@@ -128,12 +135,12 @@ def shard_order(hashes: np.ndarray, serialized: np.ndarray) -> np.ndarray:
     if ties.size:
         for run in np.split(ties, np.flatnonzero(np.diff(ties) != 1) + 1):
             first, last = int(run[0]), int(run[-1]) + 1
-            order[first : last + 1] = sorted(order[first : last + 1], key=serialized.__getitem__)
+            order[first : last + 1] = sorted(order[first : last + 1], key=row)
     return order
 
 
 class RowDecoder:
-    """Serialized examples to {feature: NumPy array}: parsed with `feature_spec`, or, given
+    """Serialized examples to {feature: tensor} (`columns`, a traced function): parsed with `feature_spec`, or, given
     `transform` (a tf.Transform graph's `transform_features_layer()`), parsed with `parse_spec`
     (the raw feature spec) and transformed in the same call; one traced function for every
     batch size."""
@@ -157,10 +164,7 @@ class RowDecoder:
             columns = transform(parsed) if transform is not None else parsed
             return {name: columns[name] for name in names}
 
-        self._decode = decode
-
-    def __call__(self, serialized: np.ndarray) -> dict[str, np.ndarray]:
-        return {name: t.numpy() for name, t in self._decode(tf.constant(serialized)).items()}
+        self.columns = decode
 
 
 def write_shard(
@@ -168,13 +172,37 @@ def write_shard(
 ) -> dict:
     """Writes one shard's examples (all its chunks, in any order) as the file `path`; returns
     its examples, records and bytes. An empty shard is an empty file."""
-    hashes, serialized = _unpack(chunks)
-    order = shard_order(hashes, serialized)
+    chunks = list(chunks)
+    hashes = np.concatenate([c[0] for c in chunks] or [np.zeros(0, np.int64)])
+    lengths = np.concatenate([c[1] for c in chunks] or [np.zeros(0, np.int64)])
+    data = b''.join(c[2] for c in chunks)
+    del chunks
+    starts = np.cumsum(lengths) - lengths
+    order = shard_order(hashes, lambda i: data[starts[i] : starts[i] + lengths[i]])
+    # The examples as one string tensor, cut out of the joined bytes in TF.
+    serialized = tf.strings.substr(tf.constant(data), starts, lengths)
+    # Chunks of whole records from the shard's first example, decoded (TF, without the GIL)
+    # on a thread while the previous chunk is encoded and written.
     step = examples_per_record * max(1, READ_BATCH // examples_per_record)
-    with tf.io.TFRecordWriter(path, tf.io.TFRecordOptions(compression_type='GZIP')) as writer:
-        for start in range(0, len(order), step):
-            columns = decode(serialized[order[start : start + step]])
-            for record in encode_records(columns, examples_per_record):
+
+    def columns(first: int) -> dict[str, np.ndarray]:
+        decoded = decode.columns(tf.gather(serialized, order[first : first + step]))
+        return {name: t.numpy() for name, t in decoded.items()}
+
+    with (
+        concurrent.futures.ThreadPoolExecutor(1) as pool,
+        tf.io.TFRecordWriter(path, tf.io.TFRecordOptions(compression_type='GZIP')) as writer,
+    ):
+        pending = collections.deque(
+            pool.submit(columns, first) for first in range(0, min(len(order), 2 * step), step)
+        )
+        next_first = 2 * step
+        while pending:
+            decoded = pending.popleft().result()
+            if next_first < len(order):
+                pending.append(pool.submit(columns, next_first))
+                next_first += step
+            for record in encode_records(decoded, examples_per_record):
                 writer.write(record)
     return {
         'examples': len(order),
@@ -220,8 +248,8 @@ def write_split(
     a shard."""
     tf.io.gfile.makedirs(output_dir)
     with _Spill(shards, in_memory=source_bytes(files) <= SHARD_SOURCE_BYTES) as spill:
-        for hashes, serialized in hashed_batches(files, seed):
-            for shard, chunk in shard_chunks(hashes, serialized, shards):
+        for batch in hashed_batches(files, seed, shards):
+            for shard, chunk in shard_chunks(batch):
                 spill.append(shard, chunk)
         return [
             write_shard(
