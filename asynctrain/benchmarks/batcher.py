@@ -91,7 +91,7 @@ def _write(path: str, examples_uri: str, graph: str, output_dir: str, beam_args,
     from asynctrain.components.example_batcher import executor, spec
     from asynctrain.components.shared import columnar_records
 
-    executor.ONE_PROCESS_MAX_SOURCE_BYTES = 0 if path == 'beam' else 1 << 62
+    executor.ONE_PROCESS_MAX_SOURCE_BYTES = 0 if path == 'beam' else None
     graph_artifact = standard_artifacts.TransformGraph()
     graph_artifact.uri = graph
     batched = standard_artifacts.Examples()
