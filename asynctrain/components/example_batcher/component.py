@@ -30,6 +30,11 @@ class ExampleBatcher(base_beam_component.BaseBeamComponent):
     (`columnar_records.make_batched_dataset`). Written once per Transform output, the artifact
     serves every worker, every epoch and every rerun; TFX caches it like any component's output.
 
+    The shuffle is a layout defined by content (`shared.shuffled_shards`): a seeded hash of each
+    raw example picks its file and its place there, so the same examples and seed write the
+    same bytes whether a distributed Beam runner writes them (`batching.WriteBatchedSplit`, the
+    runner's GroupByKey as the shuffle) or, on a direct runner, this component's own process.
+
     Usage:
 
     ```python
