@@ -37,9 +37,12 @@ from asynctrain.components.shared.example_wire import encode_records
 LAYOUT = 'seeded_hash_shards'
 RECORDS_FILE_PREFIX = 'batches'
 # num_files=0: one shard per SHARD_SOURCE_BYTES of source (GZIP TFRecords), at least MIN_SHARDS.
-# A shard is what one process holds in memory while it writes it: 16 MB of GZIP taxi examples
-# is about 200,000 examples. The floor lets a distributed runner write 8 shards in parallel.
-SHARD_SOURCE_BYTES = 16 << 20
+# A shard is what one process holds in memory while it writes it (its serialized examples, a
+# few copies, and their transformed columns): 4 MB of GZIP taxi examples is about 70,000
+# examples. With 16 MB, the peak RSS of 5M rows was 1.8 GB against 1.3 GB at 1M rows, whose
+# shards were smaller (the floor of 8): 4 MB keeps the shards of both sizes alike (`asynctrain
+# bench batcher`). The floor lets a distributed runner write 8 shards in parallel.
+SHARD_SOURCE_BYTES = 4 << 20
 MIN_SHARDS = 8
 # Source records hashed per vectorized call; rows parsed (and transformed) per call are the
 # whole records that fit in as many.
@@ -179,8 +182,9 @@ def write_shard(
     del chunks
     starts = np.cumsum(lengths) - lengths
     order = shard_order(hashes, lambda i: data[starts[i] : starts[i] + lengths[i]])
-    # The examples as one string tensor, cut out of the joined bytes in TF.
+    # The examples as one string tensor, cut out of the joined bytes in TF; the bytes released.
     serialized = tf.strings.substr(tf.constant(data), starts, lengths)
+    data = None
     # Chunks of whole records from the shard's first example, decoded (TF, without the GIL)
     # on a thread while the previous chunk is encoded and written.
     step = examples_per_record * max(1, READ_BATCH // examples_per_record)
@@ -264,50 +268,48 @@ def write_split(
 
 class _Spill:
     """Each shard's chunks, in memory or appended to one local file per shard (NumPy arrays,
-    no pickle)."""
+    no pickle; a file is open only while it is appended to or read, so any shard count fits
+    the process's limit of open files)."""
 
     def __init__(self, shards: int, in_memory: bool):
         self._memory: list[list[Chunk]] | None = [[] for _ in range(shards)] if in_memory else None
         self._shards = shards
         self._dir = ''
-        self._files: list = []
 
     def __enter__(self) -> _Spill:
         if self._memory is None:
             self._dir = tempfile.mkdtemp(prefix='example-batcher-')
-            self._files = [
-                open(os.path.join(self._dir, f'{i:05d}.npy'), 'w+b')  # noqa: SIM115
-                for i in range(self._shards)
-            ]
         return self
 
     def __exit__(self, *exc) -> None:
-        for f in self._files:
-            f.close()
         if self._dir:
             shutil.rmtree(self._dir, ignore_errors=True)
+
+    def _path(self, shard: int) -> str:
+        return os.path.join(self._dir, f'{shard:05d}.npy')
 
     def append(self, shard: int, chunk: Chunk) -> None:
         if self._memory is not None:
             self._memory[shard].append(chunk)
             return
         hashes, lengths, data = chunk
-        f = self._files[shard]
-        np.save(f, hashes, allow_pickle=False)
-        np.save(f, lengths, allow_pickle=False)
-        np.save(f, np.frombuffer(data, np.uint8), allow_pickle=False)
+        with open(self._path(shard), 'ab') as f:
+            np.save(f, hashes, allow_pickle=False)
+            np.save(f, lengths, allow_pickle=False)
+            np.save(f, np.frombuffer(data, np.uint8), allow_pickle=False)
 
     def chunks(self, shard: int) -> list[Chunk]:
-        """The shard's chunks, released from memory (or read back from its file)."""
+        """The shard's chunks, released from memory (or read back from its file, removed)."""
         if self._memory is not None:
             chunks, self._memory[shard] = self._memory[shard], []
             return chunks
-        f = self._files[shard]
-        size = f.tell()
-        f.seek(0)
+        path = self._path(shard)
+        if not os.path.exists(path):
+            return []
         chunks = []
-        while f.tell() < size:
-            chunks.append((np.load(f), np.load(f), np.load(f).tobytes()))
-        f.seek(0)
-        f.truncate()
+        with open(path, 'rb') as f:
+            size = os.fstat(f.fileno()).st_size
+            while f.tell() < size:
+                chunks.append((np.load(f), np.load(f), np.load(f).tobytes()))
+        os.remove(path)
         return chunks
