@@ -76,7 +76,7 @@ class ExampleBatcher(base_beam_component.BaseBeamComponent):
           examples_per_record: Examples per output record (the last record of each file may hold
             fewer). About one training batch: fewer parses more records per step, more makes
             windows of the reader's shuffle coarser.
-          num_files: Files (shards) per split; 0: one per 16 MB of source GZIP TFRecords, at
+          num_files: Files (shards) per split; 0: one per 4 MB of source GZIP TFRecords, at
             least 8. An example goes to the file its seeded hash picks; a file is what one
             worker (or the one process) holds in memory while writing it.
           seed: Seed of the shuffle; the same inputs and seed write the same bytes, on any
