@@ -21,11 +21,14 @@ from asynctrain.components.shared import columnar_records, shuffled_shards
 DIRECT_RUNNERS = ('DirectRunner', 'direct', 'BundleBasedDirectRunner', 'SwitchingDirectRunner')
 # On a direct runner, the splits are written in this process unless their source (GZIP
 # TFRecords, all splits together) reaches this many bytes; None: always. The same files either
-# way. Measured (`asynctrain bench batcher --rows N`, taxi examples, 2 shared cores), the Beam
-# DirectRunner is never the faster: 20,000 rows 4.2 s against 1.7 s; 1,000,000 rows (57 MB)
-# 21.5 against 18.8 CPU seconds, and it holds its whole GroupByKey in memory (peak RSS 2.7 GB
-# against 1.3 GB), where this process holds one shard. So there is no crossover to encode: a
-# direct runner always writes in this process, a distributed one always runs the pipeline.
+# way. Measured with `asynctrain bench batcher --rows N` (taxi examples, both splits, 2 shared
+# cores; 2026-12-04), this process against the Beam DirectRunner (in memory):
+#   100,000 rows (5.7 MB):  1.6 s, 1.5 CPU s, 0.9 GB peak RSS against 5.2 s, 3.1 CPU s, 1.1 GB;
+#   1,000,000 rows (57 MB): 15.5 s, 10.0 CPU s, 1.0 GB against 14.9 s, 14.0 CPU s, 3.3 GB.
+# The wall times meet near 1M rows, but the DirectRunner holds its whole GroupByKey in memory
+# (3.3 GB at 1M rows, growing with the split) where this process holds one shard (1.1 GB at 5M
+# rows): no size makes the DirectRunner the better choice, so a direct runner always writes
+# here, and a distributed runner always runs the pipeline.
 ONE_PROCESS_MAX_SOURCE_BYTES: int | None = None
 
 
