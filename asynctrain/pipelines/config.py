@@ -283,7 +283,7 @@ class ExampleBatcherSettings:
     Attributes:
       num_files: Files (shards) per split. An example goes to the file a seeded hash of its bytes
         picks, so the same data and seed write the same files on any Beam runner. 0 (the
-        default): one file per 16 MB of the split's GZIP examples, at least 8, so that a
+        default): one file per 4 MB of the split's GZIP examples, at least 8, so that a
         distributed runner writes them in parallel and a worker (or the one process of a
         direct runner) holds one file's examples in memory at a time. A fixed count bounds the
         files, not the memory.

@@ -55,6 +55,7 @@ def test_the_pipeline_config_has_every_nested_section_once():
         'trainer.profile',
         'evaluation',
         'transform',
+        'example_batcher',
         'retraining',
         'drift',
     ]

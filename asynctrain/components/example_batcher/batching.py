@@ -50,8 +50,8 @@ class _HashExamples(beam.DoFn):
         self._shards = shards
 
     def process(self, path: str) -> Iterator[tuple[int, shuffled_shards.Chunk]]:
-        for hashes, serialized in shuffled_shards.hashed_batches([path], self._seed):
-            yield from shuffled_shards.shard_chunks(hashes, serialized, self._shards)
+        for batch in shuffled_shards.hashed_batches([path], self._seed, self._shards):
+            yield from shuffled_shards.shard_chunks(batch)
 
 
 class _WriteShard(beam.DoFn):

@@ -30,6 +30,11 @@ class ExampleBatcher(base_beam_component.BaseBeamComponent):
     (`columnar_records.make_batched_dataset`). Written once per Transform output, the artifact
     serves every worker, every epoch and every rerun; TFX caches it like any component's output.
 
+    The shuffle is a layout defined by content (`shared.shuffled_shards`): a seeded hash of each
+    raw example picks its file and its place there, so the same examples and seed write the
+    same bytes whether a distributed Beam runner writes them (`batching.WriteBatchedSplit`, the
+    runner's GroupByKey as the shuffle) or, on a direct runner, this component's own process.
+
     Usage:
 
     ```python
@@ -71,7 +76,7 @@ class ExampleBatcher(base_beam_component.BaseBeamComponent):
           examples_per_record: Examples per output record (the last record of each file may hold
             fewer). About one training batch: fewer parses more records per step, more makes
             windows of the reader's shuffle coarser.
-          num_files: Files (shards) per split; 0: one per 16 MB of source GZIP TFRecords, at
+          num_files: Files (shards) per split; 0: one per 4 MB of source GZIP TFRecords, at
             least 8. An example goes to the file its seeded hash picks; a file is what one
             worker (or the one process) holds in memory while writing it.
           seed: Seed of the shuffle; the same inputs and seed write the same bytes, on any

@@ -22,6 +22,8 @@ Framework-free: tf.data, TF ops and NumPy only.
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import os
 import shutil
 import tempfile
@@ -35,9 +37,12 @@ from asynctrain.components.shared.example_wire import encode_records
 LAYOUT = 'seeded_hash_shards'
 RECORDS_FILE_PREFIX = 'batches'
 # num_files=0: one shard per SHARD_SOURCE_BYTES of source (GZIP TFRecords), at least MIN_SHARDS.
-# A shard is what one process holds in memory while it writes it: 16 MB of GZIP taxi examples
-# is about 200,000 examples. The floor lets a distributed runner write 8 shards in parallel.
-SHARD_SOURCE_BYTES = 16 << 20
+# A shard is what one process holds in memory while it writes it (its serialized examples, a
+# few copies, and their transformed columns): 4 MB of GZIP taxi examples is about 70,000
+# examples. With 16 MB, the peak RSS of 5M rows was 1.8 GB against 1.3 GB at 1M rows, whose
+# shards were smaller (the floor of 8): 4 MB keeps the shards of both sizes alike (`asynctrain
+# bench batcher`). The floor lets a distributed runner write 8 shards in parallel.
+SHARD_SOURCE_BYTES = 4 << 20
 MIN_SHARDS = 8
 # Source records hashed per vectorized call; rows parsed (and transformed) per call are the
 # whole records that fit in as many.
@@ -80,47 +85,52 @@ def example_hashes(serialized: tf.Tensor, seed: int) -> tf.Tensor:
     return tf.strings.to_hash_bucket_strong(serialized, _HASH_RANGE, key)
 
 
-def hashed_batches(files: list[str], seed: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(hashes, serialized examples) of GZIP TFRecord files, READ_BATCH examples at a time."""
+def hashed_batches(files: list[str], seed: int, shards: int) -> Iterator[tuple[np.ndarray, ...]]:
+    """The examples of GZIP TFRecord files, READ_BATCH at a time, hashed and grouped by shard in
+    TF: (examples per shard, hashes, lengths, serialized bytes joined), rows in shard order.
+    No example becomes a Python object."""
+
+    @tf.autograph.experimental.do_not_convert
+    def deal(serialized: tf.Tensor) -> tuple[tf.Tensor, ...]:
+        hashes = example_hashes(serialized, seed)
+        shard = hashes % shards
+        order = tf.argsort(shard, stable=True)
+        ordered = tf.gather(serialized, order)
+        return (
+            tf.math.bincount(
+                tf.cast(shard, tf.int32), minlength=shards, maxlength=shards, dtype=tf.int64
+            ),
+            tf.gather(hashes, order),
+            tf.cast(tf.strings.length(ordered), tf.int64),
+            tf.strings.reduce_join(ordered),
+        )
+
     batches = (
         tf.data.TFRecordDataset(files, compression_type='GZIP')
         .batch(READ_BATCH)
-        .map(
-            tf.autograph.experimental.do_not_convert(lambda s: (example_hashes(s, seed), s)),
-            num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=True,
-        )
+        .map(deal, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         .prefetch(2)
     )
     yield from batches.as_numpy_iterator()
 
 
-def shard_chunks(
-    hashes: np.ndarray, serialized: np.ndarray, shards: int
-) -> Iterator[tuple[int, Chunk]]:
-    """Each shard's share of one batch, packed (no per-example objects to pickle or spill)."""
-    shard_of = hashes % shards
-    for shard in np.unique(shard_of).tolist():
-        chosen = np.flatnonzero(shard_of == shard)
-        rows = [serialized[i] for i in chosen.tolist()]
-        lengths = np.fromiter((len(r) for r in rows), np.int64, len(rows))
-        yield shard, (hashes[chosen], lengths, b''.join(rows))
+def shard_chunks(batch: tuple[np.ndarray, ...]) -> Iterator[tuple[int, Chunk]]:
+    """Each shard's share of one `hashed_batches` batch, packed (no per-example objects to
+    pickle or spill)."""
+    counts, hashes, lengths, data = batch
+    row_ends = np.cumsum(counts).tolist()
+    byte_ends = np.concatenate([[0], np.cumsum(lengths)])
+    first = 0
+    for shard, end in enumerate(row_ends):
+        if end > first:
+            chunk_data = data[int(byte_ends[first]) : int(byte_ends[end])]
+            yield shard, (hashes[first:end], lengths[first:end], chunk_data)
+        first = end
 
 
-def _unpack(chunks: Iterable[Chunk]) -> tuple[np.ndarray, np.ndarray]:
-    hashes, serialized = [], []
-    for chunk_hashes, lengths, data in chunks:
-        ends = np.cumsum(lengths).tolist()
-        starts = [0, *ends[:-1]]
-        hashes.append(chunk_hashes)
-        serialized.append(np.array([data[s:e] for s, e in zip(starts, ends)] or [], dtype=object))
-    if not hashes:
-        return np.zeros(0, np.int64), np.zeros(0, dtype=object)
-    return np.concatenate(hashes), np.concatenate(serialized)
-
-
-def shard_order(hashes: np.ndarray, serialized: np.ndarray) -> np.ndarray:
-    """The order of a shard's examples: by hash, then (for equal hashes) by bytes."""
+def shard_order(hashes: np.ndarray, row: Callable[[int], bytes]) -> np.ndarray:
+    """The order of a shard's examples: by hash, then (for equal hashes) by bytes (`row(i)`:
+    the serialized example i)."""
     order = np.argsort(hashes, kind='stable')
     ordered = hashes[order]
     # Each i with ordered[i] == ordered[i + 1]; consecutive i's are one run of equal hashes.
@@ -128,12 +138,12 @@ def shard_order(hashes: np.ndarray, serialized: np.ndarray) -> np.ndarray:
     if ties.size:
         for run in np.split(ties, np.flatnonzero(np.diff(ties) != 1) + 1):
             first, last = int(run[0]), int(run[-1]) + 1
-            order[first : last + 1] = sorted(order[first : last + 1], key=serialized.__getitem__)
+            order[first : last + 1] = sorted(order[first : last + 1], key=row)
     return order
 
 
 class RowDecoder:
-    """Serialized examples to {feature: NumPy array}: parsed with `feature_spec`, or, given
+    """Serialized examples to {feature: tensor} (`columns`, a traced function): parsed with `feature_spec`, or, given
     `transform` (a tf.Transform graph's `transform_features_layer()`), parsed with `parse_spec`
     (the raw feature spec) and transformed in the same call; one traced function for every
     batch size."""
@@ -157,10 +167,7 @@ class RowDecoder:
             columns = transform(parsed) if transform is not None else parsed
             return {name: columns[name] for name in names}
 
-        self._decode = decode
-
-    def __call__(self, serialized: np.ndarray) -> dict[str, np.ndarray]:
-        return {name: t.numpy() for name, t in self._decode(tf.constant(serialized)).items()}
+        self.columns = decode
 
 
 def write_shard(
@@ -168,13 +175,38 @@ def write_shard(
 ) -> dict:
     """Writes one shard's examples (all its chunks, in any order) as the file `path`; returns
     its examples, records and bytes. An empty shard is an empty file."""
-    hashes, serialized = _unpack(chunks)
-    order = shard_order(hashes, serialized)
+    chunks = list(chunks)
+    hashes = np.concatenate([c[0] for c in chunks] or [np.zeros(0, np.int64)])
+    lengths = np.concatenate([c[1] for c in chunks] or [np.zeros(0, np.int64)])
+    data = b''.join(c[2] for c in chunks)
+    del chunks
+    starts = np.cumsum(lengths) - lengths
+    order = shard_order(hashes, lambda i: data[starts[i] : starts[i] + lengths[i]])
+    # The examples as one string tensor, cut out of the joined bytes in TF; the bytes released.
+    serialized = tf.strings.substr(tf.constant(data), starts, lengths)
+    data = None
+    # Chunks of whole records from the shard's first example, decoded (TF, without the GIL)
+    # on a thread while the previous chunk is encoded and written.
     step = examples_per_record * max(1, READ_BATCH // examples_per_record)
-    with tf.io.TFRecordWriter(path, tf.io.TFRecordOptions(compression_type='GZIP')) as writer:
-        for start in range(0, len(order), step):
-            columns = decode(serialized[order[start : start + step]])
-            for record in encode_records(columns, examples_per_record):
+
+    def columns(first: int) -> dict[str, np.ndarray]:
+        decoded = decode.columns(tf.gather(serialized, order[first : first + step]))
+        return {name: t.numpy() for name, t in decoded.items()}
+
+    with (
+        concurrent.futures.ThreadPoolExecutor(1) as pool,
+        tf.io.TFRecordWriter(path, tf.io.TFRecordOptions(compression_type='GZIP')) as writer,
+    ):
+        pending = collections.deque(
+            pool.submit(columns, first) for first in range(0, min(len(order), 2 * step), step)
+        )
+        next_first = 2 * step
+        while pending:
+            decoded = pending.popleft().result()
+            if next_first < len(order):
+                pending.append(pool.submit(columns, next_first))
+                next_first += step
+            for record in encode_records(decoded, examples_per_record):
                 writer.write(record)
     return {
         'examples': len(order),
@@ -220,8 +252,8 @@ def write_split(
     a shard."""
     tf.io.gfile.makedirs(output_dir)
     with _Spill(shards, in_memory=source_bytes(files) <= SHARD_SOURCE_BYTES) as spill:
-        for hashes, serialized in hashed_batches(files, seed):
-            for shard, chunk in shard_chunks(hashes, serialized, shards):
+        for batch in hashed_batches(files, seed, shards):
+            for shard, chunk in shard_chunks(batch):
                 spill.append(shard, chunk)
         return [
             write_shard(
@@ -236,50 +268,48 @@ def write_split(
 
 class _Spill:
     """Each shard's chunks, in memory or appended to one local file per shard (NumPy arrays,
-    no pickle)."""
+    no pickle; a file is open only while it is appended to or read, so any shard count fits
+    the process's limit of open files)."""
 
     def __init__(self, shards: int, in_memory: bool):
         self._memory: list[list[Chunk]] | None = [[] for _ in range(shards)] if in_memory else None
         self._shards = shards
         self._dir = ''
-        self._files: list = []
 
     def __enter__(self) -> _Spill:
         if self._memory is None:
             self._dir = tempfile.mkdtemp(prefix='example-batcher-')
-            self._files = [
-                open(os.path.join(self._dir, f'{i:05d}.npy'), 'w+b')  # noqa: SIM115
-                for i in range(self._shards)
-            ]
         return self
 
     def __exit__(self, *exc) -> None:
-        for f in self._files:
-            f.close()
         if self._dir:
             shutil.rmtree(self._dir, ignore_errors=True)
+
+    def _path(self, shard: int) -> str:
+        return os.path.join(self._dir, f'{shard:05d}.npy')
 
     def append(self, shard: int, chunk: Chunk) -> None:
         if self._memory is not None:
             self._memory[shard].append(chunk)
             return
         hashes, lengths, data = chunk
-        f = self._files[shard]
-        np.save(f, hashes, allow_pickle=False)
-        np.save(f, lengths, allow_pickle=False)
-        np.save(f, np.frombuffer(data, np.uint8), allow_pickle=False)
+        with open(self._path(shard), 'ab') as f:
+            np.save(f, hashes, allow_pickle=False)
+            np.save(f, lengths, allow_pickle=False)
+            np.save(f, np.frombuffer(data, np.uint8), allow_pickle=False)
 
     def chunks(self, shard: int) -> list[Chunk]:
-        """The shard's chunks, released from memory (or read back from its file)."""
+        """The shard's chunks, released from memory (or read back from its file, removed)."""
         if self._memory is not None:
             chunks, self._memory[shard] = self._memory[shard], []
             return chunks
-        f = self._files[shard]
-        size = f.tell()
-        f.seek(0)
+        path = self._path(shard)
+        if not os.path.exists(path):
+            return []
         chunks = []
-        while f.tell() < size:
-            chunks.append((np.load(f), np.load(f), np.load(f).tobytes()))
-        f.seek(0)
-        f.truncate()
+        with open(path, 'rb') as f:
+            size = os.fstat(f.fileno()).st_size
+            while f.tell() < size:
+                chunks.append((np.load(f), np.load(f), np.load(f).tobytes()))
+        os.remove(path)
         return chunks

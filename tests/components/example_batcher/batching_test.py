@@ -178,10 +178,11 @@ def test_another_seed_writes_another_order_of_the_same_examples(split):
     np.testing.assert_array_equal(np.sort(first_ids), np.sort(second_ids))
 
 
-def test_the_executor_writes_with_beam_on_any_runner_but_a_direct_one():
-    small, large = 1 << 20, executor.ONE_PROCESS_MAX_SOURCE_BYTES
-    assert executor.uses_beam(['--runner=DataflowRunner'], small)
-    assert executor.uses_beam(['--runner', 'PortableRunner'], small)
-    assert not executor.uses_beam([], small)
-    assert not executor.uses_beam(['--runner=DirectRunner', '--direct_num_workers=2'], small)
-    assert executor.uses_beam([], large)
+def test_the_executor_writes_with_beam_on_any_runner_but_a_direct_one(monkeypatch):
+    large = 1 << 40
+    assert executor.uses_beam(['--runner=DataflowRunner'], 1)
+    assert executor.uses_beam(['--runner', 'PortableRunner'], 1)
+    assert not executor.uses_beam([], large)
+    assert not executor.uses_beam(['--runner=DirectRunner', '--direct_num_workers=2'], large)
+    monkeypatch.setattr(executor, 'ONE_PROCESS_MAX_SOURCE_BYTES', 1 << 20)
+    assert executor.uses_beam([], 1 << 20) and not executor.uses_beam([], (1 << 20) - 1)

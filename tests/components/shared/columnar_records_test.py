@@ -248,3 +248,19 @@ def test_a_split_larger_than_a_shard_is_spilled_and_writes_the_same_bytes(tmp_pa
         columnar_records.METADATA_FILE_NAME,
         *(os.path.basename(p) for p in sorted(glob.glob(by_size))),
     ]
+
+
+def test_more_files_than_examples_leaves_empty_files_that_read_as_nothing(tmp_path):
+    metadata, pattern = _write(tmp_path, 10, examples_per_record=4, num_files=16)
+    per_file = [sum(len(r) for r in records) for records in _file_ids(pattern)]
+    assert len(per_file) == 16 and sum(per_file) == 10 and per_file.count(0) >= 6
+    assert (metadata['examples'], metadata['files']) == (10, 16)
+    assert metadata['records'] == sum(-(-n // 4) for n in per_file)
+    got = _concat(
+        list(
+            columnar_records.make_batched_dataset(
+                pattern, FEATURE_SPEC, LABEL_KEY, batch_size=3, training=False
+            )
+        )
+    )
+    np.testing.assert_array_equal(np.sort(got['id']), np.arange(10))
