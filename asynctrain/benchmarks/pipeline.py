@@ -500,6 +500,8 @@ def run(args: argparse.Namespace) -> int:
                     os.path.join(output, 'spark'),
                     num_workers=args.spark_workers,
                     memory_per_worker_mb=args.spark_worker_memory_mb,
+                    # The JVMs' own defaults (full JIT, their collector): a bench of throughput.
+                    jvm_options=(),
                 )
             )
             args.beam_args = cluster.beam_pipeline_args
