@@ -244,9 +244,7 @@ def test_runners_and_the_cost_model_from_the_measured_seconds():
         2500.0,
         beam_args=['--direct_running_mode=multi_processing', '--direct_num_workers=2'],
     )
-    spark = _ours(
-        dict(zip(stages, (40.0, 50.0, 30.0, 36.0, 20.0))), 200.0, 6000.0, spark_workers=2
-    )
+    spark = _ours(dict(zip(stages, (40.0, 50.0, 30.0, 36.0, 20.0))), 200.0, 6000.0, spark_workers=2)
     table = benchmark_tables.runners(direct, processes, spark)
     assert table[0] == (
         '| stage | in memory | multi-processing | Spark, 2 Workers | peak MiB, in memory '
