@@ -100,18 +100,12 @@ class PipelineRun:
 def taxi_pipeline_run(tmp_path_factory) -> PipelineRun:
     """The default pipeline, trained briefly, run once per test process: for tests that only read
     a run's outputs (a test that reruns the pipeline on it must come after them)."""
-    from asynctrain.pipelines.config import bundled_data_dir, load_config
+    from asynctrain.pipelines.config import load_config
     from asynctrain.pipelines.local_runner import run_local
+    from tests.shared_data import write_taxi_sample
 
     sample_dir = tmp_path_factory.mktemp('taxi_sample')
-    with (
-        open(os.path.join(bundled_data_dir(), 'data.csv'), newline='') as src,
-        open(sample_dir / 'data.csv', 'w', newline='') as dst,
-    ):
-        for i, line in enumerate(src):
-            if i > SAMPLE_ROWS:
-                break
-            dst.write(line)
+    write_taxi_sample(sample_dir, SAMPLE_ROWS)
     config = load_config(
         data=str(sample_dir),
         work_dir=str(tmp_path_factory.mktemp('taxi_run') / 'work'),

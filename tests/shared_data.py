@@ -35,3 +35,17 @@ def built_once(tmp_path_factory, name: str, make: Callable[[str], T]) -> T:
         result = make(tempfile.mkdtemp(prefix=f'{name}-', dir=run_dir))
         result_path.write_bytes(pickle.dumps(result))
         return result
+
+
+def write_taxi_sample(directory, rows: int) -> None:
+    """`directory/data.csv`: the header and the first `rows` rows of the bundled taxi CSV."""
+    from asynctrain.pipelines.config import bundled_data_dir
+
+    with (
+        open(os.path.join(bundled_data_dir(), 'data.csv'), newline='') as src,
+        open(os.path.join(directory, 'data.csv'), 'w', newline='') as dst,
+    ):
+        for i, line in enumerate(src):
+            if i > rows:
+                break
+            dst.write(line)

@@ -45,10 +45,12 @@ from asynctrain.components.example_batcher.component import ExampleBatcher
 from asynctrain.components.example_gen import csv_source
 from asynctrain.components.example_gen import spec as example_gen_spec
 from asynctrain.components.example_gen.component import CsvExampleGen
-from asynctrain.pipelines.config import bundled_data_dir, load_config
+from asynctrain.pipelines.config import load_config
 from asynctrain.pipelines.local_runner import run_local
+from tests import nested_values
 from tests.e2e import stage_rerun
 from tests.e2e.local_pipeline_e2e_test import _raw_example
+from tests.shared_data import write_taxi_sample
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group('spark')]
 
@@ -101,14 +103,7 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope='module')
 def spark_run(cluster, tmp_path_factory):
     sample = tmp_path_factory.mktemp('spark_sample')
-    with (
-        open(os.path.join(bundled_data_dir(), 'data.csv'), newline='') as src,
-        open(sample / 'data.csv', 'w', newline='') as dst,
-    ):
-        for i, line in enumerate(src):
-            if i > ROWS:
-                break
-            dst.write(line)
+    write_taxi_sample(sample, ROWS)
     config = load_config(
         data=str(sample),
         work_dir=str(tmp_path_factory.mktemp('spark_run') / 'work'),
@@ -164,24 +159,6 @@ def _statistics(outputs, split: str) -> dict:
     return without_sketches(json_format.MessageToDict(statistics))
 
 
-def _assert_same(left, right, where: str) -> None:
-    """Equal structures and values; floats (means, deviations: sums taken in another order)
-    within a relative 1e-9."""
-    assert type(left) is type(right), where
-    if isinstance(left, dict):
-        assert left.keys() == right.keys(), where
-        for key in left:
-            _assert_same(left[key], right[key], f'{where}.{key}')
-    elif isinstance(left, list):
-        assert len(left) == len(right), where
-        for i, (a, b) in enumerate(zip(left, right)):
-            _assert_same(a, b, f'{where}[{i}]')
-    elif isinstance(left, float):
-        assert left == pytest.approx(right, rel=1e-9, abs=1e-12), where
-    else:
-        assert left == right, where
-
-
 def test_every_beam_stage_ran_on_the_cluster_in_worker_processes(spark_run, cluster):
     config, summary, apps, calls, _ = spark_run
     assert summary.blessed is True
@@ -208,7 +185,9 @@ def test_each_stage_equals_the_direct_runner(spark_run, tmp_path):
     _outputs_equal_bytes(spark_examples, direct_examples, 'Split-*/*.gz')
     assert len(glob.glob(os.path.join(spark_examples, 'Split-train', '*.gz'))) == 8
     for split in ('train', 'eval'):
-        _assert_same(_statistics(execution.outputs, split), _statistics(direct, split), split)
+        nested_values.assert_close(
+            _statistics(execution.outputs, split), _statistics(direct, split), split
+        )
 
     # Transform: the same vocabularies and the same transformed values.
     from tfx.components.transform.component import Transform

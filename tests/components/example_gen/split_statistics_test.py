@@ -3,7 +3,6 @@
 import os
 import shutil
 
-import pytest
 import tfx
 from google.protobuf import json_format
 from tfx.components.statistics_gen import executor as statistics_gen_executor
@@ -11,6 +10,7 @@ from tfx.types import artifact_utils, standard_artifacts, standard_component_spe
 from tfx.utils import proto_utils
 
 from asynctrain.components.example_gen import component, executor, spec, split_statistics
+from tests import nested_values
 
 REPO = os.path.join(os.path.dirname(__file__), '..', '..', '..')
 FIXTURES = os.path.join(REPO, 'tests', 'data', 'csv')
@@ -64,18 +64,7 @@ def _by_feature(artifact, split):
 
 def _assert_close(ours, stock, where=''):
     """Equal, floats within a relative 1e-5 (the order in which rows are summed differs)."""
-    if isinstance(stock, dict):
-        assert sorted(ours) == sorted(stock), where
-        for key in stock:
-            _assert_close(ours[key], stock[key], f'{where}.{key}')
-    elif isinstance(stock, list):
-        assert len(ours) == len(stock), where
-        for i, (a, b) in enumerate(zip(ours, stock)):
-            _assert_close(a, b, f'{where}[{i}]')
-    elif isinstance(stock, float):
-        assert ours == pytest.approx(stock, rel=1e-5, abs=1e-9), where
-    else:
-        assert ours == stock, where
+    nested_values.assert_close(ours, stock, where, rel=1e-5, abs_=1e-9)
 
 
 def _assert_same_statistics(ours, stock, splits):
