@@ -3,11 +3,15 @@
 Each metric of the pipeline's `tfma.EvalConfig` is a tf-keras metric whose variables are sums
 (counts, totals, confusion-matrix buckets), so a worker's state for its batches and the state of
 the whole split differ only by addition: `Accumulator.update` per batch, `merge_states` across
-bundles and workers, `metric_values` once at the end. AUC uses TFMA's default of 10,000
-thresholds with interpolated summation.
+bundles and workers, `metric_values` once at the end. AUC is computed as TFMA computes it, not
+as Keras does: a calibration histogram of 10,000 prediction buckets (sums of labels,
+predictions and examples per bucket, `np.bincount` per batch), rebinned onto TFMA's 10,000
+thresholds and summed by interpolation with TFMA's own functions. The two differ by up to 1e-4 on
+a few hundred examples.
 
-Only what the pipeline's EvalConfig asks for is supported: the overall slice, unweighted
-examples, one output per model. Anything else is refused by name (`metric_specs`), never
+States are kept per slice key and model (`merge_sliced_states`); the slices are TFMA's
+(`slicing`). Unweighted examples and one output per model are supported; anything else (example
+weights, confidence intervals, `min_slice_size`) is refused by name (`metric_specs`), never
 silently evaluated differently from TFMA.
 """
 
@@ -19,6 +23,11 @@ from collections.abc import Mapping
 
 import numpy as np
 import tensorflow as tf
+from tensorflow_model_analysis.metrics import (
+    binary_confusion_matrices,
+    calibration_histogram,
+    confusion_matrix_metrics,
+)
 
 # TFMA's default number of thresholds for AUC (binary_confusion_matrices.DEFAULT_NUM_THRESHOLDS).
 AUC_NUM_THRESHOLDS = 10_000
@@ -54,10 +63,20 @@ class MetricSpec:
 
 def metric_specs(eval_config) -> tuple[MetricSpec, ...]:
     """The metrics of `eval_config` (a `tfma.EvalConfig`); ValueError names what is unsupported."""
-    if any(spec != type(spec)() for spec in eval_config.slicing_specs):
-        raise ValueError('eval_config.slicing_specs: only the overall slice ({}) is supported')
-    if eval_config.cross_slicing_specs:
-        raise ValueError('eval_config.cross_slicing_specs: not supported')
+    for index, spec in enumerate(eval_config.slicing_specs):
+        if spec.slice_keys_sql:
+            raise ValueError(f'eval_config.slicing_specs[{index}].slice_keys_sql: not supported')
+    for index, cross in enumerate(eval_config.cross_slicing_specs):
+        for field, specs in (
+            ('baseline_spec', [cross.baseline_spec]),
+            ('slicing_specs', cross.slicing_specs),
+        ):
+            if any(spec.slice_keys_sql for spec in specs):
+                raise ValueError(
+                    f'eval_config.cross_slicing_specs[{index}].{field}.slice_keys_sql: not supported'
+                )
+    if eval_config.options.min_slice_size.value > 1:
+        raise ValueError('eval_config.options.min_slice_size: not supported')
     if eval_config.options.compute_confidence_intervals.value:
         raise ValueError('eval_config.options.compute_confidence_intervals: not supported')
     specs = []
@@ -105,9 +124,59 @@ def _make_metric(spec: MetricSpec) -> tf.keras.metrics.Metric:
         return tf.keras.metrics.Sum(name=name, dtype=tf.float64)
     # Accumulated in float64, as TFMA does: float32 sums of squared errors drift by 1e-4 relative
     # over a few thousand examples.
-    if spec.class_name == 'AUC':
-        return tf.keras.metrics.AUC(num_thresholds=AUC_NUM_THRESHOLDS, name=name, dtype=tf.float64)
     return getattr(tf.keras.metrics, spec.class_name)(name=name, dtype=tf.float64)
+
+
+# TFMA's calibration histogram (`calibration_histogram.py`): buckets 1..N of width 1/N over
+# [0, 1], bucket 0 below and N + 1 above.
+_HISTOGRAM_BUCKETS = calibration_histogram.DEFAULT_NUM_BUCKETS
+
+
+def histogram_buckets(predictions: np.ndarray) -> np.ndarray:
+    """TFMA's `_bucket_index` of each prediction, vectorized (the same float64 arithmetic)."""
+    index = (predictions.astype(np.float64) - 0.0) / 1.0 * _HISTOGRAM_BUCKETS + 1
+    return np.where(
+        index < 0, 0, np.where(index >= _HISTOGRAM_BUCKETS + 1, _HISTOGRAM_BUCKETS + 1, index)
+    ).astype(np.int64)
+
+
+class _Histogram:
+    """An AUC as TFMA computes it, from [sum of labels, of predictions, of examples] per bucket."""
+
+    def __init__(self):
+        self.variables = [np.zeros(_HISTOGRAM_BUCKETS + 2) for _ in range(3)]
+
+    def update_state(self, labels: np.ndarray, predictions: np.ndarray) -> None:
+        labels, predictions = labels.reshape(-1), predictions.reshape(-1)
+        buckets = histogram_buckets(predictions)
+        size = _HISTOGRAM_BUCKETS + 2
+        for variable, weights in zip(self.variables, (labels, predictions, None)):
+            variable += np.bincount(buckets, weights=weights, minlength=size)
+
+    def state(self) -> list[np.ndarray]:
+        return [v.copy() for v in self.variables]
+
+    @staticmethod
+    def auc(state: list[np.ndarray]) -> float:
+        labels, predictions, examples = state
+        histogram = [
+            calibration_histogram.Bucket(int(i), labels[i], predictions[i], examples[i])
+            for i in np.flatnonzero(examples)
+        ]
+        # What TFMA's binary_confusion_matrices does with a histogram: rebin it onto the
+        # thresholds (with its epsilon fences), derive the matrices, then AUC's interpolation.
+        epsilon = binary_confusion_matrices._EPSILON  # pylint: disable=protected-access
+        thresholds = binary_confusion_matrices._interpolated_thresholds(AUC_NUM_THRESHOLDS)  # pylint: disable=protected-access
+        rebin_thresholds = [t + epsilon if t != 0 else t for t in thresholds]
+        histogram = calibration_histogram.rebin(rebin_thresholds, histogram)
+        matrices = binary_confusion_matrices._histogram_to_binary_confusion_matrices(  # pylint: disable=protected-access
+            thresholds, histogram
+        )
+        return float(
+            confusion_matrix_metrics.AUC()._metric_value(  # pylint: disable=protected-access
+                'ROC', 'interpolation', None, matrices
+            )
+        )
 
 
 # A model's state: metric name -> the values of that metric's variables.
@@ -118,7 +187,10 @@ class Accumulator:
     """The metrics of one model, updated batch by batch."""
 
     def __init__(self, specs: tuple[MetricSpec, ...]):
-        self._metrics = {spec.name: (spec, _make_metric(spec)) for spec in specs}
+        self._metrics = {
+            spec.name: (spec, _Histogram() if spec.class_name == 'AUC' else _make_metric(spec))
+            for spec in specs
+        }
 
     def update(self, labels: np.ndarray, predictions: np.ndarray) -> None:
         """Adds a batch: `labels` from `transform_features`, `predictions` from the signature."""
@@ -145,7 +217,9 @@ class Accumulator:
 
     def state(self) -> State:
         return {
-            name: [v.numpy() for v in metric.variables]
+            name: metric.state()
+            if isinstance(metric, _Histogram)
+            else [v.numpy() for v in metric.variables]
             for name, (_, metric) in self._metrics.items()
         }
 
@@ -173,10 +247,23 @@ def merge_states(a: Mapping[str, State], b: Mapping[str, State]) -> dict[str, St
     return merged
 
 
+def merge_sliced_states(
+    a: Mapping[tuple, Mapping[str, State]], b: Mapping[tuple, Mapping[str, State]]
+) -> dict[tuple, dict[str, State]]:
+    """Adds two {slice key: {model name: State}} maps, slice by slice."""
+    merged = {key: dict(states) for key, states in a.items()}
+    for key, states in b.items():
+        merged[key] = merge_states(merged.get(key, {}), states)
+    return merged
+
+
 def metric_values(specs: tuple[MetricSpec, ...], state: State) -> dict[str, float]:
     """{metric name: value} of one model's merged state."""
     values = {}
     for spec in specs:
+        if spec.class_name == 'AUC':
+            values[spec.name] = _Histogram.auc(state[spec.name])
+            continue
         metric = _make_metric(spec)
         for variable, value in zip(metric.variables, state[spec.name]):
             variable.assign(value)
