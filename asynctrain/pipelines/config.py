@@ -152,6 +152,9 @@ class EvaluationSettings:
         is at most this on every slice of them too. Empty: slices are reported, not gated.
       slice_max_regression: With `slices` and `baseline: latest_blessed`: how much worse than the
         baseline the candidate's metric may be on each slice. Empty: no per-slice comparison.
+      example_weight: A numeric column whose value weighs each example in the metrics (TFMA's
+        `example_weight_key`; one value per example). Metrics are then reported both weighted and
+        unweighted, and the bounds above apply to both.
     """
 
     metric: str = ''
@@ -164,6 +167,7 @@ class EvaluationSettings:
     slice_min_value: float | None = None
     slice_max_value: float | None = None
     slice_max_regression: float | None = None
+    example_weight: str = ''
 
     def __post_init__(self):
         if self.metric and self.metric not in METRICS:

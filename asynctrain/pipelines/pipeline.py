@@ -168,7 +168,8 @@ def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> tfma.EvalConfig:
     MSE; with `baseline: latest_blessed`, also no worse than the last blessed model by more than
     `max_regression` (TFX drops that comparison when there is no blessed model yet). With
     `evaluation.slices`, each is a `slicing_specs` entry, and `slice_min_value`/`slice_max_value`
-    and `slice_max_regression` gate each of their slices (`per_slice_thresholds`).
+    and `slice_max_regression` gate each of their slices (`per_slice_thresholds`). With
+    `evaluation.example_weight`, every metric is computed weighted and unweighted.
     """
     settings = config.evaluation
     metric = settings.metric_for(label.task)
@@ -209,16 +210,20 @@ def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> tfma.EvalConfig:
                 label_key=label.key,
                 prediction_key=PREDICTIONS if label.task == fc.REGRESSION else PROBABILITIES,
                 preprocessing_function_names=[TRANSFORM_SIGNATURE],
+                example_weight_key=settings.example_weight,
             )
         ],
         slicing_specs=[tfma.SlicingSpec(), *slicing_specs],
         metrics_specs=[
             tfma.MetricsSpec(
+                example_weights=tfma.ExampleWeightOptions(weighted=True, unweighted=True)
+                if settings.example_weight
+                else None,
                 metrics=[
                     tfma.MetricConfig(class_name='ExampleCount'),
                     *(_metric_config(m) for m in reported),
                     gated,
-                ]
+                ],
             )
         ],
     )

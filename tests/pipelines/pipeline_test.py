@@ -480,6 +480,19 @@ def test_slices_gate_each_slice_and_the_whole_split_apart(tmp_path):
     assert run_summary.gated_metric_names(eval_config) == ['auc']
 
 
+def test_an_example_weight_column_weighs_every_metric_and_keeps_the_unweighted_ones(tmp_path):
+    config = load_config(work_dir=str(tmp_path), evaluation={'example_weight': 'trip_miles'})
+    eval_config = pipeline_lib.eval_config(config, fc.ColumnLabel('tips', 'binary'))
+    assert eval_config.model_specs[0].example_weight_key == 'trip_miles'
+    options = eval_config.metrics_specs[0].example_weights
+    assert (options.weighted, options.unweighted) == (True, True)
+    unweighted = pipeline_lib.eval_config(
+        load_config(work_dir=str(tmp_path)), fc.ColumnLabel('tips', 'binary')
+    )
+    assert not unweighted.metrics_specs[0].HasField('example_weights')
+    assert not unweighted.model_specs[0].example_weight_key
+
+
 def test_a_regression_metric_without_its_upper_bound_fails_naming_the_field(tmp_path):
     config = load_config(work_dir=str(tmp_path))
     with pytest.raises(ConfigError, match='evaluation.max_value: required for RMSE'):

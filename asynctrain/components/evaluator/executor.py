@@ -38,7 +38,7 @@ def check_model_specs(eval_config: tfma.EvalConfig) -> None:
         for field in ('label_key', 'prediction_key'):
             if not getattr(model_spec, field):
                 raise ValueError(f'{where}.{field}: required')
-        for field in ('label_keys', 'prediction_keys', 'example_weight_key', 'example_weight_keys'):
+        for field in ('label_keys', 'prediction_keys', 'example_weight_keys'):
             if getattr(model_spec, field):
                 raise ValueError(f'{where}.{field}: not supported (one output per model)')
 
@@ -61,6 +61,7 @@ def models_to_score(
                 preprocessing=model_spec.preprocessing_function_names[0],
                 label_key=model_spec.label_key,
                 prediction_key=model_spec.prediction_key,
+                example_weight_key=model_spec.example_weight_key,
             )
         )
     return out

@@ -10,9 +10,11 @@ thresholds and summed by interpolation with TFMA's own functions. The two differ
 a few hundred examples.
 
 States are kept per slice key and model (`merge_sliced_states`); the slices are TFMA's
-(`slicing`). Unweighted examples and one output per model are supported; anything else (example
-weights, confidence intervals, `min_slice_size`) is refused by name (`metric_specs`), never
-silently evaluated differently from TFMA.
+(`slicing`). Each metric is computed weighted, unweighted or both as TFMA decides
+(`example_weights` of the metrics spec, else weighted exactly when a model spec has an
+`example_weight_key`), the weight being each metric's `sample_weight`. One output per model is
+supported; anything else (confidence intervals, `min_slice_size`, ...) is refused by name
+(`metric_specs`), never silently evaluated differently from TFMA.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from tensorflow_model_analysis.metrics import (
     calibration_histogram,
     confusion_matrix_metrics,
 )
+from tensorflow_model_analysis.metrics import metric_specs as tfma_metric_specs
 
 # TFMA's default number of thresholds for AUC (binary_confusion_matrices.DEFAULT_NUM_THRESHOLDS).
 AUC_NUM_THRESHOLDS = 10_000
@@ -55,10 +58,18 @@ class MetricSpec:
     Attributes:
       class_name: The TFMA/Keras class name, one of `SUPPORTED_METRICS`.
       name: The name its value has in the evaluation (`auc`, `accuracy`, ...).
+      example_weighted: Whether examples count by their weight (the MetricKey's
+        `example_weighted`).
     """
 
     class_name: str
     name: str
+    example_weighted: bool = False
+
+    @property
+    def key(self) -> str:
+        """The metric's key in a `State`."""
+        return f'{self.name}@weighted' if self.example_weighted else self.name
 
 
 def metric_specs(eval_config) -> tuple[MetricSpec, ...]:
@@ -84,7 +95,7 @@ def metric_specs(eval_config) -> tuple[MetricSpec, ...]:
         where = f'eval_config.metrics_specs[{index}]'
         if metrics_spec.output_names:
             raise ValueError(f'{where}.output_names: not supported')
-        for field in ('binarize', 'aggregate', 'example_weights'):
+        for field in ('binarize', 'aggregate'):
             if metrics_spec.HasField(field):
                 raise ValueError(f'{where}.{field}: not supported')
         for metric in metrics_spec.metrics:
@@ -110,8 +121,10 @@ def metric_specs(eval_config) -> tuple[MetricSpec, ...]:
                     f'{where}: metric {metric.class_name} needs a config with its name, e.g. '
                     '\'{"name": "auc"}\''
                 )
-            specs.append(MetricSpec(metric.class_name, name))
-    names = [spec.name for spec in specs]
+            # TFMA's own choice of weighted and unweighted for this metrics spec.
+            for weighted in tfma_metric_specs._example_weight_options(eval_config, metrics_spec):  # pylint: disable=protected-access
+                specs.append(MetricSpec(metric.class_name, name, bool(weighted)))
+    names = [spec.key for spec in specs]
     duplicated = sorted({name for name in names if names.count(name) > 1})
     if duplicated:
         raise ValueError(f'eval_config.metrics_specs: metric names {duplicated} appear twice')
@@ -146,12 +159,15 @@ class _Histogram:
     def __init__(self):
         self.variables = [np.zeros(_HISTOGRAM_BUCKETS + 2) for _ in range(3)]
 
-    def update_state(self, labels: np.ndarray, predictions: np.ndarray) -> None:
+    def update_state(
+        self, labels: np.ndarray, predictions: np.ndarray, sample_weight: np.ndarray | None = None
+    ) -> None:
         labels, predictions = labels.reshape(-1), predictions.reshape(-1)
+        weight = np.ones_like(predictions) if sample_weight is None else sample_weight.reshape(-1)
         buckets = histogram_buckets(predictions)
         size = _HISTOGRAM_BUCKETS + 2
-        for variable, weights in zip(self.variables, (labels, predictions, None)):
-            variable += np.bincount(buckets, weights=weights, minlength=size)
+        for variable, sums in zip(self.variables, (labels * weight, predictions * weight, weight)):
+            variable += np.bincount(buckets, weights=sums, minlength=size)
 
     def state(self) -> list[np.ndarray]:
         return [v.copy() for v in self.variables]
@@ -188,12 +204,16 @@ class Accumulator:
 
     def __init__(self, specs: tuple[MetricSpec, ...]):
         self._metrics = {
-            spec.name: (spec, _Histogram() if spec.class_name == 'AUC' else _make_metric(spec))
+            spec.key: (spec, _Histogram() if spec.class_name == 'AUC' else _make_metric(spec))
             for spec in specs
         }
 
-    def update(self, labels: np.ndarray, predictions: np.ndarray) -> None:
-        """Adds a batch: `labels` from `transform_features`, `predictions` from the signature."""
+    def update(
+        self, labels: np.ndarray, predictions: np.ndarray, weights: np.ndarray | None = None
+    ) -> None:
+        """Adds a batch: `labels` from `transform_features`, `predictions` from the signature,
+        `weights` (one per example) for the weighted metrics; none weighs every example 1, as
+        TFMA does without an `example_weight_key`."""
         labels = np.asarray(labels)
         predictions = np.asarray(predictions)
         batch = labels.shape[0]
@@ -201,19 +221,26 @@ class Accumulator:
             raise ValueError(
                 f'labels and predictions differ in batch size: {labels.shape} vs {predictions.shape}'
             )
+        column = None if weights is None else np.asarray(weights, np.float64).reshape(batch, 1)
         for spec, metric in self._metrics.values():
+            weight = column if spec.example_weighted else None
             shape = _SHAPES[spec.class_name]
             if shape == 'count':
-                metric.update_state(float(batch))
+                metric.update_state(float(batch) if weight is None else weight.sum())
             elif shape == 'column':
                 # [batch, 1]: Keras' mean metrics average over the last axis first, so a [batch]
                 # vector would count as one example.
                 metric.update_state(
                     labels.reshape(batch, -1)[:, :1].astype(np.float64),
                     _one_column(predictions, spec).astype(np.float64),
+                    sample_weight=weight,
                 )
             else:
-                metric.update_state(labels.reshape(batch, -1)[:, 0], predictions.reshape(batch, -1))
+                metric.update_state(
+                    labels.reshape(batch, -1)[:, 0],
+                    predictions.reshape(batch, -1),
+                    sample_weight=None if weight is None else weight[:, 0],
+                )
 
     def state(self) -> State:
         return {
@@ -257,15 +284,15 @@ def merge_sliced_states(
     return merged
 
 
-def metric_values(specs: tuple[MetricSpec, ...], state: State) -> dict[str, float]:
-    """{metric name: value} of one model's merged state."""
+def metric_values(specs: tuple[MetricSpec, ...], state: State) -> dict[MetricSpec, float]:
+    """{metric: value} of one model's merged state."""
     values = {}
     for spec in specs:
         if spec.class_name == 'AUC':
-            values[spec.name] = _Histogram.auc(state[spec.name])
+            values[spec] = _Histogram.auc(state[spec.key])
             continue
         metric = _make_metric(spec)
-        for variable, value in zip(metric.variables, state[spec.name]):
+        for variable, value in zip(metric.variables, state[spec.key]):
             variable.assign(value)
-        values[spec.name] = float(metric.result().numpy())
+        values[spec] = float(metric.result().numpy())
     return values

@@ -44,10 +44,11 @@ def keyed_values(
     """{MetricKey: value} of one slice for every model (no diffs yet)."""
     values = {}
     for model_name, state in states.items():
-        for name, value in metrics.metric_values(specs, state).items():
-            values[tfma.metrics.MetricKey(name, model_name=model_name, example_weighted=False)] = (
-                value
+        for spec, value in metrics.metric_values(specs, state).items():
+            key = tfma.metrics.MetricKey(
+                spec.name, model_name=model_name, example_weighted=spec.example_weighted
             )
+            values[key] = value
     return values
 
 

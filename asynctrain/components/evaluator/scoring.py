@@ -34,6 +34,8 @@ class ModelToScore:
       preprocessing: The signature that returns the transformed features, label included.
       label_key: The label's key among the transformed features.
       prediction_key: The prediction's key among the signature's outputs.
+      example_weight_key: The feature that weighs each example: a transformed feature, else a
+        raw one (as TFMA looks it up); '' weighs every example 1.
     """
 
     name: str
@@ -42,6 +44,7 @@ class ModelToScore:
     preprocessing: str
     label_key: str
     prediction_key: str
+    example_weight_key: str = ''
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +97,8 @@ class _ScoreBatches(beam.DoFn):
         self._specs = specs
         self._slice_specs = list(slice_specs)
         self._slice_features = slicing.feature_names(self._slice_specs)
+        weight_keys = {m.example_weight_key for m in self._models} - {''}
+        self._raw_names = tuple(sorted(set(self._slice_features) | weight_keys))
         self._examples = beam.metrics.Metrics.counter('asynctrain_evaluator', 'examples_scored')
 
     def setup(self) -> None:
@@ -106,7 +111,7 @@ class _ScoreBatches(beam.DoFn):
             )
             for model, saved_model in zip(self._models, self._saved_models)
         ]
-        self._raw_features = slicing.RawFeatureParser(self._slice_features)
+        self._raw_features = slicing.RawFeatureParser(self._raw_names)
 
     def start_bundle(self) -> None:
         # {slice key: {model name: Accumulator}}, created as a bundle meets each slice.
@@ -124,23 +129,27 @@ class _ScoreBatches(beam.DoFn):
             predictions = serve.pick(
                 serve.outputs(examples), model.prediction_key, 'prediction_key'
             )
-            scored.append((model.name, labels, predictions))
+            scored.append([model, labels, predictions, None])
+        unresolved = [n for n in self._raw_names if not any(n in t for t in transformed)]
+        raw = self._raw_features.parse(batch) if unresolved else {}
+        for item, features in zip(scored, transformed):
+            if item[0].example_weight_key:
+                item[3] = _weights(item[0], features, raw, size)
         # Without slice features every spec is the overall slice: all rows, no indexing.
         rows_by_slice = {(): None}
         if self._slice_features:
-            unresolved = [n for n in self._slice_features if not any(n in t for t in transformed)]
-            raw = self._raw_features.parse(batch) if unresolved else {}
             columns = slicing.columns_for_slicing(self._slice_features, transformed, raw, size)
             rows_by_slice = slicing.rows_by_slice(self._slice_specs, columns, size)
         for slice_key, rows in rows_by_slice.items():
             accumulators = self._accumulators.setdefault(slice_key, {})
             whole = rows is None or rows.size == size
-            for name, labels, predictions in scored:
-                if name not in accumulators:
-                    accumulators[name] = metrics.Accumulator(self._specs)
-                accumulators[name].update(
-                    labels if whole else labels[rows], predictions if whole else predictions[rows]
-                )
+            for model, labels, predictions, weights in scored:
+                if model.name not in accumulators:
+                    accumulators[model.name] = metrics.Accumulator(self._specs)
+                if not whole:
+                    labels, predictions = labels[rows], predictions[rows]
+                    weights = None if weights is None else weights[rows]
+                accumulators[model.name].update(labels, predictions, weights)
         self._scored += size
         self._examples.inc(len(batch))
         return iter(())
@@ -153,6 +162,27 @@ class _ScoreBatches(beam.DoFn):
                     for slice_key, accumulators in self._accumulators.items()
                 }
             )
+
+
+def _weights(model: ModelToScore, transformed: dict, raw: dict, size: int) -> np.ndarray:
+    """One weight per example: the model's transformed feature, else the raw one (TFMA's
+    `get_feature_values_for_model_spec_field`); ValueError naming the key unless each example
+    has exactly one."""
+    key = model.example_weight_key
+    if key in transformed:
+        rows, values = slicing.transformed_column(transformed[key], size)
+    elif key in raw:
+        rows, values = raw[key]
+    else:
+        rows, values = np.zeros(0, np.int64), np.zeros(0)
+    if rows.size != size or np.any(np.bincount(rows, minlength=size) != 1):
+        raise ValueError(
+            f'example_weight_key {key!r} of model {model.name or "(candidate)"}: expected one '
+            f'value per example, got {rows.size} values for {size} examples'
+        )
+    weights = np.zeros(size)
+    weights[rows] = values
+    return weights
 
 
 class _MergeStates(beam.CombineFn):

@@ -14,6 +14,7 @@ import json
 
 import apache_beam as beam
 import pytest
+import tensorflow as tf
 import tensorflow_model_analysis as tfma
 from tensorflow_model_analysis.slicer import slicer_lib
 from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
@@ -76,8 +77,16 @@ def _more_slices(eval_config, metric):
 
 
 def _run_both(
-    tmp_path, task, evaluation, candidate_slope=4.0, baseline_slope=None, more_slices=None
+    tmp_path,
+    task,
+    evaluation,
+    candidate_slope=4.0,
+    baseline_slope=None,
+    more_slices=None,
+    weights=None,
 ):
+    """Both evaluators on the same models and examples; `weights`: None, 'default' (an
+    `example_weight_key`: TFMA then weighs every metric) or 'both' (weighted and unweighted)."""
     records = data.serialize(data.random_rows(task, ROWS), slice_features=True)
     files = data.write_gzip_tfrecords(str(tmp_path / 'examples' / 'data'), records, num_files=3)
     pattern = str(tmp_path / 'examples' / '*')
@@ -85,6 +94,13 @@ def _run_both(
     raw_config = pipeline_lib.eval_config(config, fc.ColumnLabel(data.LABEL, task))
     if more_slices:
         _more_slices(raw_config, more_slices)
+    if weights:
+        for model_spec in raw_config.model_specs:
+            model_spec.example_weight_key = data.WEIGHT
+    if weights == 'both':
+        for metrics_spec in raw_config.metrics_specs:
+            metrics_spec.example_weights.weighted = True
+            metrics_spec.example_weights.unweighted = True
     has_baseline = baseline_slope is not None
     eval_config = tfma.utils.update_eval_config_with_defaults(
         raw_config, has_baseline=has_baseline, rubber_stamp=True
@@ -109,7 +125,14 @@ def _run_both(
     with beam.Pipeline() as pipeline:
         executor.add_evaluation(pipeline, [pattern], models, eval_config, ours_dir, batch_size=256)
     assert len(files) == 3
-    return stock_dir, ours_dir
+    return stock_dir, ours_dir, records
+
+
+def _weight_sum(records):
+    return sum(
+        tf.train.Example.FromString(r).features.feature[data.WEIGHT].float_list.value[0]
+        for r in records
+    )
 
 
 def _slice_key(record):
@@ -161,23 +184,33 @@ def _assert_same(stock_dir, ours_dir):
 
 
 @pytest.mark.parametrize(
-    'task, evaluation, blessing_metric',
+    'task, evaluation, blessing_metric, weights',
     [
-        (fc.BINARY, {'min_value': 0.8, 'slices': SLICES, 'slice_min_value': 0.7}, 'auc'),
-        (fc.MULTICLASS, {'min_value': 0.9}, 'accuracy'),
-        (fc.REGRESSION, {'max_value': 4.0}, 'rmse'),
+        (fc.BINARY, {'min_value': 0.8, 'slices': SLICES, 'slice_min_value': 0.7}, 'auc', None),
+        (fc.MULTICLASS, {'min_value': 0.9}, 'accuracy', 'default'),
+        (fc.REGRESSION, {'max_value': 4.0}, 'rmse', 'both'),
     ],
 )
-def test_same_metrics_and_checks_as_tfma(tmp_path, task, evaluation, blessing_metric):
+def test_same_metrics_and_checks_as_tfma(tmp_path, task, evaluation, blessing_metric, weights):
     sliced = 'slices' in evaluation
-    stock_dir, ours_dir = _run_both(
-        tmp_path, task, evaluation, more_slices=blessing_metric if sliced else None
+    stock_dir, ours_dir, records = _run_both(
+        tmp_path, task, evaluation, more_slices=blessing_metric if sliced else None, weights=weights
     )
     ours = _assert_same(stock_dir, ours_dir)
-    count = tfma.metrics.MetricKey('example_count', example_weighted=False)
-    assert ours[()][count] == ROWS
-    value = ours[()][tfma.metrics.MetricKey(blessing_metric, example_weighted=False)]
+    weighted = [w for w in (False, True) if (w if weights else not w) or weights == 'both']
+    count = tfma.metrics.MetricKey('example_count', example_weighted=weighted[0])
+    assert {k.example_weighted for k in ours[()]} == set(weighted)
+    if weights:
+        # TFMA's example count with weights is their sum.
+        weighted_count = ours[()][count._replace(example_weighted=True)]
+        assert weighted_count == pytest.approx(_weight_sum(records), rel=1e-6)
+    if weights != 'default':
+        assert ours[()][count._replace(example_weighted=False)] == ROWS
+    value = ours[()][tfma.metrics.MetricKey(blessing_metric, example_weighted=weighted[-1])]
     assert 0.0 < value < (100.0 if task == fc.REGRESSION else 1.0)
+    if weights == 'both':
+        unweighted = ours[()][tfma.metrics.MetricKey(blessing_metric, example_weighted=False)]
+        assert abs(value - unweighted) > 1e-4  # the weights do change the metric
     if sliced:
         _assert_slices(ours, blessing_metric, ours_dir)
     else:
@@ -202,7 +235,7 @@ def test_same_change_check_against_a_baseline_as_tfma(
         'slices': [['payment_type']],
         'slice_max_regression': 0.0,
     }
-    stock_dir, ours_dir = _run_both(
+    stock_dir, ours_dir, _ = _run_both(
         tmp_path, fc.MULTICLASS, evaluation, candidate_slope, baseline_slope
     )
     ours = _assert_same(stock_dir, ours_dir)

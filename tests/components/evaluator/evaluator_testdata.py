@@ -88,7 +88,8 @@ def random_rows(task: str, n: int, seed: int = 0) -> list[tuple[object, float]]:
 
 # Raw features the models never read, to slice on: a payment type (absent from some examples;
 # on 'Mobile' examples `x` is noise, so that slice scores badly), an hour (int64) and one or two
-# companies per example (a multi-valued feature).
+# companies per example (a multi-valued feature); and a weight per example (`WEIGHT`).
+WEIGHT = 'trip_miles'
 PAYMENT_TYPES = ['Cash', 'Credit Card', 'Mobile']
 COMPANIES = ['Flash Cab', 'Sun Taxi', 'Blue Ribbon']
 
@@ -112,6 +113,7 @@ def serialize(rows, slice_features: bool = False, seed: int = 1, payment_types=N
             feature['trip_start_hour'].int64_list.value.append(int(rng.integers(0, 4)))
             companies = rng.choice(COMPANIES, size=int(rng.integers(1, 3)), replace=False)
             feature['company'].bytes_list.value.extend(c.encode() for c in companies)
+            feature[WEIGHT].float_list.value.append(float(rng.uniform(0.5, 3.0)))
         feature['x'].float_list.value.append(x)
         feature[LABEL].bytes_list.value.append(str(label).encode())
         out.append(example.SerializeToString())
