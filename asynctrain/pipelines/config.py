@@ -155,6 +155,11 @@ class EvaluationSettings:
       example_weight: A numeric column whose value weighs each example in the metrics (TFMA's
         `example_weight_key`; one value per example). Metrics are then reported both weighted and
         unweighted, and the bounds above apply to both.
+      confidence_intervals: Report a 95% confidence interval with every metric but the example
+        count (TFMA's default method: a jackknife over 20 random partitions of each slice). The
+        bounds above still gate the metric's value, not its interval, as in TFMA.
+      plots: For binary tasks: also TFMA's calibration plot and its confusion matrices at 1,000
+        thresholds (the PR and ROC curves) on every slice, as `tfma.view` shows them.
     """
 
     metric: str = ''
@@ -168,6 +173,8 @@ class EvaluationSettings:
     slice_max_value: float | None = None
     slice_max_regression: float | None = None
     example_weight: str = ''
+    confidence_intervals: bool = False
+    plots: bool = False
 
     def __post_init__(self):
         if self.metric and self.metric not in METRICS:

@@ -169,7 +169,9 @@ def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> tfma.EvalConfig:
     `max_regression` (TFX drops that comparison when there is no blessed model yet). With
     `evaluation.slices`, each is a `slicing_specs` entry, and `slice_min_value`/`slice_max_value`
     and `slice_max_regression` gate each of their slices (`per_slice_thresholds`). With
-    `evaluation.example_weight`, every metric is computed weighted and unweighted.
+    `evaluation.example_weight`, every metric is computed weighted and unweighted; with
+    `evaluation.confidence_intervals`, with TFMA's jackknife intervals; with `evaluation.plots`
+    (binary tasks), TFMA's calibration and confusion-matrix plots.
     """
     settings = config.evaluation
     metric = settings.metric_for(label.task)
@@ -214,6 +216,9 @@ def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> tfma.EvalConfig:
             )
         ],
         slicing_specs=[tfma.SlicingSpec(), *slicing_specs],
+        options=tfma.Options(compute_confidence_intervals={'value': settings.confidence_intervals})
+        if settings.confidence_intervals
+        else None,
         metrics_specs=[
             tfma.MetricsSpec(
                 example_weights=tfma.ExampleWeightOptions(weighted=True, unweighted=True)
@@ -223,6 +228,11 @@ def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> tfma.EvalConfig:
                     tfma.MetricConfig(class_name='ExampleCount'),
                     *(_metric_config(m) for m in reported),
                     gated,
+                    *(
+                        tfma.MetricConfig(class_name=name)
+                        for name in ('CalibrationPlot', 'ConfusionMatrixPlot')
+                        if settings.plots and label.task == fc.BINARY
+                    ),
                 ],
             )
         ],

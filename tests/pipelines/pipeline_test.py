@@ -491,6 +491,27 @@ def test_an_example_weight_column_weighs_every_metric_and_keeps_the_unweighted_o
     )
     assert not unweighted.metrics_specs[0].HasField('example_weights')
     assert not unweighted.model_specs[0].example_weight_key
+    assert not unweighted.options.compute_confidence_intervals.value
+
+
+def test_plots_for_a_binary_task(tmp_path):
+    config = load_config(work_dir=str(tmp_path), evaluation={'plots': True})
+    names = [
+        m.class_name
+        for m in pipeline_lib.eval_config(config, fc.ColumnLabel('tips', 'binary'))
+        .metrics_specs[0]
+        .metrics
+    ]
+    assert names[-2:] == ['CalibrationPlot', 'ConfusionMatrixPlot']
+
+
+def test_confidence_intervals_ask_tfma_for_its_default_jackknife(tmp_path):
+    config = load_config(work_dir=str(tmp_path), evaluation={'confidence_intervals': True})
+    eval_config = pipeline_lib.eval_config(config, fc.ColumnLabel('tips', 'binary'))
+    assert eval_config.options.compute_confidence_intervals.value
+    with_defaults = tfma.utils.update_eval_config_with_defaults(eval_config)
+    method = with_defaults.options.confidence_intervals.method
+    assert method == tfma.ConfidenceIntervalOptions.JACKKNIFE
 
 
 def test_a_regression_metric_without_its_upper_bound_fails_naming_the_field(tmp_path):

@@ -78,7 +78,9 @@ def evaluate_and_write(
     """The merged states' metrics, TFMA's checks of them, and the evaluation's files."""
     if not states:
         raise ValueError(f'{data_location}: no examples to evaluate on (the splits are empty)')
-    values = results.sliced_values(specs, states, eval_config)
+    values = results.evaluate(
+        specs, states, eval_config, results.num_jackknife_partitions(eval_config)
+    )
     validation = results.validate(values, eval_config)
     results.write_evaluation(
         output_dir, eval_config, values, validation, model_locations, data_location
@@ -102,7 +104,12 @@ def add_evaluation(
         pipeline
         | 'ScoreExamples'
         >> scoring.ScoreExamples(
-            file_patterns, models, specs, batch_size, slicing.slice_specs(eval_config)
+            file_patterns,
+            models,
+            specs,
+            batch_size,
+            slicing.slice_specs(eval_config),
+            results.num_jackknife_partitions(eval_config),
         )
         | 'WriteEvaluation'
         >> beam.Map(

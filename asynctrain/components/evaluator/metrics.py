@@ -25,12 +25,14 @@ from collections.abc import Mapping
 
 import numpy as np
 import tensorflow as tf
+import tensorflow_model_analysis as tfma
 from tensorflow_model_analysis.metrics import (
     binary_confusion_matrices,
     calibration_histogram,
     confusion_matrix_metrics,
 )
 from tensorflow_model_analysis.metrics import metric_specs as tfma_metric_specs
+from tensorflow_model_analysis.proto import config_pb2 as tfma_config
 
 # TFMA's default number of thresholds for AUC (binary_confusion_matrices.DEFAULT_NUM_THRESHOLDS).
 AUC_NUM_THRESHOLDS = 10_000
@@ -43,12 +45,22 @@ EXAMPLE_COUNT_NAME = 'example_count'
 _SHAPES = {
     EXAMPLE_COUNT: 'count',
     'AUC': 'column',
+    # Plots, from the same calibration histogram as AUC (TFMA's own derivations).
+    'CalibrationPlot': 'column',
+    'ConfusionMatrixPlot': 'column',
     'BinaryAccuracy': 'column',
     'SparseCategoricalAccuracy': 'sparse',
     'MeanSquaredError': 'column',
     'RootMeanSquaredError': 'column',
 }
 SUPPORTED_METRICS = tuple(_SHAPES)
+# TFMA's plot classes: their keys are `PlotKey`s, their values protos, written to `plots-*`.
+PLOTS = {
+    'CalibrationPlot': tfma.metrics.CalibrationPlot,
+    'ConfusionMatrixPlot': tfma.metrics.ConfusionMatrixPlot,
+}
+# Metrics whose state is TFMA's calibration histogram.
+_FROM_HISTOGRAM = ('AUC', *PLOTS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +77,10 @@ class MetricSpec:
     class_name: str
     name: str
     example_weighted: bool = False
+
+    @property
+    def is_plot(self) -> bool:
+        return self.class_name in PLOTS
 
     @property
     def key(self) -> str:
@@ -88,8 +104,14 @@ def metric_specs(eval_config) -> tuple[MetricSpec, ...]:
                 )
     if eval_config.options.min_slice_size.value > 1:
         raise ValueError('eval_config.options.min_slice_size: not supported')
-    if eval_config.options.compute_confidence_intervals.value:
-        raise ValueError('eval_config.options.compute_confidence_intervals: not supported')
+    if eval_config.options.compute_confidence_intervals.value and (
+        eval_config.options.confidence_intervals.method
+        == tfma_config.ConfidenceIntervalOptions.POISSON_BOOTSTRAP
+    ):
+        raise ValueError(
+            'eval_config.options.confidence_intervals.method: POISSON_BOOTSTRAP is not supported '
+            "(JACKKNIFE, TFMA's default, is)"
+        )
     specs = []
     for index, metrics_spec in enumerate(eval_config.metrics_specs):
         where = f'eval_config.metrics_specs[{index}]'
@@ -113,9 +135,10 @@ def metric_specs(eval_config) -> tuple[MetricSpec, ...]:
                 )
             # TFMA's and Keras' default names differ (`mse` against `mean_squared_error`), so
             # every metric but the count must name itself.
-            name = config.get(
-                'name', EXAMPLE_COUNT_NAME if metric.class_name == EXAMPLE_COUNT else ''
-            )
+            default = EXAMPLE_COUNT_NAME if metric.class_name == EXAMPLE_COUNT else ''
+            if metric.class_name in PLOTS:
+                default = PLOTS[metric.class_name]().name
+            name = config.get('name', default)
             if not name:
                 raise ValueError(
                     f'{where}: metric {metric.class_name} needs a config with its name, e.g. '
@@ -173,12 +196,36 @@ class _Histogram:
         return [v.copy() for v in self.variables]
 
     @staticmethod
-    def auc(state: list[np.ndarray]) -> float:
+    def buckets(state: list[np.ndarray]) -> list:
+        """TFMA's `Histogram`: its non-empty buckets, in order."""
         labels, predictions, examples = state
-        histogram = [
+        return [
             calibration_histogram.Bucket(int(i), labels[i], predictions[i], examples[i])
             for i in np.flatnonzero(examples)
         ]
+
+    @staticmethod
+    def plot(spec: MetricSpec, state: list[np.ndarray]):
+        """The plot's proto, by TFMA's own computations of it from the histogram: the plot
+        class's first computation is the histogram, every later one derives from those before."""
+        computations = PLOTS[spec.class_name](name=spec.name).computations(
+            example_weighted=spec.example_weighted
+        )
+        first, derived = computations[0], computations[1:]
+        if not isinstance(
+            first.combiner, calibration_histogram._CalibrationHistogramCombiner
+        ) or any(  # pylint: disable=protected-access
+            not isinstance(c, tfma.metrics.DerivedMetricComputation) for c in derived
+        ):
+            raise ValueError(f'{spec.class_name}: TFMA computes it otherwise than from a histogram')
+        values = {first.keys[0]: _Histogram.buckets(state)}
+        for computation in derived:
+            values.update(computation.result(values))
+        return values[computations[-1].keys[-1]]
+
+    @staticmethod
+    def auc(state: list[np.ndarray]) -> float:
+        histogram = _Histogram.buckets(state)
         # What TFMA's binary_confusion_matrices does with a histogram: rebin it onto the
         # thresholds (with its epsilon fences), derive the matrices, then AUC's interpolation.
         epsilon = binary_confusion_matrices._EPSILON  # pylint: disable=protected-access
@@ -204,7 +251,10 @@ class Accumulator:
 
     def __init__(self, specs: tuple[MetricSpec, ...]):
         self._metrics = {
-            spec.key: (spec, _Histogram() if spec.class_name == 'AUC' else _make_metric(spec))
+            spec.key: (
+                spec,
+                _Histogram() if spec.class_name in _FROM_HISTOGRAM else _make_metric(spec),
+            )
             for spec in specs
         }
 
@@ -277,11 +327,15 @@ def merge_states(a: Mapping[str, State], b: Mapping[str, State]) -> dict[str, St
 def merge_sliced_states(
     a: Mapping[tuple, Mapping[str, State]], b: Mapping[tuple, Mapping[str, State]]
 ) -> dict[tuple, dict[str, State]]:
-    """Adds two {slice key: {model name: State}} maps, slice by slice."""
+    """Adds two {(slice key, partition): {model name: State}} maps, key by key."""
     merged = {key: dict(states) for key, states in a.items()}
     for key, states in b.items():
         merged[key] = merge_states(merged.get(key, {}), states)
     return merged
+
+
+# One Keras metric per spec turns states into values: made once, not per slice and sample.
+_RESULT_METRICS: dict[MetricSpec, tf.keras.metrics.Metric] = {}
 
 
 def metric_values(specs: tuple[MetricSpec, ...], state: State) -> dict[MetricSpec, float]:
@@ -291,7 +345,12 @@ def metric_values(specs: tuple[MetricSpec, ...], state: State) -> dict[MetricSpe
         if spec.class_name == 'AUC':
             values[spec] = _Histogram.auc(state[spec.key])
             continue
-        metric = _make_metric(spec)
+        if spec.is_plot:
+            values[spec] = _Histogram.plot(spec, state[spec.key])
+            continue
+        if spec not in _RESULT_METRICS:
+            _RESULT_METRICS[spec] = _make_metric(spec)
+        metric = _RESULT_METRICS[spec]
         for variable, value in zip(metric.variables, state[spec.key]):
             variable.assign(value)
         values[spec] = float(metric.result().numpy())

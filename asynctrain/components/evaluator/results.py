@@ -18,7 +18,15 @@ import tensorflow as tf
 import tensorflow_model_analysis as tfma
 from google.protobuf import json_format
 from tensorflow_model_analysis import version as tfma_version
-from tensorflow_model_analysis.evaluators import metrics_validator
+from tensorflow_model_analysis.evaluators import (
+    confidence_intervals_util,
+    jackknife,
+    metrics_validator,
+)
+from tensorflow_model_analysis.evaluators import (
+    metrics_plots_and_validations_evaluator as tfma_evaluator,
+)
+from tensorflow_model_analysis.metrics import metric_specs as tfma_metric_specs
 from tensorflow_model_analysis.proto import config_pb2, metrics_for_slice_pb2, validation_result_pb2
 from tensorflow_model_analysis.slicer import slicer_lib
 from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
@@ -45,9 +53,8 @@ def keyed_values(
     values = {}
     for model_name, state in states.items():
         for spec, value in metrics.metric_values(specs, state).items():
-            key = tfma.metrics.MetricKey(
-                spec.name, model_name=model_name, example_weighted=spec.example_weighted
-            )
+            key_type = tfma.metrics.PlotKey if spec.is_plot else tfma.metrics.MetricKey
+            key = key_type(spec.name, model_name=model_name, example_weighted=spec.example_weighted)
             values[key] = value
     return values
 
@@ -60,6 +67,8 @@ def _with_diffs(
     if baseline is None:
         return out
     for key, value in values.items():
+        if isinstance(key, tfma.metrics.PlotKey):  # TFMA diffs numbers only
+            continue
         baseline_key = key.make_baseline_key(baseline)
         if not key.is_diff and key.model_name != baseline and baseline_key in values:
             out[key.make_diff_key()] = value - values[baseline_key]
@@ -93,7 +102,7 @@ def _cross_slice_values(
                 out[(baseline_key, comparison_key)] = {
                     key: baseline_values[key] - value
                     for key, value in comparison_values.items()
-                    if key in baseline_values
+                    if key in baseline_values and not isinstance(key, tfma.metrics.PlotKey)
                 }
     return out
 
@@ -113,6 +122,67 @@ def sliced_values(
     return {key: _with_diffs(values, baseline) for key, values in per_slice.items()}
 
 
+def num_jackknife_partitions(eval_config: tfma.EvalConfig) -> int:
+    """TFMA's number of jackknife partitions for `eval_config` (with its defaults): 20 when it
+    asks for confidence intervals, else 0."""
+    params = tfma_evaluator._get_confidence_interval_params(  # pylint: disable=protected-access
+        eval_config, eval_config.metrics_specs
+    )
+    return params.num_jackknife_samples
+
+
+def evaluate(
+    specs: tuple[metrics.MetricSpec, ...],
+    states: Mapping[tuple, Mapping[str, metrics.State]],
+    eval_config: tfma.EvalConfig,
+    num_partitions: int,
+) -> dict[tuple, dict]:
+    """{slice or cross slice key: {MetricKey: value}} from {(slice key, partition): {model:
+    State}}; with partitions, TFMA's delete-d jackknife: each value a `ValueWithTDistribution`
+    whose samples are the metrics (cross-slice values and diffs included) of all partitions but
+    one, combined by TFMA's own `_JackknifeSampleCombineFn` (pseudo-values, n - 1 degrees of
+    freedom); the metrics TFMA skips keep a plain value."""
+    by_slice: dict[SliceKey, dict[int, Mapping[str, metrics.State]]] = {}
+    for (slice_key, partition), by_model in states.items():
+        by_slice.setdefault(slice_key, {})[partition] = by_model
+    point = sliced_values(specs, _merged(by_slice, exclude=None), eval_config)
+    if not num_partitions:
+        return point
+    samples = [
+        sliced_values(specs, _merged(by_slice, exclude=i), eval_config)
+        for i in range(num_partitions)
+    ]
+    skip = tfma_metric_specs.metric_keys_to_skip_for_confidence_intervals(
+        eval_config.metrics_specs, eval_config=eval_config
+    )
+    out = {}
+    for key, values in point.items():
+        combine = jackknife._JackknifeSampleCombineFn(num_partitions, skip)  # pylint: disable=protected-access
+        accumulator = combine.create_accumulator()
+        full = confidence_intervals_util.SampleMetrics(dict(values), jackknife._FULL_SAMPLE_ID)  # pylint: disable=protected-access
+        accumulator = combine.add_input(accumulator, full)
+        for sample_id, sample in enumerate(samples):
+            if key in sample:
+                accumulator = combine.add_input(
+                    accumulator, confidence_intervals_util.SampleMetrics(sample[key], sample_id)
+                )
+        out[key] = combine.extract_output(accumulator)
+    return out
+
+
+def _merged(by_slice, exclude: int | None) -> dict[SliceKey, dict[str, metrics.State]]:
+    """Per slice, the states of its partitions but `exclude`; a slice with none left is out."""
+    out = {}
+    for slice_key, partitions in by_slice.items():
+        merged = {}
+        for partition, by_model in partitions.items():
+            if partition != exclude:
+                merged = metrics.merge_states(merged, by_model)
+        if merged:
+            out[slice_key] = merged
+    return out
+
+
 def validate(
     values: Mapping[tuple, Mapping[tfma.metrics.MetricKey, float]], eval_config: tfma.EvalConfig
 ) -> validation_result_pb2.ValidationResult:
@@ -121,10 +191,13 @@ def validate(
     no slice is listed in `missing_slices` and fails too).
 
     Note, from TFMA's code (`metrics_validator.validate_metrics`): a metric's `threshold` without
-    slicing specs is checked on every single slice, not only the overall one."""
+    slicing specs is checked on every single slice, not only the overall one; and a value with a
+    confidence interval is checked by its point value (`float(ValueWithTDistribution)` is the
+    unsampled value), never by its bounds."""
     combine = tfma_writer.CombineValidations(eval_config)
     accumulator = combine.create_accumulator()
     for slice_key, slice_values in values.items():
+        slice_values = _metrics_only(slice_values)
         accumulator = combine.add_input(
             accumulator,
             metrics_validator.validate_metrics((slice_key, dict(slice_values)), eval_config),
@@ -157,7 +230,7 @@ def failures(validation: validation_result_pb2.ValidationResult) -> list[str]:
             value = (
                 f'{failure.metric_value.double_value.value:.6g}'
                 if failure.HasField('metric_value')
-                else failure.message
+                else failure.message.strip()
             )
             lines.append(f'slice {where}: {name} {value}, threshold {bound}')
     for spec in validation.missing_slices:
@@ -192,10 +265,18 @@ def write_evaluation(
     # plots and attributions when none is configured).
     records = {
         METRICS_FILE: [
-            tfma_writer.convert_slice_metrics_to_proto((key, dict(v)), add_metrics_callbacks=None)
+            tfma_writer.convert_slice_metrics_to_proto(
+                (key, _metrics_only(v)), add_metrics_callbacks=None
+            )
             for key, v in values.items()
         ],
-        PLOTS_FILE: [_empty_for_slice(metrics_for_slice_pb2.PlotsForSlice, key) for key in values],
+        PLOTS_FILE: [
+            tfma_writer.convert_slice_plots_to_proto(
+                (key, {k: p for k, p in v.items() if isinstance(k, tfma.metrics.PlotKey)}),
+                add_metrics_callbacks=None,
+            )
+            for key, v in values.items()
+        ],
         ATTRIBUTIONS_FILE: [
             _empty_for_slice(metrics_for_slice_pb2.AttributionsForSlice, key) for key in values
         ],
@@ -205,6 +286,11 @@ def write_evaluation(
         with tf.io.TFRecordWriter(os.path.join(output_dir, name)) as writer:
             for record in protos:
                 writer.write(record.SerializeToString())
+
+
+def _metrics_only(values: Mapping) -> dict:
+    """The values of `MetricKey`s, without the plots (TFMA's `_filter_by_key_type`)."""
+    return {k: v for k, v in values.items() if not isinstance(k, tfma.metrics.PlotKey)}
 
 
 def _empty_for_slice(message_type, key: tuple):

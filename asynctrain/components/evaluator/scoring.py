@@ -92,8 +92,12 @@ class _ScoreBatches(beam.DoFn):
         models: Sequence[ModelToScore],
         specs: tuple[metrics.MetricSpec, ...],
         slice_specs: Sequence,
+        num_partitions: int = 0,
+        seed: int | None = None,
     ):
         self._models = tuple(models)
+        self._num_partitions = num_partitions
+        self._seed = seed
         self._specs = specs
         self._slice_specs = list(slice_specs)
         self._slice_features = slicing.feature_names(self._slice_specs)
@@ -112,9 +116,12 @@ class _ScoreBatches(beam.DoFn):
             for model, saved_model in zip(self._models, self._saved_models)
         ]
         self._raw_features = slicing.RawFeatureParser(self._raw_names)
+        # TFMA's jackknife puts each (slice, example) in a random partition, unseeded.
+        self._random = np.random.default_rng(self._seed)
 
     def start_bundle(self) -> None:
-        # {slice key: {model name: Accumulator}}, created as a bundle meets each slice.
+        # {(slice key, partition): {model name: Accumulator}}, made as a bundle meets each; the
+        # partition is 0 without confidence intervals.
         self._accumulators: dict[tuple, dict[str, metrics.Accumulator]] = {}
         self._scored = 0
 
@@ -141,18 +148,31 @@ class _ScoreBatches(beam.DoFn):
             columns = slicing.columns_for_slicing(self._slice_features, transformed, raw, size)
             rows_by_slice = slicing.rows_by_slice(self._slice_specs, columns, size)
         for slice_key, rows in rows_by_slice.items():
-            accumulators = self._accumulators.setdefault(slice_key, {})
-            whole = rows is None or rows.size == size
-            for model, labels, predictions, weights in scored:
-                if model.name not in accumulators:
-                    accumulators[model.name] = metrics.Accumulator(self._specs)
-                if not whole:
-                    labels, predictions = labels[rows], predictions[rows]
-                    weights = None if weights is None else weights[rows]
-                accumulators[model.name].update(labels, predictions, weights)
+            for partition, part in self._partitions(size if rows is None else rows):
+                self._update((slice_key, partition), part, size, scored)
         self._scored += size
         self._examples.inc(len(batch))
         return iter(())
+
+    def _partitions(self, rows):
+        """[(partition, rows)]: all rows in partition 0 without confidence intervals, else each
+        row in a random one of `num_partitions` (`rows` an int: all rows of a batch that size)."""
+        if not self._num_partitions:
+            return [(0, None if isinstance(rows, int) else rows)]
+        rows = np.arange(rows) if isinstance(rows, int) else rows
+        drawn = self._random.integers(self._num_partitions, size=rows.size)
+        return [(int(p), rows[drawn == p]) for p in np.unique(drawn)]
+
+    def _update(self, key: tuple, rows, size: int, scored: list) -> None:
+        accumulators = self._accumulators.setdefault(key, {})
+        whole = rows is None or rows.size == size
+        for model, labels, predictions, weights in scored:
+            if model.name not in accumulators:
+                accumulators[model.name] = metrics.Accumulator(self._specs)
+            if not whole:
+                labels, predictions = labels[rows], predictions[rows]
+                weights = None if weights is None else weights[rows]
+            accumulators[model.name].update(labels, predictions, weights)
 
     def finish_bundle(self) -> Iterable[beam.utils.windowed_value.WindowedValue]:
         if self._scored:
@@ -210,10 +230,14 @@ def ScoreExamples(  # pylint: disable=invalid-name
     specs: tuple[metrics.MetricSpec, ...],
     batch_size: int,
     slice_specs: Sequence,
+    num_partitions: int = 0,
+    seed: int | None = None,
 ) -> beam.PCollection:
-    """The merged {slice key: {model name: metric state}} of every model over the examples in
-    `file_patterns` (TFRecords of serialized `tf.Example`s, GZIP by their `.gz` suffix), for the
-    slices of `slice_specs` (`slicing.slice_specs`); one element, `{}` when there are none."""
+    """The merged {(slice key, partition): {model name: metric state}} of every model over the
+    examples in `file_patterns` (TFRecords of serialized `tf.Example`s, GZIP by their `.gz`
+    suffix), for the slices of `slice_specs` (`slicing.slice_specs`), each (slice, example) in a
+    random one of `num_partitions` for the jackknife (partition 0 when 0); one element, `{}` when
+    there are none."""
     reads = [
         pipeline | f'ReadExamples[{index}]' >> beam.io.ReadFromTFRecord(pattern)
         for index, pattern in enumerate(file_patterns)
@@ -222,6 +246,6 @@ def ScoreExamples(  # pylint: disable=invalid-name
         reads
         | 'FlattenExamples' >> beam.Flatten()
         | 'Batch' >> beam.BatchElements(min_batch_size=batch_size, max_batch_size=batch_size)
-        | 'Score' >> beam.ParDo(_ScoreBatches(models, specs, slice_specs))
+        | 'Score' >> beam.ParDo(_ScoreBatches(models, specs, slice_specs, num_partitions, seed))
         | 'MergeStates' >> beam.CombineGlobally(_MergeStates())
     )

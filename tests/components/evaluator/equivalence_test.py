@@ -16,6 +16,7 @@ import apache_beam as beam
 import pytest
 import tensorflow as tf
 import tensorflow_model_analysis as tfma
+from google.protobuf import json_format
 from tensorflow_model_analysis.slicer import slicer_lib
 from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
 from tfx.types import standard_artifacts
@@ -45,7 +46,8 @@ SLICES = [['payment_type'], ['trip_start_hour'], ['payment_type', 'company']]
 
 def _more_slices(eval_config, metric):
     """Adds what the pipeline's settings do not write: feature values, a slice on the label, a
-    cross slice and a cross-slice threshold on `metric`."""
+    cross slice, a cross-slice threshold on `metric`, and the calibration and confusion-matrix
+    (PR and ROC curves) plots."""
     eval_config.slicing_specs.extend(
         [
             tfma.SlicingSpec(
@@ -60,6 +62,12 @@ def _more_slices(eval_config, metric):
         slicing_specs=[tfma.SlicingSpec(feature_keys=['payment_type'])],
     )
     eval_config.cross_slicing_specs.append(cross)
+    eval_config.metrics_specs[0].metrics.extend(
+        [
+            tfma.MetricConfig(class_name='CalibrationPlot'),
+            tfma.MetricConfig(class_name='ConfusionMatrixPlot'),
+        ]
+    )
     (config,) = [
         m
         for spec in eval_config.metrics_specs
@@ -84,6 +92,7 @@ def _run_both(
     baseline_slope=None,
     more_slices=None,
     weights=None,
+    confidence_intervals=False,
 ):
     """Both evaluators on the same models and examples; `weights`: None, 'default' (an
     `example_weight_key`: TFMA then weighs every metric) or 'both' (weighted and unweighted)."""
@@ -97,6 +106,7 @@ def _run_both(
     if weights:
         for model_spec in raw_config.model_specs:
             model_spec.example_weight_key = data.WEIGHT
+    raw_config.options.compute_confidence_intervals.value = confidence_intervals
     if weights == 'both':
         for metrics_spec in raw_config.metrics_specs:
             metrics_spec.example_weights.weighted = True
@@ -154,6 +164,50 @@ def _values(output_dir):
     return out
 
 
+def _intervals(output_dir):
+    """{(slice key, MetricKey): (lower, value, upper, degrees of freedom)} of the values with a
+    confidence interval."""
+    out = {}
+    for slice_metrics in tfma_writer.load_and_deserialize_metrics(output_dir):
+        for kv in slice_metrics.metric_keys_and_values:
+            if kv.HasField('confidence_interval'):
+                interval = kv.confidence_interval
+                out[(_slice_key(slice_metrics), tfma.metrics.MetricKey.from_proto(kv.key))] = (
+                    interval.lower_bound.double_value.value,
+                    kv.value.double_value.value,
+                    interval.upper_bound.double_value.value,
+                    interval.degrees_of_freedom.value,
+                )
+    return out
+
+
+def _plots(output_dir):
+    """{(slice key, PlotKey): the plot as a dict}."""
+    return {
+        (_slice_key(record), tfma.metrics.PlotKey.from_proto(kv.key)): json_format.MessageToDict(
+            kv.value
+        )
+        for record in tfma_writer.load_and_deserialize_plots(output_dir)
+        for kv in record.plot_keys_and_values
+    }
+
+
+def _assert_close(ours, stock, where):
+    """The same structure, numbers within 1e-6."""
+    if isinstance(stock, dict):
+        assert sorted(ours) == sorted(stock), where
+        for key in stock:
+            _assert_close(ours[key], stock[key], where)
+    elif isinstance(stock, list):
+        assert len(ours) == len(stock), where
+        for a, b in zip(ours, stock):
+            _assert_close(a, b, where)
+    elif isinstance(stock, float):
+        assert ours == pytest.approx(stock, rel=1e-6, abs=1e-9), where
+    else:
+        assert ours == stock, where
+
+
 def _failures(output_dir):
     """(validation_ok, {(slice key, MetricKey, threshold)}, missing slice specs)."""
     result = tfma.load_validation_result(output_dir)
@@ -169,17 +223,28 @@ def _failures(output_dir):
     return result.validation_ok, keys, list(result.missing_slices)
 
 
-def _assert_same(stock_dir, ours_dir):
+def _assert_same(stock_dir, ours_dir, not_compared=()):
+    """The same slices, metric keys, values (but those of the metrics named in `not_compared`),
+    checks and intervals."""
     stock, ours = _values(stock_dir), _values(ours_dir)
     assert sorted(ours, key=str) == sorted(stock, key=str)
     for slice_key, stock_values in stock.items():
         assert sorted(ours[slice_key], key=str) == sorted(stock_values, key=str), slice_key
         for key, value in stock_values.items():
+            if key.name in not_compared:
+                continue
             assert ours[slice_key][key] == pytest.approx(value, rel=1e-6, abs=1e-9), (
                 slice_key,
                 key,
             )
     assert _failures(ours_dir) == _failures(stock_dir)
+    # Confidence intervals on the same metrics (jackknife partitions are random in both, so the
+    # bounds differ; `results_test` checks ours against TFMA's formula).
+    assert sorted(_intervals(ours_dir), key=str) == sorted(_intervals(stock_dir), key=str)
+    stock_plots, ours_plots = _plots(stock_dir), _plots(ours_dir)
+    assert sorted(ours_plots, key=str) == sorted(stock_plots, key=str)
+    for key, plot in stock_plots.items():
+        _assert_close(ours_plots[key], plot, key)
     return ours
 
 
@@ -193,10 +258,27 @@ def _assert_same(stock_dir, ours_dir):
 )
 def test_same_metrics_and_checks_as_tfma(tmp_path, task, evaluation, blessing_metric, weights):
     sliced = 'slices' in evaluation
+    # The regression case also computes TFMA's default confidence intervals (jackknife).
     stock_dir, ours_dir, records = _run_both(
-        tmp_path, task, evaluation, more_slices=blessing_metric if sliced else None, weights=weights
+        tmp_path,
+        task,
+        evaluation,
+        more_slices=blessing_metric if sliced else None,
+        weights=weights,
+        confidence_intervals=task == fc.REGRESSION,
     )
-    ours = _assert_same(stock_dir, ours_dir)
+    # TFMA's own MeanSquaredError is wrong under its jackknife: its combiner's
+    # `merge_accumulators` merges the first accumulator into itself when given a list (as the
+    # jackknife's `_AccumulatorCombineFn` does), so its value moves with the random partitions.
+    # Ours is compared with the RMSE instead, which TFMA gets right.
+    ours = _assert_same(stock_dir, ours_dir, not_compared={'mse'} if task == fc.REGRESSION else ())
+    if task == fc.REGRESSION:
+        for example_weighted in (False, True):
+            mse, rmse = (
+                ours[()][tfma.metrics.MetricKey(name, example_weighted=example_weighted)]
+                for name in ('mse', 'rmse')
+            )
+            assert mse == pytest.approx(rmse**2, rel=1e-6)
     weighted = [w for w in (False, True) if (w if weights else not w) or weights == 'both']
     count = tfma.metrics.MetricKey('example_count', example_weighted=weighted[0])
     assert {k.example_weighted for k in ours[()]} == set(weighted)
@@ -211,6 +293,15 @@ def test_same_metrics_and_checks_as_tfma(tmp_path, task, evaluation, blessing_me
     if weights == 'both':
         unweighted = ours[()][tfma.metrics.MetricKey(blessing_metric, example_weighted=False)]
         assert abs(value - unweighted) > 1e-4  # the weights do change the metric
+    intervals = _intervals(ours_dir)
+    if task == fc.REGRESSION:
+        # Every metric but the count, weighted and unweighted, has its 20-partition interval.
+        assert {k.name for _, k in intervals} == {'rmse', 'mse'}
+        assert len(intervals) == 4
+        for lower, point, upper, freedom in intervals.values():
+            assert lower < point < upper and freedom == 19
+    else:
+        assert not intervals
     if sliced:
         _assert_slices(ours, blessing_metric, ours_dir)
     else:
@@ -284,5 +375,16 @@ def _assert_slices(ours, metric, ours_dir):
     assert not ok and not missing
     failed = {slice_key for slice_key, _, _ in failures}
     assert mobile in failed and ((), mobile) in failed and () not in failed
+    # Both plots of every single slice, none of the cross slices (as TFMA), read by TFMA's loader.
+    # (TFMA writes both plots of a slice under one key, without their names.)
+    plots = _plots(ours_dir)
+    assert sorted((slice_key for slice_key, _ in plots), key=str) == sorted(single, key=str)
+    for plot in plots.values():
+        # 1,000 buckets plus the two open ends; 1,001 thresholds plus one below 0.
+        assert len(plot['calibrationHistogramBuckets']['buckets']) == 1002
+        assert len(plot['confusionMatrixAtThresholds']['matrices']) == 1002
+    # TFMA's loader lists the cross slices' (empty) plots too, as None.
+    (overall,) = [v for k, v in tfma.load_eval_result(ours_dir).plots if k == () and v]
+    assert len(overall['']['']['calibrationHistogramBuckets']['buckets']) == 1002
     lines = results.failures(tfma.load_validation_result(ours_dir))
     assert any(line.startswith('slice payment_type:Mobile: auc 0.') for line in lines), lines

@@ -163,8 +163,11 @@ def test_an_empty_split_is_an_error_naming_it(tmp_path):
             r'eval_config.options.min_slice_size: not supported',
         ),
         (
-            lambda c: setattr(c.options.compute_confidence_intervals, 'value', True),
-            r'eval_config.options.compute_confidence_intervals: not supported',
+            lambda c: (
+                setattr(c.options.compute_confidence_intervals, 'value', True),
+                setattr(c.options.confidence_intervals, 'method', 1),  # POISSON_BOOTSTRAP
+            ),
+            r'eval_config.options.confidence_intervals.method: POISSON_BOOTSTRAP is not supported',
         ),
         (
             lambda c: c.metrics_specs[0].metrics.add(class_name='Precision'),
