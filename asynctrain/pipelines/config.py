@@ -158,8 +158,9 @@ class EvaluationSettings:
       confidence_intervals: Report a 95% confidence interval with every metric but the example
         count (TFMA's default method: a jackknife over 20 random partitions of each slice). The
         bounds above still gate the metric's value, not its interval, as in TFMA.
-      plots: For binary tasks: also TFMA's calibration plot and its confusion matrices at 1,000
-        thresholds (the PR and ROC curves) on every slice, as `tfma.view` shows them.
+      plots: Also TFMA's plots on every slice, as `tfma.view` shows them: for binary tasks the
+        calibration plot and the confusion matrices at 1,000 thresholds (the PR and ROC curves),
+        for multiclass the confusion matrix of the classes.
     """
 
     metric: str = ''

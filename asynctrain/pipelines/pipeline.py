@@ -75,6 +75,12 @@ TFMA_METRICS = {
     'MSE': ('MeanSquaredError', 'mse'),
 }
 # Metrics reported beside the blessing one, per task (not gated).
+# TFMA's plots per task (`evaluation.plots`): none it computes for regression.
+_PLOTS = {
+    fc.BINARY: ('CalibrationPlot', 'ConfusionMatrixPlot'),
+    fc.MULTICLASS: ('MultiClassConfusionMatrixPlot',),
+    fc.REGRESSION: (),
+}
 _REPORTED = {fc.BINARY: ('AUC', 'BinaryAccuracy'), fc.MULTICLASS: (), fc.REGRESSION: ('MSE',)}
 
 
@@ -170,8 +176,8 @@ def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> tfma.EvalConfig:
     `evaluation.slices`, each is a `slicing_specs` entry, and `slice_min_value`/`slice_max_value`
     and `slice_max_regression` gate each of their slices (`per_slice_thresholds`). With
     `evaluation.example_weight`, every metric is computed weighted and unweighted; with
-    `evaluation.confidence_intervals`, with TFMA's jackknife intervals; with `evaluation.plots`
-    (binary tasks), TFMA's calibration and confusion-matrix plots.
+    `evaluation.confidence_intervals`, with TFMA's jackknife intervals; with `evaluation.plots`,
+    TFMA's calibration and confusion-matrix plots (binary) or its multi-class confusion matrix.
     """
     settings = config.evaluation
     metric = settings.metric_for(label.task)
@@ -230,8 +236,7 @@ def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> tfma.EvalConfig:
                     gated,
                     *(
                         tfma.MetricConfig(class_name=name)
-                        for name in ('CalibrationPlot', 'ConfusionMatrixPlot')
-                        if settings.plots and label.task == fc.BINARY
+                        for name in (_PLOTS[label.task] if settings.plots else ())
                     ),
                 ],
             )

@@ -494,7 +494,7 @@ def test_an_example_weight_column_weighs_every_metric_and_keeps_the_unweighted_o
     assert not unweighted.options.compute_confidence_intervals.value
 
 
-def test_plots_for_a_binary_task(tmp_path):
+def test_plots_per_task(tmp_path):
     config = load_config(work_dir=str(tmp_path), evaluation={'plots': True})
     names = [
         m.class_name
@@ -503,6 +503,8 @@ def test_plots_for_a_binary_task(tmp_path):
         .metrics
     ]
     assert names[-2:] == ['CalibrationPlot', 'ConfusionMatrixPlot']
+    multiclass = pipeline_lib.eval_config(config, fc.ColumnLabel('species', 'multiclass'))
+    assert multiclass.metrics_specs[0].metrics[-1].class_name == 'MultiClassConfusionMatrixPlot'
 
 
 def test_confidence_intervals_ask_tfma_for_its_default_jackknife(tmp_path):

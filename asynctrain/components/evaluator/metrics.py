@@ -30,6 +30,7 @@ from tensorflow_model_analysis.metrics import (
     binary_confusion_matrices,
     calibration_histogram,
     confusion_matrix_metrics,
+    multi_class_confusion_matrix_metrics,
 )
 from tensorflow_model_analysis.metrics import metric_specs as tfma_metric_specs
 from tensorflow_model_analysis.proto import config_pb2 as tfma_config
@@ -48,6 +49,7 @@ _SHAPES = {
     # Plots, from the same calibration histogram as AUC (TFMA's own derivations).
     'CalibrationPlot': 'column',
     'ConfusionMatrixPlot': 'column',
+    'MultiClassConfusionMatrixPlot': 'sparse',
     'BinaryAccuracy': 'column',
     'SparseCategoricalAccuracy': 'sparse',
     'MeanSquaredError': 'column',
@@ -58,6 +60,7 @@ SUPPORTED_METRICS = tuple(_SHAPES)
 PLOTS = {
     'CalibrationPlot': tfma.metrics.CalibrationPlot,
     'ConfusionMatrixPlot': tfma.metrics.ConfusionMatrixPlot,
+    'MultiClassConfusionMatrixPlot': tfma.metrics.MultiClassConfusionMatrixPlot,
 }
 # Metrics whose state is TFMA's calibration histogram.
 _FROM_HISTOGRAM = ('AUC', *PLOTS)
@@ -250,13 +253,7 @@ class Accumulator:
     """The metrics of one model, updated batch by batch."""
 
     def __init__(self, specs: tuple[MetricSpec, ...]):
-        self._metrics = {
-            spec.key: (
-                spec,
-                _Histogram() if spec.class_name in _FROM_HISTOGRAM else _make_metric(spec),
-            )
-            for spec in specs
-        }
+        self._metrics = {spec.key: (spec, _state_metric(spec)) for spec in specs}
 
     def update(
         self, labels: np.ndarray, predictions: np.ndarray, weights: np.ndarray | None = None
@@ -295,7 +292,7 @@ class Accumulator:
     def state(self) -> State:
         return {
             name: metric.state()
-            if isinstance(metric, _Histogram)
+            if isinstance(metric, (_Histogram, _ClassMatrix))
             else [v.numpy() for v in metric.variables]
             for name, (_, metric) in self._metrics.items()
         }
@@ -334,6 +331,58 @@ def merge_sliced_states(
     return merged
 
 
+def _state_metric(spec: MetricSpec):
+    if spec.class_name == 'MultiClassConfusionMatrixPlot':
+        return _ClassMatrix()
+    if spec.class_name in _FROM_HISTOGRAM:
+        return _Histogram()
+    return _make_metric(spec)
+
+
+class _ClassMatrix:
+    """TFMA's multi-class confusion matrix at its default threshold 0.0: [weight, examples] per
+    (actual class id, predicted class id), ids offset by one so that -1 (TFMA's "no prediction",
+    when the top probability is <= the threshold) is index 0."""
+
+    THRESHOLD = 0.0
+
+    def __init__(self):
+        self.variables: list[np.ndarray] = []
+
+    def update_state(self, labels, predictions, sample_weight=None) -> None:
+        labels = np.asarray(labels).astype(np.int64)
+        classes = predictions.shape[1]
+        if not self.variables:
+            self.variables = [np.zeros((classes + 1, classes + 1)) for _ in range(2)]
+        if labels.size and (labels.min() < -1 or labels.max() >= classes):
+            raise ValueError(
+                f'MultiClassConfusionMatrixPlot: class ids {labels.min()}..{labels.max()} '
+                f'outside the {classes} classes of the predictions'
+            )
+        predicted = np.argmax(predictions, axis=1)
+        top = predictions[np.arange(labels.size), predicted]
+        predicted = np.where(top <= self.THRESHOLD, -1, predicted)
+        weight = np.ones(labels.size) if sample_weight is None else sample_weight
+        for variable, values in zip(self.variables, (weight, np.ones(labels.size))):
+            np.add.at(variable, (labels + 1, predicted + 1), values)
+
+    def state(self) -> list[np.ndarray]:
+        return [v.copy() for v in self.variables]
+
+    @staticmethod
+    def plot(state: list[np.ndarray]):
+        """TFMA's `Matrices(...).to_proto()` of the entries that examples reached."""
+        weights, seen = state
+        entries = {
+            multi_class_confusion_matrix_metrics.MatrixEntryKey(int(a) - 1, int(p) - 1): float(
+                weights[a, p]
+            )
+            for a, p in zip(*np.nonzero(seen))
+        }
+        matrices = multi_class_confusion_matrix_metrics.Matrices({_ClassMatrix.THRESHOLD: entries})
+        return matrices.to_proto().multi_class_confusion_matrix_at_thresholds
+
+
 # One Keras metric per spec turns states into values: made once, not per slice and sample.
 _RESULT_METRICS: dict[MetricSpec, tf.keras.metrics.Metric] = {}
 
@@ -344,6 +393,9 @@ def metric_values(specs: tuple[MetricSpec, ...], state: State) -> dict[MetricSpe
     for spec in specs:
         if spec.class_name == 'AUC':
             values[spec] = _Histogram.auc(state[spec.key])
+            continue
+        if spec.class_name == 'MultiClassConfusionMatrixPlot':
+            values[spec] = _ClassMatrix.plot(state[spec.key])
             continue
         if spec.is_plot:
             values[spec] = _Histogram.plot(spec, state[spec.key])

@@ -93,6 +93,7 @@ def _run_both(
     more_slices=None,
     weights=None,
     confidence_intervals=False,
+    extra_metrics=(),
 ):
     """Both evaluators on the same models and examples; `weights`: None, 'default' (an
     `example_weight_key`: TFMA then weighs every metric) or 'both' (weighted and unweighted)."""
@@ -107,6 +108,9 @@ def _run_both(
         for model_spec in raw_config.model_specs:
             model_spec.example_weight_key = data.WEIGHT
     raw_config.options.compute_confidence_intervals.value = confidence_intervals
+    raw_config.metrics_specs[0].metrics.extend(
+        tfma.MetricConfig(class_name=name) for name in extra_metrics
+    )
     if weights == 'both':
         for metrics_spec in raw_config.metrics_specs:
             metrics_spec.example_weights.weighted = True
@@ -266,6 +270,7 @@ def test_same_metrics_and_checks_as_tfma(tmp_path, task, evaluation, blessing_me
         more_slices=blessing_metric if sliced else None,
         weights=weights,
         confidence_intervals=task == fc.REGRESSION,
+        extra_metrics=['MultiClassConfusionMatrixPlot'] if task == fc.MULTICLASS else [],
     )
     # TFMA's own MeanSquaredError is wrong under its jackknife: its combiner's
     # `merge_accumulators` merges the first accumulator into itself when given a list (as the
@@ -293,6 +298,15 @@ def test_same_metrics_and_checks_as_tfma(tmp_path, task, evaluation, blessing_me
     if weights == 'both':
         unweighted = ours[()][tfma.metrics.MetricKey(blessing_metric, example_weighted=False)]
         assert abs(value - unweighted) > 1e-4  # the weights do change the metric
+    if task == fc.MULTICLASS:
+        # The weighted confusion matrix of the 3 classes (no "no prediction" column -1: the top
+        # probability is 0.8), its entries adding up to the weighted example count.
+        (((slice_key, _), plot),) = _plots(ours_dir).items()
+        (matrix,) = plot['multiClassConfusionMatrixAtThresholds']['matrices']
+        predicted = {e.get('predictedClassId', 0) for e in matrix['entries']}  # proto3 drops 0
+        assert slice_key == () and predicted == {0, 1, 2}
+        total = sum(e['numWeightedExamples'] for e in matrix['entries'])
+        assert total == pytest.approx(_weight_sum(records), rel=1e-6)
     intervals = _intervals(ours_dir)
     if task == fc.REGRESSION:
         # Every metric but the count, weighted and unweighted, has its 20-partition interval.
