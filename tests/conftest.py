@@ -44,7 +44,7 @@ SLOWEST_FILES = {
     'tests/components/trainer/kubernetes/local_test.py': 122,
     'tests/components/trainer/cluster/recovery_test.py': 111,
     'tests/benchmarks/input_pipeline_bench_test.py': 103,
-    'tests/components/evaluator/equivalence_test.py': 135,  # 2026-12-04, alone, -n 0
+    'tests/components/evaluator/equivalence_test.py': 75,  # 2026-12-04, alone, -n 0 (135 loaded)
     'tests/components/trainer/executor_test.py': 96,
     'tests/components/transform/transform_component_test.py': 94,
     'tests/components/trainer/training/model_module_test.py': 77,
