@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import apache_beam as beam
+import numpy as np
 import tensorflow as tf
 
 from asynctrain.components.shared import columnar_records, shuffled_shards
@@ -75,14 +76,12 @@ class _WriteShard(beam.DoFn):
     def setup(self) -> None:
         self._decode = load_decoder(self._transform_graph_uri, self._transform)
 
-    def process(
-        self, element: tuple[int, Iterable[shuffled_shards.Chunk | None]]
-    ) -> Iterator[dict]:
+    def process(self, element: tuple[int, Iterable[shuffled_shards.Chunk]]) -> Iterator[dict]:
         shard, chunks = element
         tf.io.gfile.makedirs(self._output_dir)
         yield shuffled_shards.write_shard(
             shuffled_shards.shard_path(self._output_dir, shard, self._shards),
-            (chunk for chunk in chunks if chunk is not None),
+            chunks,
             self._decode,
             self._examples_per_record,
         )
@@ -138,8 +137,11 @@ class WriteBatchedSplit(beam.PTransform):
             | 'SpreadFiles' >> beam.Reshuffle()
             | 'HashExamples' >> beam.ParDo(_HashExamples(self._seed, self._shards))
         )
-        # Every shard gets a key, so that an empty one still writes its (empty) file.
-        every_shard = root | 'EveryShard' >> beam.Create([(i, None) for i in range(self._shards)])
+        # Every shard gets a key (and an empty chunk, of the same type as the others, so that
+        # Flatten joins PCollections of one element type), so an empty shard still writes its
+        # (empty) file.
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), b'')
+        every_shard = root | 'EveryShard' >> beam.Create([(i, empty) for i in range(self._shards)])
         return (
             (chunks, every_shard)
             | 'AllShards' >> beam.Flatten()
