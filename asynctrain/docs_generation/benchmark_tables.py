@@ -444,6 +444,39 @@ def cost_model(in_memory: Result, spark: Result) -> list[str]:
     ]
 
 
+def batcher(*results: Result) -> list[str]:
+    """The ExampleBatcher's two writers at each size: seconds, CPU seconds and peak memory of the
+    process tree, and whether their files were the same bytes."""
+    rows = []
+    for result in sorted(results, key=lambda r: r['rows']):
+        cells = [_n(result['rows']), f'{result["source_mb"]:,.1f}']
+        for path in ('one_process', 'beam'):
+            measured = result.get(path)
+            cells += (
+                [
+                    f'{measured["seconds"]:,.1f} s',
+                    f'{measured["cpu_seconds"]:,.1f} s',
+                    _n(measured['peak_rss_mb']),
+                ]
+                if measured
+                else ['–', '–', '–']
+            )
+        cells.append('yes' if result.get('byte_identical') else 'no')
+        rows.append(cells)
+    header = [
+        'rows',
+        'source MB',
+        'one process',
+        'CPU',
+        'peak MiB',
+        'Beam DirectRunner',
+        'CPU',
+        'peak MiB',
+        'same bytes',
+    ]
+    return _table(header, rows)
+
+
 TABLES: dict[str, Callable[..., list[str]]] = {
     'examplegen': examplegen,
     'transform': transform,
@@ -455,6 +488,7 @@ TABLES: dict[str, Callable[..., list[str]]] = {
     'pipeline_memory': pipeline_memory,
     'beam_modes': beam_modes,
     'runners': runners,
+    'batcher': batcher,
     'cost_model': cost_model,
     'preprocess': preprocess,
 }

@@ -259,3 +259,24 @@ def test_runners_and_the_cost_model_from_the_measured_seconds():
     assert '| ExampleBatcher | 8.0 | 60.0 | 1.67 h | 0.17 h | 0.02 h |' in cost
     # All four: (80 + 100 + 60 + 72) core-µs x 10^9 / 10 workers = 8.67 h.
     assert '| all four |  |  | **8.67 h** | **0.87 h** | **0.09 h** |' in cost
+
+
+def test_the_batcher_table_gives_both_writers_at_each_size_smallest_first():
+    large = {
+        'rows': 5_000_000,
+        'source_mb': 284.8,
+        'one_process': {'seconds': 88.7, 'cpu_seconds': 57.5, 'peak_rss_mb': 1112.0},
+        'byte_identical': True,
+    }
+    small = {
+        'rows': 1_000_000,
+        'source_mb': 57.0,
+        'one_process': {'seconds': 15.5, 'cpu_seconds': 10.0, 'peak_rss_mb': 991.9},
+        'beam': {'seconds': 14.9, 'cpu_seconds': 14.0, 'peak_rss_mb': 3255.9},
+        'byte_identical': True,
+    }
+    table = benchmark_tables.batcher(large, small)
+    assert table[2:] == [
+        '| 1,000,000 | 57.0 | 15.5 s | 10.0 s | 992 | 14.9 s | 14.0 s | 3,256 | yes |',
+        '| 5,000,000 | 284.8 | 88.7 s | 57.5 s | 1,112 | – | – | – | yes |',
+    ]
