@@ -344,33 +344,6 @@ def preprocess(result: Result) -> list[str]:
     ]
 
 
-def beam_modes(in_memory: Result, multi_processing: Result) -> list[str]:
-    """Ours with Beam in memory against multi-processing on the same rows: each component's
-    seconds and peak, and their ratio (above 1: multi-processing was faster)."""
-    slow, fast = in_memory['variants']['ours'], multi_processing['variants']['ours']
-    rows = []
-    for name in slow['component_order']:
-        if name not in fast['component_seconds'] or slow['component_seconds'][name] < 0.5:
-            continue
-        a, b = slow['component_seconds'][name], fast['component_seconds'][name]
-        peaks = slow['component_peak_mb'][name], fast['component_peak_mb'][name]
-        rows.append([name, f'{a:,.1f} s', f'{b:,.1f} s', f'{a / b:.2f}', *map(_n, peaks)])
-    a, b = slow['total_seconds'], fast['total_seconds']
-    rows.append(
-        ['whole run', f'{a:,.1f} s', f'{b:,.1f} s', f'**{a / b:.2f}**']
-        + [_n(slow['peak_mb']), _n(fast['peak_mb'])]
-    )
-    beam = ' '.join(multi_processing.get('beam_args') or [])
-    header = ['component', 'in memory', 'multi-processing', 'ratio', 'peak MiB', 'peak MiB (mp)']
-    return [
-        *_table(header, rows),
-        '',
-        f'{_n(in_memory["rows"])} rows, ours only; multi-processing: `{beam}`. Ratio: in memory '
-        '/ multi-processing seconds (above 1: multi-processing faster). Components under half a '
-        'second left out.',
-    ]
-
-
 # The Beam stages of ours' pipeline, the ones a distributed runner runs.
 BEAM_STAGES = ('CsvExampleGen', 'Transform', 'ExampleBatcher', 'Evaluator')
 
@@ -486,7 +459,6 @@ TABLES: dict[str, Callable[..., list[str]]] = {
     'ps_step': step_comparison,
     'pipeline_components': pipeline_components,
     'pipeline_memory': pipeline_memory,
-    'beam_modes': beam_modes,
     'runners': runners,
     'batcher': batcher,
     'cost_model': cost_model,

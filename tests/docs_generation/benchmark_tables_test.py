@@ -176,21 +176,6 @@ def test_a_stock_component_ours_has_not_gets_its_own_row_after_ours():
     ]
 
 
-def test_beam_modes_compares_ours_in_memory_with_multi_processing_component_by_component():
-    in_memory = _pipeline_result(1000, {'CsvExampleGen': 900.0, 'Transform': 1000.0})
-    multi = _pipeline_result(1000, {'CsvExampleGen': 1500.0, 'Transform': 3000.0})
-    multi['variants']['ours']['component_seconds'] = {'CsvExampleGen': 20.0, 'Transform': 5.0}
-    multi['variants']['ours']['total_seconds'] = 125.0
-    multi['beam_args'] = ['--direct_running_mode=multi_processing', '--direct_num_workers=2']
-    table = benchmark_tables.beam_modes(in_memory, multi)
-    assert table[2:5] == [
-        '| CsvExampleGen | 10.0 s | 20.0 s | 0.50 | 900 | 1,500 |',
-        '| Transform | 10.0 s | 5.0 s | 2.00 | 1,000 | 3,000 |',
-        '| whole run | 100.0 s | 125.0 s | **0.80** | 1,000 | 3,000 |',
-    ]
-    assert '`--direct_running_mode=multi_processing --direct_num_workers=2`' in table[-1]
-
-
 def test_the_preprocess_table_gives_both_paths_their_ratio_and_the_records_verdict():
     result = {
         'rows': 1000,
