@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import random
 
 import pytest
@@ -12,6 +11,7 @@ from asynctrain.components.example_gen import csv_dialect, csv_sample
 from asynctrain.components.shared.yaml_config import ConfigError
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.pipelines.init import init_command, spec_draft
+from tests.pipelines.init.init_args import init_args
 
 
 def _write_csv(path, header, rows):
@@ -198,16 +198,7 @@ def test_init_writes_reviewable_files_that_the_pipeline_config_accepts(tmp_path,
     rows = [(*row[:5], row[5], row[6] if row[6] != '' else 'NA') for row in _rows(80)]
     _write_csv(tmp_path / 'data' / 'part.csv', HEADER, rows)
     spec = tmp_path / 'spec'
-    args = argparse.Namespace(
-        data=str(tmp_path / 'data'),
-        label='level',
-        output=str(spec),
-        task='auto',
-        delimiter=',',
-        null_marker=['NA'],
-        positive=None,
-        max_rows=None,
-    )
+    args = init_args(tmp_path / 'data', 'level', spec, null_marker=['NA'])
     assert init_command.run(args) == 0
     printed = capsys.readouterr().out
     assert "label 'level': multiclass" in printed
@@ -343,16 +334,7 @@ def test_the_committed_date_and_gzip_datasets_are_what_init_proposes(
     from tests.repository import REPO_ROOT
 
     committed = REPO_ROOT / 'datasets' / name
-    args = argparse.Namespace(
-        data=str(committed / 'data'),
-        label=label,
-        output=str(tmp_path / 'spec'),
-        task='auto',
-        delimiter=',',
-        null_marker=[],
-        positive=None,
-        max_rows=None,
-    )
+    args = init_args(committed / 'data', label, tmp_path / 'spec')
     assert init_command.run(args) == 0
     capsys.readouterr()
     for spec_file in ('schema.pbtxt', 'features.yaml'):

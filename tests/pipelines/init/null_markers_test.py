@@ -4,7 +4,6 @@ numbers written with a marker."""
 
 from __future__ import annotations
 
-import argparse
 import random
 
 import pytest
@@ -13,6 +12,7 @@ import yaml
 from asynctrain.components.example_gen import csv_dialect, csv_sample
 from asynctrain.components.shared.feature_types import ColumnType
 from asynctrain.pipelines.init import init_command, null_markers, spec_draft
+from tests.pipelines.init.init_args import init_args
 
 
 def _write(path, header, rows):
@@ -111,17 +111,7 @@ def test_a_column_of_numbers_but_for_a_few_texts_is_named_with_examples(tmp_path
 
 
 def _args(tmp_path, label, **overrides):
-    values = dict(
-        data=str(tmp_path / 'data'),
-        label=label,
-        output=str(tmp_path / 'spec'),
-        task='auto',
-        delimiter=',',
-        null_marker=[],
-        positive=None,
-        max_rows=None,
-    )
-    return argparse.Namespace(**{**values, **overrides})
+    return init_args(tmp_path / 'data', label, tmp_path / 'spec', **overrides)
 
 
 @pytest.mark.integration
