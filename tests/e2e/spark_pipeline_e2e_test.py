@@ -159,7 +159,7 @@ def _statistics(outputs, split: str) -> dict:
     return without_sketches(json_format.MessageToDict(statistics))
 
 
-def test_every_beam_stage_ran_on_the_cluster_in_worker_processes(spark_run, cluster):
+def _check_every_beam_stage_ran_on_the_cluster_in_worker_processes(spark_run, cluster):
     config, summary, apps, calls, _ = spark_run
     assert summary.blessed is True
     # ExampleGen, Transform, the ExampleBatcher and the Evaluator: a Spark application each.
@@ -171,7 +171,7 @@ def test_every_beam_stage_ran_on_the_cluster_in_worker_processes(spark_run, clus
     assert calls == [], f'DoFns ran in the submitting process: {sorted(set(calls))}'
 
 
-def test_each_stage_equals_the_direct_runner(spark_run, tmp_path):
+def _check_each_stage_equals_the_direct_runner(spark_run, tmp_path):
     config = spark_run[0]
 
     # ExampleGen: the same files, byte for byte, and the same statistics.
@@ -260,7 +260,7 @@ def test_each_stage_equals_the_direct_runner(spark_run, tmp_path):
     assert blessed == [True, True]
 
 
-def test_the_pushed_model_serves_raw_rows(spark_run):
+def _check_the_pushed_model_serves_raw_rows(spark_run):
     summary, sample = spark_run[1], spark_run[4]
     with open(sample / 'data.csv', newline='') as f:
         rows = list(csv.DictReader(f))[:8]
@@ -272,8 +272,10 @@ def test_the_pushed_model_serves_raw_rows(spark_run):
     assert ((scores > 0) & (scores < 1)).all()
 
 
-def test_a_worker_killed_mid_job_the_job_finishes_with_the_same_files(spark_run, cluster, tmp_path):
-    """Last in this module: it leaves the cluster with one Worker until it restarts the other."""
+def _check_a_worker_killed_mid_job_the_job_finishes_with_the_same_files(
+    spark_run, cluster, tmp_path
+):
+    """Last: it leaves the cluster with one Worker until it restarts the other."""
     config = spark_run[0]
     execution = stage_rerun.last_execution(
         config, 'ExampleBatcher', list(ExampleBatcher.SPEC_CLASS.PARAMETERS)
@@ -314,3 +316,15 @@ def test_a_worker_killed_mid_job_the_job_finishes_with_the_same_files(spark_run,
     finally:
         if killed:
             cluster.restart_worker(1)
+
+
+def test_the_pipeline_on_a_spark_cluster(spark_run, cluster, tmp_path):
+    """One test, the checks in this order: the run's fixtures are set up once (pytest-xdist
+    tears a module's fixtures down between tests it hands out one at a time), and the Worker is
+    killed last."""
+    _check_every_beam_stage_ran_on_the_cluster_in_worker_processes(spark_run, cluster)
+    _check_the_pushed_model_serves_raw_rows(spark_run)
+    _check_each_stage_equals_the_direct_runner(spark_run, tmp_path / 'direct')
+    _check_a_worker_killed_mid_job_the_job_finishes_with_the_same_files(
+        spark_run, cluster, tmp_path / 'killed'
+    )

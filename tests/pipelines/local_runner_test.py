@@ -54,5 +54,6 @@ def test_the_beam_components_are_the_ones_whose_elapsed_time_shows(tmp_path):
     assert beam_component_ids(pipeline) == [
         'CsvExampleGen',
         'Transform',
+        'ExampleBatcher',
         'Evaluator',
     ]
