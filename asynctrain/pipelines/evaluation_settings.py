@@ -1,5 +1,5 @@
 """The Evaluator's part of the pipeline config: the metric that gates the push and its bound, the
-baseline (`evaluation:` in the YAML). Part of
+baseline, and the slices with their own gates (`evaluation:` in the YAML). Part of
 `asynctrain.pipelines.config`, which re-exports every name here."""
 
 from __future__ import annotations
@@ -40,6 +40,26 @@ class EvaluationSettings:
       max_regression: With `baseline: latest_blessed`: how much worse than the baseline the
         candidate's metric may be, in the metric's units (lower for AUC and accuracy, higher for
         RMSE and MSE).
+      slices: Slices to evaluate besides the whole split, each a list of raw feature names (TFMA's
+        `feature_keys`): `[[payment_type], [payment_type, trip_start_hour]]` evaluates every
+        payment type, and every (payment type, hour) pair. Features the model does not use slice
+        too. With slices, `min_value`, `max_value` and `max_regression` gate the whole split only.
+      slice_min_value: For AUC, BinaryAccuracy and Accuracy: with `slices`, the model is blessed
+        only if the metric is at least this on every slice of them too. Empty: slices are reported,
+        not gated.
+      slice_max_value: For RMSE and MSE: with `slices`, the model is blessed only if the metric
+        is at most this on every slice of them too. Empty: slices are reported, not gated.
+      slice_max_regression: With `slices` and `baseline: latest_blessed`: how much worse than the
+        baseline the candidate's metric may be on each slice. Empty: no per-slice comparison.
+      example_weight: A numeric column whose value weighs each example in the metrics (TFMA's
+        `example_weight_key`; one value per example). Metrics are then reported both weighted and
+        unweighted, and the bounds above apply to both.
+      confidence_intervals: Report a 95% confidence interval with every metric but the example
+        count (TFMA's default method: a jackknife over 20 random partitions of each slice). The
+        bounds above still gate the metric's value, not its interval, as in TFMA.
+      plots: Also TFMA's plots on every slice, as `tfma.view` shows them: for binary tasks the
+        calibration plot and the confusion matrices at 1,000 thresholds (the PR and ROC curves),
+        for multiclass the confusion matrix of the classes.
     """
 
     metric: str = ''
@@ -47,6 +67,14 @@ class EvaluationSettings:
     max_value: float | None = None
     baseline: str = 'none'
     max_regression: float = 0.01
+    # --- slices and per-slice gates (the Evaluator's slicing_specs / per_slice_thresholds) ---
+    slices: tuple[tuple[str, ...], ...] = ()
+    slice_min_value: float | None = None
+    slice_max_value: float | None = None
+    slice_max_regression: float | None = None
+    example_weight: str = ''
+    confidence_intervals: bool = False
+    plots: bool = False
 
     def __post_init__(self):
         if self.metric and self.metric not in METRICS:
@@ -66,6 +94,35 @@ class EvaluationSettings:
             yaml_config.fail(
                 'evaluation.max_regression', f'expected a number >= 0, got {self.max_regression}'
             )
+        self._check_slices()
+
+    def _check_slices(self) -> None:
+        for index, keys in enumerate(self.slices):
+            if not keys or not all(keys) or len(set(keys)) != len(keys):
+                yaml_config.fail(
+                    f'evaluation.slices[{index}]',
+                    f'expected a list of distinct feature names, got {list(keys)}',
+                )
+        gates = ('slice_min_value', 'slice_max_value', 'slice_max_regression')
+        for field in gates:
+            if getattr(self, field) is not None and not self.slices:
+                yaml_config.fail(f'evaluation.{field}', 'needs `evaluation.slices` to gate')
+        if self.slice_min_value is not None and not 0.0 <= self.slice_min_value <= 1.0:
+            yaml_config.fail('evaluation.slice_min_value', 'expected a number in [0, 1]')
+        if self.slice_max_value is not None and self.slice_max_value <= 0:
+            yaml_config.fail(
+                'evaluation.slice_max_value', f'expected a number > 0, got {self.slice_max_value}'
+            )
+        if self.slice_max_regression is not None:
+            if self.slice_max_regression < 0:
+                yaml_config.fail(
+                    'evaluation.slice_max_regression',
+                    f'expected a number >= 0, got {self.slice_max_regression}',
+                )
+            if self.baseline != 'latest_blessed':
+                yaml_config.fail(
+                    'evaluation.slice_max_regression', 'needs `baseline: latest_blessed`'
+                )
 
     def metric_for(self, task: str) -> str:
         """The blessing metric for `task`; a ConfigError if the configured one does not fit it or
@@ -83,3 +140,16 @@ class EvaluationSettings:
                 "label's units",
             )
         return metric
+
+    def slice_bound_for(self, metric: str) -> float | None:
+        """The per-slice bound of `metric` (a `metric_for` result), None when slices are not
+        gated on a value; a ConfigError if the bound given does not fit the metric."""
+        upper = metric in UPPER_BOUND_METRICS
+        wrong, right = (
+            ('slice_min_value', 'slice_max_value')
+            if upper
+            else ('slice_max_value', 'slice_min_value')
+        )
+        if getattr(self, wrong) is not None:
+            yaml_config.fail(f'evaluation.{wrong}', f'does not apply to {metric}; use {right}')
+        return getattr(self, right)

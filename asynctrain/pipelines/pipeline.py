@@ -75,6 +75,12 @@ TFMA_METRICS = {
     'MSE': ('MeanSquaredError', 'mse'),
 }
 # Metrics reported beside the blessing one, per task (not gated).
+# TFMA's plots per task (`evaluation.plots`): none it computes for regression.
+_PLOTS = {
+    fc.BINARY: ('CalibrationPlot', 'ConfusionMatrixPlot'),
+    fc.MULTICLASS: ('MultiClassConfusionMatrixPlot',),
+    fc.REGRESSION: (),
+}
 _REPORTED = {fc.BINARY: ('AUC', 'BinaryAccuracy'), fc.MULTICLASS: (), fc.REGRESSION: ('MSE',)}
 
 
@@ -166,26 +172,44 @@ def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> tfma.EvalConfig:
     The blessing metric follows the label's task (AUC, accuracy, RMSE, or `evaluation.metric`)
     with its bound: at least `min_value` for AUC and accuracies, at most `max_value` for RMSE and
     MSE; with `baseline: latest_blessed`, also no worse than the last blessed model by more than
-    `max_regression` (TFX drops that comparison when there is no blessed model yet).
+    `max_regression` (TFX drops that comparison when there is no blessed model yet). With
+    `evaluation.slices`, each is a `slicing_specs` entry, and `slice_min_value`/`slice_max_value`
+    and `slice_max_regression` gate each of their slices (`per_slice_thresholds`). With
+    `evaluation.example_weight`, every metric is computed weighted and unweighted; with
+    `evaluation.confidence_intervals`, with TFMA's jackknife intervals; with `evaluation.plots`,
+    TFMA's calibration and confusion-matrix plots (binary) or its multi-class confusion matrix.
     """
     settings = config.evaluation
     metric = settings.metric_for(label.task)
+    slice_bound = settings.slice_bound_for(metric)
     upper = metric in UPPER_BOUND_METRICS
-    threshold = tfma.MetricThreshold(
-        value_threshold=tfma.GenericValueThreshold(
-            upper_bound={'value': settings.max_value} if upper else None,
-            lower_bound=None if upper else {'value': settings.min_value},
-        )
-    )
+    threshold = _threshold(upper, settings.max_value if upper else settings.min_value)
     if settings.baseline == 'latest_blessed':
-        threshold.change_threshold.CopyFrom(
-            tfma.GenericChangeThreshold(
-                direction=tfma.MetricDirection.LOWER_IS_BETTER
-                if upper
-                else tfma.MetricDirection.HIGHER_IS_BETTER,
-                absolute={'value': settings.max_regression if upper else -settings.max_regression},
+        threshold.change_threshold.CopyFrom(_change_threshold(upper, settings.max_regression))
+    slicing_specs = [tfma.SlicingSpec(feature_keys=list(keys)) for keys in settings.slices]
+    if slicing_specs:
+        # TFMA checks a metric's `threshold` on every slice (metrics_validator.validate_metrics),
+        # so the whole-split gate is a per-slice threshold of the overall slice alone.
+        gates = [
+            tfma.PerSliceMetricThreshold(slicing_specs=[tfma.SlicingSpec()], threshold=threshold)
+        ]
+        if slice_bound is not None or settings.slice_max_regression is not None:
+            slice_threshold = (
+                _threshold(upper, slice_bound)
+                if slice_bound is not None
+                else tfma.MetricThreshold()
             )
-        )
+            if settings.slice_max_regression is not None:
+                slice_threshold.change_threshold.CopyFrom(
+                    _change_threshold(upper, settings.slice_max_regression)
+                )
+            gates.append(
+                tfma.PerSliceMetricThreshold(slicing_specs=slicing_specs, threshold=slice_threshold)
+            )
+        gated = _metric_config(metric)
+        gated.per_slice_thresholds.extend(gates)
+    else:
+        gated = _metric_config(metric, threshold)
     reported = [m for m in _REPORTED[label.task] if m != metric]
     return tfma.EvalConfig(
         model_specs=[
@@ -194,18 +218,47 @@ def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> tfma.EvalConfig:
                 label_key=label.key,
                 prediction_key=PREDICTIONS if label.task == fc.REGRESSION else PROBABILITIES,
                 preprocessing_function_names=[TRANSFORM_SIGNATURE],
+                example_weight_key=settings.example_weight,
             )
         ],
-        slicing_specs=[tfma.SlicingSpec()],
+        slicing_specs=[tfma.SlicingSpec(), *slicing_specs],
+        options=tfma.Options(compute_confidence_intervals={'value': settings.confidence_intervals})
+        if settings.confidence_intervals
+        else None,
         metrics_specs=[
             tfma.MetricsSpec(
+                example_weights=tfma.ExampleWeightOptions(weighted=True, unweighted=True)
+                if settings.example_weight
+                else None,
                 metrics=[
                     tfma.MetricConfig(class_name='ExampleCount'),
                     *(_metric_config(m) for m in reported),
-                    _metric_config(metric, threshold),
-                ]
+                    gated,
+                    *(
+                        tfma.MetricConfig(class_name=name)
+                        for name in (_PLOTS[label.task] if settings.plots else ())
+                    ),
+                ],
             )
         ],
+    )
+
+
+def _threshold(upper: bool, bound: float | None) -> tfma.MetricThreshold:
+    return tfma.MetricThreshold(
+        value_threshold=tfma.GenericValueThreshold(
+            upper_bound={'value': bound} if upper else None,
+            lower_bound=None if upper else {'value': bound},
+        )
+    )
+
+
+def _change_threshold(upper: bool, max_regression: float) -> tfma.GenericChangeThreshold:
+    return tfma.GenericChangeThreshold(
+        direction=tfma.MetricDirection.LOWER_IS_BETTER
+        if upper
+        else tfma.MetricDirection.HIGHER_IS_BETTER,
+        absolute={'value': max_regression if upper else -max_regression},
     )
 
 

@@ -66,6 +66,8 @@ class RunSummary:
         asked for, its profiler trace.
       drift: DriftValidator's verdict, where it ran: `first_run`, `drifted` (unaccepted drifts:
         feature, comparator, distance, threshold), `accepted` (feature names), `compared_with`.
+      failed_checks: The Evaluator's failed threshold checks, one line each naming the slice,
+        the metric, its value and the threshold (`evaluator.results.failures`).
     """
 
     executed: list[str]
@@ -80,6 +82,7 @@ class RunSummary:
     base_model: str | None = None
     tensorboard_dir: str | None = None
     drift: dict[str, Any] | None = None
+    failed_checks: list[str] = dataclasses.field(default_factory=list)
 
     def format(self) -> str:
         lines = [f'components executed: {len(self.executed)}, from cache: {len(self.cached)}']
@@ -90,6 +93,7 @@ class RunSummary:
                 f'eval {self.eval_metric[0]}: {self.eval_metric[1]:.4f}, '
                 f'blessed: {"yes" if self.blessed else "no"}'
             )
+        lines.extend(f'failed check: {line}' for line in self.failed_checks)
         if 'examples_per_sec' in self.training:
             lines.append(
                 f'training: {self.training["examples_per_sec"]:.0f} examples/s '
@@ -193,7 +197,7 @@ def gated_metric_names(eval_config) -> list[str]:
         _metric_name(metric)
         for spec in eval_config.metrics_specs
         for metric in spec.metrics
-        if metric.HasField('threshold')
+        if metric.HasField('threshold') or metric.per_slice_thresholds
     ]
 
 
@@ -210,11 +214,26 @@ def _eval_metric(uri: str) -> tuple[str, float] | None:
     except Exception:  # No evaluation written (the Evaluator did not run).
         return None
     names = gated_metric_names(eval_config)
-    for _, metrics in result.slicing_metrics:
+    for slice_key, metrics in result.slicing_metrics:
+        if slice_key != ():  # The whole split's value: the overall slice.
+            continue
         for name, value in metrics.get('', {}).get('', {}).items():
             if name in names:
                 return name, float(value.get('doubleValue', 'nan'))
     return None
+
+
+def _failed_checks(uri: str) -> list[str]:
+    """The failed threshold checks of the evaluation at `uri` ([] when none or not written)."""
+    import tensorflow_model_analysis as tfma
+
+    from asynctrain.components.evaluator import results
+
+    try:
+        validation = tfma.load_validation_result(uri)
+    except Exception:  # No validation written (the Evaluator did not run).
+        return []
+    return results.failures(validation)
 
 
 def read_summary(config: PipelineConfig, started: float) -> RunSummary:
@@ -276,6 +295,7 @@ def read_summary(config: PipelineConfig, started: float) -> RunSummary:
         base_model=(_custom(base_model, PUSHED_MODEL_PROPERTY) or None) if base_model else None,
         tensorboard_dir=model_run.uri if model_run is not None else None,
         drift=_drift(drift),
+        failed_checks=_failed_checks(evaluation.uri) if evaluation else [],
     )
 
 

@@ -136,6 +136,20 @@ def test_label_settings_define_the_label_and_task(tmp_path):
         ({'evaluation': {'max_value': -1}}, 'evaluation.max_value: expected a number > 0'),
         ({'evaluation': {'baseline': 'last'}}, "evaluation.baseline: got 'last'; allowed:"),
         ({'evaluation': {'max_regression': -0.1}}, 'evaluation.max_regression: expected a number'),
+        ({'evaluation': {'slices': [[]]}}, 'evaluation.slices[0]: expected a list of distinct'),
+        (
+            {'evaluation': {'slices': [['a', 'a']]}},
+            'evaluation.slices[0]: expected a list of distinct',
+        ),
+        ({'evaluation': {'slice_min_value': 0.5}}, 'evaluation.slice_min_value: needs `evaluation'),
+        (
+            {'evaluation': {'slices': [['a']], 'slice_min_value': 2}},
+            'evaluation.slice_min_value: expected a number in [0, 1]',
+        ),
+        (
+            {'evaluation': {'slices': [['a']], 'slice_max_regression': 0.1}},
+            'evaluation.slice_max_regression: needs `baseline: latest_blessed`',
+        ),
     ],
 )
 def test_invalid_label_and_evaluation_settings_name_the_field(data, message):
@@ -154,6 +168,14 @@ def test_the_blessing_metric_follows_the_task():
         EvaluationSettings(metric='AUC').metric_for('regression')
     with pytest.raises(ConfigError, match=r"allowed: \['Accuracy'\]"):
         EvaluationSettings(metric='BinaryAccuracy').metric_for('multiclass')
+
+
+def test_a_slice_bound_must_fit_the_metric():
+    sliced = EvaluationSettings(slices=(('a',),), slice_min_value=0.7)
+    assert sliced.slice_bound_for('AUC') == 0.7
+    with pytest.raises(ConfigError, match='evaluation.slice_min_value: does not apply to RMSE'):
+        sliced.slice_bound_for('RMSE')
+    assert EvaluationSettings(slices=(('a',),)).slice_bound_for('AUC') is None
 
 
 def test_a_file_error_names_the_file_and_the_field(tmp_path):

@@ -31,10 +31,12 @@ ROWS = [('Adelie', 0.0), ('Gentoo', 1.0), ('Chinstrap', 2.0), ('Adelie', 1.0), (
 REGRESSION_ROWS = [(10.0, 11.0), (20.0, 18.0), (30.0, 30.0), (40.0, 43.0)]
 
 
-def _evaluate(tmp_path, task: str, evaluation: dict):
+def _evaluate(tmp_path, task: str, evaluation: dict, payment_types=None):
     model_dir = data.save_model(task, str(tmp_path / 'model'))
     rows = REGRESSION_ROWS if task == fc.REGRESSION else ROWS
-    data.write_gzip_tfrecords(str(tmp_path / 'eval' / 'data'), data.serialize(rows))
+    data.write_gzip_tfrecords(
+        str(tmp_path / 'eval' / 'data'), data.serialize(rows, payment_types=payment_types)
+    )
     config = load_config(work_dir=str(tmp_path / 'work'), evaluation=evaluation)
     eval_config = tfma.utils.update_eval_config_with_defaults(
         pipeline_lib.eval_config(config, fc.ColumnLabel(data.LABEL, task)), rubber_stamp=True
@@ -58,6 +60,22 @@ def _evaluate(tmp_path, task: str, evaluation: dict):
             pipeline, [str(tmp_path / 'eval' / '*')], [model], eval_config, output, batch_size=2
         )
     return run_summary._eval_metric(output), tfma.load_validation_result(output).validation_ok
+
+
+def test_a_model_good_on_the_whole_split_but_bad_on_a_gated_slice_is_not_blessed(tmp_path):
+    # Cash holds Adelie x=0 against x=1 and x=2 (AUC 1); Card holds Adelie x=1 against x=1 (a
+    # tie, AUC 0.5); the whole split has AUC 5/6, above its bound of 0.5.
+    metric, blessed = _evaluate(
+        tmp_path,
+        fc.BINARY,
+        {'min_value': 0.5, 'slices': [['payment_type']], 'slice_min_value': 0.9},
+        payment_types=['Cash', 'Cash', 'Cash', 'Card', 'Card'],
+    )
+    assert metric == ('auc', pytest.approx(5 / 6, abs=0.01))
+    assert blessed is False
+    (line,) = run_summary._failed_checks(str(tmp_path / 'evaluation'))
+    assert line.startswith('slice payment_type:Card: auc 0.5'), line
+    assert "'lowerBound': 0.9" in line
 
 
 def test_multiclass_accuracy_from_the_probabilities_output(tmp_path):

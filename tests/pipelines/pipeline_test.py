@@ -3,12 +3,14 @@
 import json
 
 import pytest
+import tensorflow_model_analysis as tfma
 
 from asynctrain.components.example_gen import spec as example_gen_spec
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.components.transform import preprocessing
 from asynctrain.components.transform.feature_config import FeatureConfigError
 from asynctrain.pipelines import pipeline as pipeline_lib
+from asynctrain.pipelines import run_summary
 from asynctrain.pipelines.config import ConfigError, load_config
 
 PENGUIN_SCHEMA = """
@@ -453,6 +455,71 @@ def test_eval_config_per_task(tmp_path, task, evaluation, class_name, name, boun
     value_threshold = gated[0].threshold.value_threshold
     assert {f.name: v.value for f, v in value_threshold.ListFields()} == bound
     assert metrics[0].class_name == 'ExampleCount'
+
+
+def test_slices_gate_each_slice_and_the_whole_split_apart(tmp_path):
+    config = load_config(
+        work_dir=str(tmp_path),
+        evaluation={
+            'min_value': 0.8,
+            'baseline': 'latest_blessed',
+            'max_regression': 0.01,
+            'slices': [['payment_type'], ['payment_type', 'trip_start_hour']],
+            'slice_min_value': 0.7,
+            'slice_max_regression': 0.05,
+        },
+    )
+    eval_config = pipeline_lib.eval_config(config, fc.ColumnLabel('tips', 'binary'))
+    specs = [tfma.SlicingSpec(feature_keys=['payment_type'])]
+    specs.append(tfma.SlicingSpec(feature_keys=['payment_type', 'trip_start_hour']))
+    assert list(eval_config.slicing_specs) == [tfma.SlicingSpec(), *specs]
+    (gated,) = [m for m in eval_config.metrics_specs[0].metrics if m.per_slice_thresholds]
+    # TFMA checks a `threshold` on every slice: the whole split's gate is the overall slice's.
+    assert not gated.HasField('threshold')
+    overall, sliced = gated.per_slice_thresholds
+    assert list(overall.slicing_specs) == [tfma.SlicingSpec()]
+    assert overall.threshold.value_threshold.lower_bound.value == 0.8
+    assert overall.threshold.change_threshold.absolute.value == -0.01
+    assert list(sliced.slicing_specs) == specs
+    assert sliced.threshold.value_threshold.lower_bound.value == 0.7
+    assert sliced.threshold.change_threshold.absolute.value == -0.05
+    assert run_summary.gated_metric_names(eval_config) == ['auc']
+
+
+def test_an_example_weight_column_weighs_every_metric_and_keeps_the_unweighted_ones(tmp_path):
+    config = load_config(work_dir=str(tmp_path), evaluation={'example_weight': 'trip_miles'})
+    eval_config = pipeline_lib.eval_config(config, fc.ColumnLabel('tips', 'binary'))
+    assert eval_config.model_specs[0].example_weight_key == 'trip_miles'
+    options = eval_config.metrics_specs[0].example_weights
+    assert (options.weighted, options.unweighted) == (True, True)
+    unweighted = pipeline_lib.eval_config(
+        load_config(work_dir=str(tmp_path)), fc.ColumnLabel('tips', 'binary')
+    )
+    assert not unweighted.metrics_specs[0].HasField('example_weights')
+    assert not unweighted.model_specs[0].example_weight_key
+    assert not unweighted.options.compute_confidence_intervals.value
+
+
+def test_plots_per_task(tmp_path):
+    config = load_config(work_dir=str(tmp_path), evaluation={'plots': True})
+    names = [
+        m.class_name
+        for m in pipeline_lib.eval_config(config, fc.ColumnLabel('tips', 'binary'))
+        .metrics_specs[0]
+        .metrics
+    ]
+    assert names[-2:] == ['CalibrationPlot', 'ConfusionMatrixPlot']
+    multiclass = pipeline_lib.eval_config(config, fc.ColumnLabel('species', 'multiclass'))
+    assert multiclass.metrics_specs[0].metrics[-1].class_name == 'MultiClassConfusionMatrixPlot'
+
+
+def test_confidence_intervals_ask_tfma_for_its_default_jackknife(tmp_path):
+    config = load_config(work_dir=str(tmp_path), evaluation={'confidence_intervals': True})
+    eval_config = pipeline_lib.eval_config(config, fc.ColumnLabel('tips', 'binary'))
+    assert eval_config.options.compute_confidence_intervals.value
+    with_defaults = tfma.utils.update_eval_config_with_defaults(eval_config)
+    method = with_defaults.options.confidence_intervals.method
+    assert method == tfma.ConfidenceIntervalOptions.JACKKNIFE
 
 
 def test_a_regression_metric_without_its_upper_bound_fails_naming_the_field(tmp_path):

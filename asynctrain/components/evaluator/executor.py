@@ -20,7 +20,7 @@ from tfx.components.evaluator import executor as evaluator_executor
 from tfx.types import artifact_utils
 from tfx.utils import io_utils, json_utils, path_utils, proto_utils
 
-from asynctrain.components.evaluator import metrics, results, scoring, spec
+from asynctrain.components.evaluator import metrics, results, scoring, slicing, spec
 from asynctrain.components.shared import drift_properties
 
 
@@ -38,7 +38,7 @@ def check_model_specs(eval_config: tfma.EvalConfig) -> None:
         for field in ('label_key', 'prediction_key'):
             if not getattr(model_spec, field):
                 raise ValueError(f'{where}.{field}: required')
-        for field in ('label_keys', 'prediction_keys', 'example_weight_key', 'example_weight_keys'):
+        for field in ('label_keys', 'prediction_keys', 'example_weight_keys'):
             if getattr(model_spec, field):
                 raise ValueError(f'{where}.{field}: not supported (one output per model)')
 
@@ -61,6 +61,7 @@ def models_to_score(
                 preprocessing=model_spec.preprocessing_function_names[0],
                 label_key=model_spec.label_key,
                 prediction_key=model_spec.prediction_key,
+                example_weight_key=model_spec.example_weight_key,
             )
         )
     return out
@@ -77,7 +78,9 @@ def evaluate_and_write(
     """The merged states' metrics, TFMA's checks of them, and the evaluation's files."""
     if not states:
         raise ValueError(f'{data_location}: no examples to evaluate on (the splits are empty)')
-    values = results.keyed_values(specs, states, eval_config)
+    values = results.evaluate(
+        specs, states, eval_config, results.num_jackknife_partitions(eval_config)
+    )
     validation = results.validate(values, eval_config)
     results.write_evaluation(
         output_dir, eval_config, values, validation, model_locations, data_location
@@ -99,7 +102,15 @@ def add_evaluation(
     specs = metrics.metric_specs(eval_config)
     _ = (
         pipeline
-        | 'ScoreExamples' >> scoring.ScoreExamples(file_patterns, models, specs, batch_size)
+        | 'ScoreExamples'
+        >> scoring.ScoreExamples(
+            file_patterns,
+            models,
+            specs,
+            batch_size,
+            slicing.slice_specs(eval_config),
+            results.num_jackknife_partitions(eval_config),
+        )
         | 'WriteEvaluation'
         >> beam.Map(
             evaluate_and_write,
@@ -164,6 +175,8 @@ class Executor(evaluator_executor.Executor):
             add_evaluation(pipeline, patterns, models, eval_config, output_dir, batch_size)
         validation = tfma.load_validation_result(output_dir)
         logging.info('Evaluation written to %s: %s', output_dir, _metrics_line(output_dir))
+        for line in results.failures(validation):
+            logging.info('Validation failed: %s', line)
 
         if not tfma.metrics.metric_thresholds_from_metrics_specs(
             eval_config.metrics_specs, eval_config=eval_config
@@ -216,6 +229,9 @@ def _split_patterns(examples: types.Artifact, splits: Sequence[str]) -> list[str
 def _metrics_line(output_dir: str) -> str:
     parts = []
     for slice_metrics in tfma_writer.load_and_deserialize_metrics(output_dir):
+        # The overall slice only: the other slices are in the evaluation, one line each is noise.
+        if slice_metrics.HasField('cross_slice_key') or slice_metrics.slice_key.single_slice_keys:
+            continue
         for item in slice_metrics.metric_keys_and_values:
             model = f' ({item.key.model_name})' if item.key.model_name else ''
             diff = ' diff' if item.key.is_diff else ''

@@ -3,12 +3,18 @@
 Each metric of the pipeline's `tfma.EvalConfig` is a tf-keras metric whose variables are sums
 (counts, totals, confusion-matrix buckets), so a worker's state for its batches and the state of
 the whole split differ only by addition: `Accumulator.update` per batch, `merge_states` across
-bundles and workers, `metric_values` once at the end. AUC uses TFMA's default of 10,000
-thresholds with interpolated summation.
+bundles and workers, `metric_values` once at the end. AUC is computed as TFMA computes it, not
+as Keras does: a calibration histogram of 10,000 prediction buckets (sums of labels,
+predictions and examples per bucket, `np.bincount` per batch), rebinned onto TFMA's 10,000
+thresholds and summed by interpolation with TFMA's own functions. The two differ by up to 1e-4 on
+a few hundred examples.
 
-Only what the pipeline's EvalConfig asks for is supported: the overall slice, unweighted
-examples, one output per model. Anything else is refused by name (`metric_specs`), never
-silently evaluated differently from TFMA.
+States are kept per slice key and model (`merge_sliced_states`); the slices are TFMA's
+(`slicing`). Each metric is computed weighted, unweighted or both as TFMA decides
+(`example_weights` of the metrics spec, else weighted exactly when a model spec has an
+`example_weight_key`), the weight being each metric's `sample_weight`. One output per model is
+supported; anything else (confidence intervals, `min_slice_size`, ...) is refused by name
+(`metric_specs`), never silently evaluated differently from TFMA.
 """
 
 from __future__ import annotations
@@ -19,6 +25,15 @@ from collections.abc import Mapping
 
 import numpy as np
 import tensorflow as tf
+import tensorflow_model_analysis as tfma
+from tensorflow_model_analysis.metrics import (
+    binary_confusion_matrices,
+    calibration_histogram,
+    confusion_matrix_metrics,
+    multi_class_confusion_matrix_metrics,
+)
+from tensorflow_model_analysis.metrics import metric_specs as tfma_metric_specs
+from tensorflow_model_analysis.proto import config_pb2 as tfma_config
 
 # TFMA's default number of thresholds for AUC (binary_confusion_matrices.DEFAULT_NUM_THRESHOLDS).
 AUC_NUM_THRESHOLDS = 10_000
@@ -31,12 +46,24 @@ EXAMPLE_COUNT_NAME = 'example_count'
 _SHAPES = {
     EXAMPLE_COUNT: 'count',
     'AUC': 'column',
+    # Plots, from the same calibration histogram as AUC (TFMA's own derivations).
+    'CalibrationPlot': 'column',
+    'ConfusionMatrixPlot': 'column',
+    'MultiClassConfusionMatrixPlot': 'sparse',
     'BinaryAccuracy': 'column',
     'SparseCategoricalAccuracy': 'sparse',
     'MeanSquaredError': 'column',
     'RootMeanSquaredError': 'column',
 }
 SUPPORTED_METRICS = tuple(_SHAPES)
+# TFMA's plot classes: their keys are `PlotKey`s, their values protos, written to `plots-*`.
+PLOTS = {
+    'CalibrationPlot': tfma.metrics.CalibrationPlot,
+    'ConfusionMatrixPlot': tfma.metrics.ConfusionMatrixPlot,
+    'MultiClassConfusionMatrixPlot': tfma.metrics.MultiClassConfusionMatrixPlot,
+}
+# Metrics whose state is TFMA's calibration histogram.
+_FROM_HISTOGRAM = ('AUC', *PLOTS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,26 +73,54 @@ class MetricSpec:
     Attributes:
       class_name: The TFMA/Keras class name, one of `SUPPORTED_METRICS`.
       name: The name its value has in the evaluation (`auc`, `accuracy`, ...).
+      example_weighted: Whether examples count by their weight (the MetricKey's
+        `example_weighted`).
     """
 
     class_name: str
     name: str
+    example_weighted: bool = False
+
+    @property
+    def is_plot(self) -> bool:
+        return self.class_name in PLOTS
+
+    @property
+    def key(self) -> str:
+        """The metric's key in a `State`."""
+        return f'{self.name}@weighted' if self.example_weighted else self.name
 
 
 def metric_specs(eval_config) -> tuple[MetricSpec, ...]:
     """The metrics of `eval_config` (a `tfma.EvalConfig`); ValueError names what is unsupported."""
-    if any(spec != type(spec)() for spec in eval_config.slicing_specs):
-        raise ValueError('eval_config.slicing_specs: only the overall slice ({}) is supported')
-    if eval_config.cross_slicing_specs:
-        raise ValueError('eval_config.cross_slicing_specs: not supported')
-    if eval_config.options.compute_confidence_intervals.value:
-        raise ValueError('eval_config.options.compute_confidence_intervals: not supported')
+    for index, spec in enumerate(eval_config.slicing_specs):
+        if spec.slice_keys_sql:
+            raise ValueError(f'eval_config.slicing_specs[{index}].slice_keys_sql: not supported')
+    for index, cross in enumerate(eval_config.cross_slicing_specs):
+        for field, specs in (
+            ('baseline_spec', [cross.baseline_spec]),
+            ('slicing_specs', cross.slicing_specs),
+        ):
+            if any(spec.slice_keys_sql for spec in specs):
+                raise ValueError(
+                    f'eval_config.cross_slicing_specs[{index}].{field}.slice_keys_sql: not supported'
+                )
+    if eval_config.options.min_slice_size.value > 1:
+        raise ValueError('eval_config.options.min_slice_size: not supported')
+    if eval_config.options.compute_confidence_intervals.value and (
+        eval_config.options.confidence_intervals.method
+        == tfma_config.ConfidenceIntervalOptions.POISSON_BOOTSTRAP
+    ):
+        raise ValueError(
+            'eval_config.options.confidence_intervals.method: POISSON_BOOTSTRAP is not supported '
+            "(JACKKNIFE, TFMA's default, is)"
+        )
     specs = []
     for index, metrics_spec in enumerate(eval_config.metrics_specs):
         where = f'eval_config.metrics_specs[{index}]'
         if metrics_spec.output_names:
             raise ValueError(f'{where}.output_names: not supported')
-        for field in ('binarize', 'aggregate', 'example_weights'):
+        for field in ('binarize', 'aggregate'):
             if metrics_spec.HasField(field):
                 raise ValueError(f'{where}.{field}: not supported')
         for metric in metrics_spec.metrics:
@@ -83,16 +138,19 @@ def metric_specs(eval_config) -> tuple[MetricSpec, ...]:
                 )
             # TFMA's and Keras' default names differ (`mse` against `mean_squared_error`), so
             # every metric but the count must name itself.
-            name = config.get(
-                'name', EXAMPLE_COUNT_NAME if metric.class_name == EXAMPLE_COUNT else ''
-            )
+            default = EXAMPLE_COUNT_NAME if metric.class_name == EXAMPLE_COUNT else ''
+            if metric.class_name in PLOTS:
+                default = PLOTS[metric.class_name]().name
+            name = config.get('name', default)
             if not name:
                 raise ValueError(
                     f'{where}: metric {metric.class_name} needs a config with its name, e.g. '
                     '\'{"name": "auc"}\''
                 )
-            specs.append(MetricSpec(metric.class_name, name))
-    names = [spec.name for spec in specs]
+            # TFMA's own choice of weighted and unweighted for this metrics spec.
+            for weighted in tfma_metric_specs._example_weight_options(eval_config, metrics_spec):  # pylint: disable=protected-access
+                specs.append(MetricSpec(metric.class_name, name, bool(weighted)))
+    names = [spec.key for spec in specs]
     duplicated = sorted({name for name in names if names.count(name) > 1})
     if duplicated:
         raise ValueError(f'eval_config.metrics_specs: metric names {duplicated} appear twice')
@@ -105,9 +163,86 @@ def _make_metric(spec: MetricSpec) -> tf.keras.metrics.Metric:
         return tf.keras.metrics.Sum(name=name, dtype=tf.float64)
     # Accumulated in float64, as TFMA does: float32 sums of squared errors drift by 1e-4 relative
     # over a few thousand examples.
-    if spec.class_name == 'AUC':
-        return tf.keras.metrics.AUC(num_thresholds=AUC_NUM_THRESHOLDS, name=name, dtype=tf.float64)
     return getattr(tf.keras.metrics, spec.class_name)(name=name, dtype=tf.float64)
+
+
+# TFMA's calibration histogram (`calibration_histogram.py`): buckets 1..N of width 1/N over
+# [0, 1], bucket 0 below and N + 1 above.
+_HISTOGRAM_BUCKETS = calibration_histogram.DEFAULT_NUM_BUCKETS
+
+
+def histogram_buckets(predictions: np.ndarray) -> np.ndarray:
+    """TFMA's `_bucket_index` of each prediction, vectorized (the same float64 arithmetic)."""
+    index = (predictions.astype(np.float64) - 0.0) / 1.0 * _HISTOGRAM_BUCKETS + 1
+    return np.where(
+        index < 0, 0, np.where(index >= _HISTOGRAM_BUCKETS + 1, _HISTOGRAM_BUCKETS + 1, index)
+    ).astype(np.int64)
+
+
+class _Histogram:
+    """An AUC as TFMA computes it, from [sum of labels, of predictions, of examples] per bucket."""
+
+    def __init__(self):
+        self.variables = [np.zeros(_HISTOGRAM_BUCKETS + 2) for _ in range(3)]
+
+    def update_state(
+        self, labels: np.ndarray, predictions: np.ndarray, sample_weight: np.ndarray | None = None
+    ) -> None:
+        labels, predictions = labels.reshape(-1), predictions.reshape(-1)
+        weight = np.ones_like(predictions) if sample_weight is None else sample_weight.reshape(-1)
+        buckets = histogram_buckets(predictions)
+        size = _HISTOGRAM_BUCKETS + 2
+        for variable, sums in zip(self.variables, (labels * weight, predictions * weight, weight)):
+            variable += np.bincount(buckets, weights=sums, minlength=size)
+
+    def state(self) -> list[np.ndarray]:
+        return [v.copy() for v in self.variables]
+
+    @staticmethod
+    def buckets(state: list[np.ndarray]) -> list:
+        """TFMA's `Histogram`: its non-empty buckets, in order."""
+        labels, predictions, examples = state
+        return [
+            calibration_histogram.Bucket(int(i), labels[i], predictions[i], examples[i])
+            for i in np.flatnonzero(examples)
+        ]
+
+    @staticmethod
+    def plot(spec: MetricSpec, state: list[np.ndarray]):
+        """The plot's proto, by TFMA's own computations of it from the histogram: the plot
+        class's first computation is the histogram, every later one derives from those before."""
+        computations = PLOTS[spec.class_name](name=spec.name).computations(
+            example_weighted=spec.example_weighted
+        )
+        first, derived = computations[0], computations[1:]
+        if not isinstance(
+            first.combiner, calibration_histogram._CalibrationHistogramCombiner
+        ) or any(  # pylint: disable=protected-access
+            not isinstance(c, tfma.metrics.DerivedMetricComputation) for c in derived
+        ):
+            raise ValueError(f'{spec.class_name}: TFMA computes it otherwise than from a histogram')
+        values = {first.keys[0]: _Histogram.buckets(state)}
+        for computation in derived:
+            values.update(computation.result(values))
+        return values[computations[-1].keys[-1]]
+
+    @staticmethod
+    def auc(state: list[np.ndarray]) -> float:
+        histogram = _Histogram.buckets(state)
+        # What TFMA's binary_confusion_matrices does with a histogram: rebin it onto the
+        # thresholds (with its epsilon fences), derive the matrices, then AUC's interpolation.
+        epsilon = binary_confusion_matrices._EPSILON  # pylint: disable=protected-access
+        thresholds = binary_confusion_matrices._interpolated_thresholds(AUC_NUM_THRESHOLDS)  # pylint: disable=protected-access
+        rebin_thresholds = [t + epsilon if t != 0 else t for t in thresholds]
+        histogram = calibration_histogram.rebin(rebin_thresholds, histogram)
+        matrices = binary_confusion_matrices._histogram_to_binary_confusion_matrices(  # pylint: disable=protected-access
+            thresholds, histogram
+        )
+        return float(
+            confusion_matrix_metrics.AUC()._metric_value(  # pylint: disable=protected-access
+                'ROC', 'interpolation', None, matrices
+            )
+        )
 
 
 # A model's state: metric name -> the values of that metric's variables.
@@ -118,10 +253,14 @@ class Accumulator:
     """The metrics of one model, updated batch by batch."""
 
     def __init__(self, specs: tuple[MetricSpec, ...]):
-        self._metrics = {spec.name: (spec, _make_metric(spec)) for spec in specs}
+        self._metrics = {spec.key: (spec, _state_metric(spec)) for spec in specs}
 
-    def update(self, labels: np.ndarray, predictions: np.ndarray) -> None:
-        """Adds a batch: `labels` from `transform_features`, `predictions` from the signature."""
+    def update(
+        self, labels: np.ndarray, predictions: np.ndarray, weights: np.ndarray | None = None
+    ) -> None:
+        """Adds a batch: `labels` from `transform_features`, `predictions` from the signature,
+        `weights` (one per example) for the weighted metrics; none weighs every example 1, as
+        TFMA does without an `example_weight_key`."""
         labels = np.asarray(labels)
         predictions = np.asarray(predictions)
         batch = labels.shape[0]
@@ -129,23 +268,32 @@ class Accumulator:
             raise ValueError(
                 f'labels and predictions differ in batch size: {labels.shape} vs {predictions.shape}'
             )
+        column = None if weights is None else np.asarray(weights, np.float64).reshape(batch, 1)
         for spec, metric in self._metrics.values():
+            weight = column if spec.example_weighted else None
             shape = _SHAPES[spec.class_name]
             if shape == 'count':
-                metric.update_state(float(batch))
+                metric.update_state(float(batch) if weight is None else weight.sum())
             elif shape == 'column':
                 # [batch, 1]: Keras' mean metrics average over the last axis first, so a [batch]
                 # vector would count as one example.
                 metric.update_state(
                     labels.reshape(batch, -1)[:, :1].astype(np.float64),
                     _one_column(predictions, spec).astype(np.float64),
+                    sample_weight=weight,
                 )
             else:
-                metric.update_state(labels.reshape(batch, -1)[:, 0], predictions.reshape(batch, -1))
+                metric.update_state(
+                    labels.reshape(batch, -1)[:, 0],
+                    predictions.reshape(batch, -1),
+                    sample_weight=None if weight is None else weight[:, 0],
+                )
 
     def state(self) -> State:
         return {
-            name: [v.numpy() for v in metric.variables]
+            name: metric.state()
+            if isinstance(metric, (_Histogram, _ClassMatrix))
+            else [v.numpy() for v in metric.variables]
             for name, (_, metric) in self._metrics.items()
         }
 
@@ -173,12 +321,89 @@ def merge_states(a: Mapping[str, State], b: Mapping[str, State]) -> dict[str, St
     return merged
 
 
-def metric_values(specs: tuple[MetricSpec, ...], state: State) -> dict[str, float]:
-    """{metric name: value} of one model's merged state."""
+def merge_sliced_states(
+    a: Mapping[tuple, Mapping[str, State]], b: Mapping[tuple, Mapping[str, State]]
+) -> dict[tuple, dict[str, State]]:
+    """Adds two {(slice key, partition): {model name: State}} maps, key by key."""
+    merged = {key: dict(states) for key, states in a.items()}
+    for key, states in b.items():
+        merged[key] = merge_states(merged.get(key, {}), states)
+    return merged
+
+
+def _state_metric(spec: MetricSpec):
+    if spec.class_name == 'MultiClassConfusionMatrixPlot':
+        return _ClassMatrix()
+    if spec.class_name in _FROM_HISTOGRAM:
+        return _Histogram()
+    return _make_metric(spec)
+
+
+class _ClassMatrix:
+    """TFMA's multi-class confusion matrix at its default threshold 0.0: [weight, examples] per
+    (actual class id, predicted class id), ids offset by one so that -1 (TFMA's "no prediction",
+    when the top probability is <= the threshold) is index 0."""
+
+    THRESHOLD = 0.0
+
+    def __init__(self):
+        self.variables: list[np.ndarray] = []
+
+    def update_state(self, labels, predictions, sample_weight=None) -> None:
+        labels = np.asarray(labels).astype(np.int64)
+        classes = predictions.shape[1]
+        if not self.variables:
+            self.variables = [np.zeros((classes + 1, classes + 1)) for _ in range(2)]
+        if labels.size and (labels.min() < -1 or labels.max() >= classes):
+            raise ValueError(
+                f'MultiClassConfusionMatrixPlot: class ids {labels.min()}..{labels.max()} '
+                f'outside the {classes} classes of the predictions'
+            )
+        predicted = np.argmax(predictions, axis=1)
+        top = predictions[np.arange(labels.size), predicted]
+        predicted = np.where(top <= self.THRESHOLD, -1, predicted)
+        weight = np.ones(labels.size) if sample_weight is None else sample_weight
+        for variable, values in zip(self.variables, (weight, np.ones(labels.size))):
+            np.add.at(variable, (labels + 1, predicted + 1), values)
+
+    def state(self) -> list[np.ndarray]:
+        return [v.copy() for v in self.variables]
+
+    @staticmethod
+    def plot(state: list[np.ndarray]):
+        """TFMA's `Matrices(...).to_proto()` of the entries that examples reached."""
+        weights, seen = state
+        entries = {
+            multi_class_confusion_matrix_metrics.MatrixEntryKey(int(a) - 1, int(p) - 1): float(
+                weights[a, p]
+            )
+            for a, p in zip(*np.nonzero(seen))
+        }
+        matrices = multi_class_confusion_matrix_metrics.Matrices({_ClassMatrix.THRESHOLD: entries})
+        return matrices.to_proto().multi_class_confusion_matrix_at_thresholds
+
+
+# One Keras metric per spec turns states into values: made once, not per slice and sample.
+_RESULT_METRICS: dict[MetricSpec, tf.keras.metrics.Metric] = {}
+
+
+def metric_values(specs: tuple[MetricSpec, ...], state: State) -> dict[MetricSpec, float]:
+    """{metric: value} of one model's merged state."""
     values = {}
     for spec in specs:
-        metric = _make_metric(spec)
-        for variable, value in zip(metric.variables, state[spec.name]):
+        if spec.class_name == 'AUC':
+            values[spec] = _Histogram.auc(state[spec.key])
+            continue
+        if spec.class_name == 'MultiClassConfusionMatrixPlot':
+            values[spec] = _ClassMatrix.plot(state[spec.key])
+            continue
+        if spec.is_plot:
+            values[spec] = _Histogram.plot(spec, state[spec.key])
+            continue
+        if spec not in _RESULT_METRICS:
+            _RESULT_METRICS[spec] = _make_metric(spec)
+        metric = _RESULT_METRICS[spec]
+        for variable, value in zip(metric.variables, state[spec.key]):
             variable.assign(value)
-        values[spec.name] = float(metric.result().numpy())
+        values[spec] = float(metric.result().numpy())
     return values

@@ -2,10 +2,11 @@
 `tfma.load_validation_result`, TFMA's notebook views and the run summary read.
 
 A `ModelEvaluation` directory holds `eval_config.json` (the `EvalRun`), `metrics-*.tfrecord` (one
-`MetricsForSlice` per slice), `plots-*` and `attributions-*` (empty for the overall slice, as TFMA
-writes them when no plot or attribution is configured) and `validations.tfrecord` (one
-`ValidationResult`). The metric keys, the candidate-minus-baseline diffs and the threshold checks
-are TFMA's: `tfma.metrics.MetricKey`, and TFMA's own `metrics_validator.validate_metrics`.
+`MetricsForSlice` per slice and cross slice), `plots-*` and `attributions-*` (empty per slice, as
+TFMA writes them when no plot or attribution is configured) and `validations.tfrecord` (one
+`ValidationResult`). The metric keys, the cross-slice and candidate-minus-baseline diffs and the
+threshold checks are TFMA's: `tfma.metrics.MetricKey`, TFMA's own
+`metrics_validator.validate_metrics` per slice and its writer's `CombineValidations`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ import tensorflow as tf
 import tensorflow_model_analysis as tfma
 from google.protobuf import json_format
 from tensorflow_model_analysis import version as tfma_version
-from tensorflow_model_analysis.evaluators import metrics_validator
+from tensorflow_model_analysis.evaluators import (
+    confidence_intervals_util,
+    jackknife,
+    metrics_validator,
+)
+from tensorflow_model_analysis.evaluators import (
+    metrics_plots_and_validations_evaluator as tfma_evaluator,
+)
+from tensorflow_model_analysis.metrics import metric_specs as tfma_metric_specs
 from tensorflow_model_analysis.proto import config_pb2, metrics_for_slice_pb2, validation_result_pb2
 from tensorflow_model_analysis.slicer import slicer_lib
 from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
@@ -31,6 +40,8 @@ ATTRIBUTIONS_FILE = 'attributions-00000-of-00001.tfrecord'
 VALIDATIONS_FILE = 'validations.tfrecord'
 # The overall slice's key.
 OVERALL_SLICE = ()
+# A slice key as TFMA writes it (`slicing.SliceKey`).
+SliceKey = tuple
 
 
 def keyed_values(
@@ -38,38 +49,203 @@ def keyed_values(
     states: Mapping[str, metrics.State],
     eval_config: tfma.EvalConfig,
 ) -> dict[tfma.metrics.MetricKey, float]:
-    """{MetricKey: value} for every model, plus the candidate's diffs when there is a baseline."""
-    baseline = next((m.name for m in eval_config.model_specs if m.is_baseline), None)
+    """{MetricKey: value} of one slice for every model (no diffs yet)."""
     values = {}
-    per_model = {name: metrics.metric_values(specs, state) for name, state in states.items()}
-    for model_name, model_values in per_model.items():
-        for name, value in model_values.items():
-            values[tfma.metrics.MetricKey(name, model_name=model_name, example_weighted=False)] = (
-                value
-            )
-    if baseline is not None:
-        for model_name, model_values in per_model.items():
-            if model_name == baseline:
-                continue
-            for name, value in model_values.items():
-                key = tfma.metrics.MetricKey(
-                    name, model_name=model_name, example_weighted=False, is_diff=True
-                )
-                values[key] = value - per_model[baseline][name]
+    for model_name, state in states.items():
+        for spec, value in metrics.metric_values(specs, state).items():
+            key_type = tfma.metrics.PlotKey if spec.is_plot else tfma.metrics.MetricKey
+            key = key_type(spec.name, model_name=model_name, example_weighted=spec.example_weighted)
+            values[key] = value
     return values
 
 
+def _with_diffs(
+    values: Mapping[tfma.metrics.MetricKey, float], baseline: str | None
+) -> dict[tfma.metrics.MetricKey, float]:
+    """`values` plus each candidate metric minus the baseline's (TFMA's `add_diff_metrics`)."""
+    out = dict(values)
+    if baseline is None:
+        return out
+    for key, value in values.items():
+        if isinstance(key, tfma.metrics.PlotKey):  # TFMA diffs numbers only
+            continue
+        baseline_key = key.make_baseline_key(baseline)
+        if not key.is_diff and key.model_name != baseline and baseline_key in values:
+            out[key.make_diff_key()] = value - values[baseline_key]
+    return out
+
+
+def _applies(slice_key: SliceKey, slicing_specs) -> bool:
+    return any(
+        slicer_lib.SingleSliceSpec(spec=s).is_slice_applicable(slice_key) for s in slicing_specs
+    )
+
+
+def _cross_slice_values(
+    per_slice: Mapping[SliceKey, Mapping[tfma.metrics.MetricKey, float]],
+    eval_config: tfma.EvalConfig,
+) -> dict[tuple, dict[tfma.metrics.MetricKey, float]]:
+    """TFMA's cross slices (`_AddCrossSliceMetrics`): for each cross spec, every slice of its
+    baseline spec against every slice of its comparison specs (every slice not of the baseline
+    spec when it has none), each metric the baseline slice's value minus the comparison's."""
+    out = {}
+    for cross in eval_config.cross_slicing_specs:
+        for baseline_key, baseline_values in per_slice.items():
+            if not _applies(baseline_key, [cross.baseline_spec]):
+                continue
+            for comparison_key, comparison_values in per_slice.items():
+                if cross.slicing_specs:
+                    if not _applies(comparison_key, cross.slicing_specs):
+                        continue
+                elif _applies(comparison_key, [cross.baseline_spec]):
+                    continue
+                out[(baseline_key, comparison_key)] = {
+                    key: baseline_values[key] - value
+                    for key, value in comparison_values.items()
+                    if key in baseline_values and not isinstance(key, tfma.metrics.PlotKey)
+                }
+    return out
+
+
+def sliced_values(
+    specs: tuple[metrics.MetricSpec, ...],
+    states: Mapping[SliceKey, Mapping[str, metrics.State]],
+    eval_config: tfma.EvalConfig,
+) -> dict[tuple, dict[tfma.metrics.MetricKey, float]]:
+    """{slice key or cross slice key: {MetricKey: value}}, with the candidate's diffs against
+    the baseline for every slice and cross slice when there is a baseline."""
+    baseline = next((m.name for m in eval_config.model_specs if m.is_baseline), None)
+    per_slice = {
+        key: keyed_values(specs, by_model, eval_config) for key, by_model in states.items()
+    }
+    per_slice.update(_cross_slice_values(per_slice, eval_config))
+    return {key: _with_diffs(values, baseline) for key, values in per_slice.items()}
+
+
+def num_jackknife_partitions(eval_config: tfma.EvalConfig) -> int:
+    """TFMA's number of jackknife partitions for `eval_config` (with its defaults): 20 when it
+    asks for confidence intervals, else 0."""
+    params = tfma_evaluator._get_confidence_interval_params(  # pylint: disable=protected-access
+        eval_config, eval_config.metrics_specs
+    )
+    return params.num_jackknife_samples
+
+
+def evaluate(
+    specs: tuple[metrics.MetricSpec, ...],
+    states: Mapping[tuple, Mapping[str, metrics.State]],
+    eval_config: tfma.EvalConfig,
+    num_partitions: int,
+) -> dict[tuple, dict]:
+    """{slice or cross slice key: {MetricKey: value}} from {(slice key, partition): {model:
+    State}}; with partitions, TFMA's delete-d jackknife: each value a `ValueWithTDistribution`
+    whose samples are the metrics (cross-slice values and diffs included) of all partitions but
+    one, combined by TFMA's own `_JackknifeSampleCombineFn` (pseudo-values, n - 1 degrees of
+    freedom); the metrics TFMA skips keep a plain value."""
+    by_slice: dict[SliceKey, dict[int, Mapping[str, metrics.State]]] = {}
+    for (slice_key, partition), by_model in states.items():
+        by_slice.setdefault(slice_key, {})[partition] = by_model
+    point = sliced_values(specs, _merged(by_slice, exclude=None), eval_config)
+    if not num_partitions:
+        return point
+    samples = [
+        sliced_values(specs, _merged(by_slice, exclude=i), eval_config)
+        for i in range(num_partitions)
+    ]
+    skip = tfma_metric_specs.metric_keys_to_skip_for_confidence_intervals(
+        eval_config.metrics_specs, eval_config=eval_config
+    )
+    out = {}
+    for key, values in point.items():
+        combine = jackknife._JackknifeSampleCombineFn(num_partitions, skip)  # pylint: disable=protected-access
+        accumulator = combine.create_accumulator()
+        full = confidence_intervals_util.SampleMetrics(dict(values), jackknife._FULL_SAMPLE_ID)  # pylint: disable=protected-access
+        accumulator = combine.add_input(accumulator, full)
+        for sample_id, sample in enumerate(samples):
+            if key in sample:
+                accumulator = combine.add_input(
+                    accumulator, confidence_intervals_util.SampleMetrics(sample[key], sample_id)
+                )
+        out[key] = combine.extract_output(accumulator)
+    return out
+
+
+def _merged(by_slice, exclude: int | None) -> dict[SliceKey, dict[str, metrics.State]]:
+    """Per slice, the states of its partitions but `exclude`; a slice with none left is out."""
+    out = {}
+    for slice_key, partitions in by_slice.items():
+        merged = {}
+        for partition, by_model in partitions.items():
+            if partition != exclude:
+                merged = metrics.merge_states(merged, by_model)
+        if merged:
+            out[slice_key] = merged
+    return out
+
+
 def validate(
-    values: Mapping[tfma.metrics.MetricKey, float], eval_config: tfma.EvalConfig
+    values: Mapping[tuple, Mapping[tfma.metrics.MetricKey, float]], eval_config: tfma.EvalConfig
 ) -> validation_result_pb2.ValidationResult:
-    """TFMA's threshold checks of the overall slice's values."""
-    return metrics_validator.validate_metrics((OVERALL_SLICE, dict(values)), eval_config)
+    """TFMA's threshold checks of every slice and cross slice, combined as TFMA's writer combines
+    them (`CombineValidations`: a failing slice fails the whole; a gated slice spec that matched
+    no slice is listed in `missing_slices` and fails too).
+
+    Note, from TFMA's code (`metrics_validator.validate_metrics`): a metric's `threshold` without
+    slicing specs is checked on every single slice, not only the overall one; and a value with a
+    confidence interval is checked by its point value (`float(ValueWithTDistribution)` is the
+    unsampled value), never by its bounds."""
+    combine = tfma_writer.CombineValidations(eval_config)
+    accumulator = combine.create_accumulator()
+    for slice_key, slice_values in values.items():
+        slice_values = _metrics_only(slice_values)
+        accumulator = combine.add_input(
+            accumulator,
+            metrics_validator.validate_metrics((slice_key, dict(slice_values)), eval_config),
+        )
+    return combine.extract_output(accumulator)
+
+
+def failures(validation: validation_result_pb2.ValidationResult) -> list[str]:
+    """One line per failed check: the slice, the metric, its value and the threshold; and the
+    gated slices no example fell into."""
+    lines = []
+    for per_slice in validation.metric_validations_per_slice:
+        if per_slice.HasField('cross_slice_key'):
+            key = slicer_lib.deserialize_cross_slice_key(per_slice.cross_slice_key)
+            where = f'{slicer_lib.stringify_slice_key(key[0])} vs {slicer_lib.stringify_slice_key(key[1])}'
+        else:
+            where = slicer_lib.stringify_slice_key(
+                slicer_lib.deserialize_slice_key(per_slice.slice_key)
+            )
+        for failure in per_slice.failures:
+            key = tfma.metrics.MetricKey.from_proto(failure.metric_key)
+            name = key.name + (f' ({key.model_name})' if key.model_name else '')
+            name += ' change against the baseline' if key.is_diff else ''
+            threshold = failure.metric_threshold
+            bound = json_format.MessageToDict(
+                threshold.value_threshold
+                if threshold.HasField('value_threshold')
+                else threshold.change_threshold
+            )
+            value = (
+                f'{failure.metric_value.double_value.value:.6g}'
+                if failure.HasField('metric_value')
+                else failure.message.strip()
+            )
+            lines.append(f'slice {where}: {name} {value}, threshold {bound}')
+    for spec in validation.missing_slices:
+        lines.append(
+            f'slice spec {json_format.MessageToDict(spec)}: no example in it (missing slice)'
+        )
+    for spec in validation.missing_cross_slices:
+        lines.append(f'cross slice spec {json_format.MessageToDict(spec)}: missing')
+    return lines
 
 
 def write_evaluation(
     output_dir: str,
     eval_config: tfma.EvalConfig,
-    values: Mapping[tfma.metrics.MetricKey, float],
+    values: Mapping[tuple, Mapping[tfma.metrics.MetricKey, float]],
     validation: validation_result_pb2.ValidationResult,
     model_locations: Mapping[str, str],
     data_location: str,
@@ -85,15 +261,39 @@ def write_evaluation(
     )
     with tf.io.gfile.GFile(os.path.join(output_dir, EVAL_CONFIG_FILE), 'w') as f:
         f.write(json_format.MessageToJson(eval_run))
-    slice_key = slicer_lib.serialize_slice_key(OVERALL_SLICE)
+    # One record per slice and cross slice in each file, as TFMA's writer writes them (empty
+    # plots and attributions when none is configured).
     records = {
-        METRICS_FILE: tfma_writer.convert_slice_metrics_to_proto(
-            (OVERALL_SLICE, dict(values)), add_metrics_callbacks=None
-        ),
-        PLOTS_FILE: metrics_for_slice_pb2.PlotsForSlice(slice_key=slice_key),
-        ATTRIBUTIONS_FILE: metrics_for_slice_pb2.AttributionsForSlice(slice_key=slice_key),
-        VALIDATIONS_FILE: validation,
+        METRICS_FILE: [
+            tfma_writer.convert_slice_metrics_to_proto(
+                (key, _metrics_only(v)), add_metrics_callbacks=None
+            )
+            for key, v in values.items()
+        ],
+        PLOTS_FILE: [
+            tfma_writer.convert_slice_plots_to_proto(
+                (key, {k: p for k, p in v.items() if isinstance(k, tfma.metrics.PlotKey)}),
+                add_metrics_callbacks=None,
+            )
+            for key, v in values.items()
+        ],
+        ATTRIBUTIONS_FILE: [
+            _empty_for_slice(metrics_for_slice_pb2.AttributionsForSlice, key) for key in values
+        ],
+        VALIDATIONS_FILE: [validation],
     }
-    for name, record in records.items():
+    for name, protos in records.items():
         with tf.io.TFRecordWriter(os.path.join(output_dir, name)) as writer:
-            writer.write(record.SerializeToString())
+            for record in protos:
+                writer.write(record.SerializeToString())
+
+
+def _metrics_only(values: Mapping) -> dict:
+    """The values of `MetricKey`s, without the plots (TFMA's `_filter_by_key_type`)."""
+    return {k: v for k, v in values.items() if not isinstance(k, tfma.metrics.PlotKey)}
+
+
+def _empty_for_slice(message_type, key: tuple):
+    if slicer_lib.is_cross_slice_key(key):
+        return message_type(cross_slice_key=slicer_lib.serialize_cross_slice_key(key))
+    return message_type(slice_key=slicer_lib.serialize_slice_key(key))

@@ -1,11 +1,12 @@
 """The Evaluator's Beam pipeline: read the eval split, batch it, score every batch with every
-model, and merge the metric states into one per model.
+model, and merge the metric states into one per (slice key, model).
 
 Each model is a serving SavedModel as the Trainer exports it: its preprocessing signature
 (`transform_features`) gives the label, its serving signature the prediction, both called on the
 same batch of serialized raw examples, as TFMA calls them. Batches are large (thousands of
-examples per signature call) and a worker keeps one state per model for its whole bundle, so what
-crosses stages is a few states, not per-example predictions.
+examples per signature call) and a worker keeps one state per slice key and model for its whole
+bundle, so what crosses stages is a few states, not per-example predictions. The rows of each
+slice come from `slicing` (TFMA's slice keys over the transformed and raw features).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 from apache_beam.transforms import window
 
-from asynctrain.components.evaluator import metrics
+from asynctrain.components.evaluator import metrics, slicing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +34,8 @@ class ModelToScore:
       preprocessing: The signature that returns the transformed features, label included.
       label_key: The label's key among the transformed features.
       prediction_key: The prediction's key among the signature's outputs.
+      example_weight_key: The feature that weighs each example: a transformed feature, else a
+        raw one (as TFMA looks it up); '' weighs every example 1.
     """
 
     name: str
@@ -41,6 +44,7 @@ class ModelToScore:
     preprocessing: str
     label_key: str
     prediction_key: str
+    example_weight_key: str = ''
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,9 +70,12 @@ class _Signature:
             )
         return cls(function, next(iter(kwargs)), where)
 
-    def output(self, examples: tf.Tensor, key: str, field: str) -> np.ndarray:
-        """The output `key` (named by the model spec's `field`) for `examples`."""
-        outputs = self.function(**{self.input_name: examples})
+    def outputs(self, examples: tf.Tensor) -> dict:
+        """Every output of the signature for `examples`."""
+        return self.function(**{self.input_name: examples})
+
+    def pick(self, outputs: dict, key: str, field: str) -> np.ndarray:
+        """The output `key` (named by the model spec's `field`) of `outputs`."""
         if key not in outputs:
             raise ValueError(
                 f'{self.where}: {field} {key!r} is not among its outputs {sorted(outputs)}'
@@ -77,11 +84,25 @@ class _Signature:
 
 
 class _ScoreBatches(beam.DoFn):
-    """Batches of serialized examples in; one {model name: metric state} per bundle out."""
+    """Batches of serialized examples in; one {slice key: {model name: metric state}} per bundle
+    out."""
 
-    def __init__(self, models: Sequence[ModelToScore], specs: tuple[metrics.MetricSpec, ...]):
+    def __init__(
+        self,
+        models: Sequence[ModelToScore],
+        specs: tuple[metrics.MetricSpec, ...],
+        slice_specs: Sequence,
+        num_partitions: int = 0,
+        seed: int | None = None,
+    ):
         self._models = tuple(models)
+        self._num_partitions = num_partitions
+        self._seed = seed
         self._specs = specs
+        self._slice_specs = list(slice_specs)
+        self._slice_features = slicing.feature_names(self._slice_specs)
+        weight_keys = {m.example_weight_key for m in self._models} - {''}
+        self._raw_names = tuple(sorted(set(self._slice_features) | weight_keys))
         self._examples = beam.metrics.Metrics.counter('asynctrain_evaluator', 'examples_scored')
 
     def setup(self) -> None:
@@ -94,40 +115,107 @@ class _ScoreBatches(beam.DoFn):
             )
             for model, saved_model in zip(self._models, self._saved_models)
         ]
+        self._raw_features = slicing.RawFeatureParser(self._raw_names)
+        # TFMA's jackknife puts each (slice, example) in a random partition, unseeded.
+        self._random = np.random.default_rng(self._seed)
 
     def start_bundle(self) -> None:
-        self._accumulators = {m.name: metrics.Accumulator(self._specs) for m in self._models}
+        # {(slice key, partition): {model name: Accumulator}}, made as a bundle meets each; the
+        # partition is 0 without confidence intervals.
+        self._accumulators: dict[tuple, dict[str, metrics.Accumulator]] = {}
         self._scored = 0
 
     def process(self, batch: Sequence[bytes]) -> Iterator[dict]:
         examples = tf.constant(list(batch), dtype=tf.string)
+        size = len(batch)
+        scored, transformed = [], []
         for model, (transform, serve) in zip(self._models, self._signatures):
-            self._accumulators[model.name].update(
-                transform.output(examples, model.label_key, 'label_key'),
-                serve.output(examples, model.prediction_key, 'prediction_key'),
+            features = transform.outputs(examples)
+            transformed.append(features)
+            labels = transform.pick(features, model.label_key, 'label_key')
+            predictions = serve.pick(
+                serve.outputs(examples), model.prediction_key, 'prediction_key'
             )
-        self._scored += len(batch)
+            scored.append([model, labels, predictions, None])
+        unresolved = [n for n in self._raw_names if not any(n in t for t in transformed)]
+        raw = self._raw_features.parse(batch) if unresolved else {}
+        for item, features in zip(scored, transformed):
+            if item[0].example_weight_key:
+                item[3] = _weights(item[0], features, raw, size)
+        # Without slice features every spec is the overall slice: all rows, no indexing.
+        rows_by_slice = {(): None}
+        if self._slice_features:
+            columns = slicing.columns_for_slicing(self._slice_features, transformed, raw, size)
+            rows_by_slice = slicing.rows_by_slice(self._slice_specs, columns, size)
+        for slice_key, rows in rows_by_slice.items():
+            for partition, part in self._partitions(size if rows is None else rows):
+                self._update((slice_key, partition), part, size, scored)
+        self._scored += size
         self._examples.inc(len(batch))
         return iter(())
+
+    def _partitions(self, rows):
+        """[(partition, rows)]: all rows in partition 0 without confidence intervals, else each
+        row in a random one of `num_partitions` (`rows` an int: all rows of a batch that size)."""
+        if not self._num_partitions:
+            return [(0, None if isinstance(rows, int) else rows)]
+        rows = np.arange(rows) if isinstance(rows, int) else rows
+        drawn = self._random.integers(self._num_partitions, size=rows.size)
+        return [(int(p), rows[drawn == p]) for p in np.unique(drawn)]
+
+    def _update(self, key: tuple, rows, size: int, scored: list) -> None:
+        accumulators = self._accumulators.setdefault(key, {})
+        whole = rows is None or rows.size == size
+        for model, labels, predictions, weights in scored:
+            if model.name not in accumulators:
+                accumulators[model.name] = metrics.Accumulator(self._specs)
+            if not whole:
+                labels, predictions = labels[rows], predictions[rows]
+                weights = None if weights is None else weights[rows]
+            accumulators[model.name].update(labels, predictions, weights)
 
     def finish_bundle(self) -> Iterable[beam.utils.windowed_value.WindowedValue]:
         if self._scored:
             yield window.GlobalWindows.windowed_value(
-                {name: accumulator.state() for name, accumulator in self._accumulators.items()}
+                {
+                    slice_key: {name: a.state() for name, a in accumulators.items()}
+                    for slice_key, accumulators in self._accumulators.items()
+                }
             )
 
 
+def _weights(model: ModelToScore, transformed: dict, raw: dict, size: int) -> np.ndarray:
+    """One weight per example: the model's transformed feature, else the raw one (TFMA's
+    `get_feature_values_for_model_spec_field`); ValueError naming the key unless each example
+    has exactly one."""
+    key = model.example_weight_key
+    if key in transformed:
+        rows, values = slicing.transformed_column(transformed[key], size)
+    elif key in raw:
+        rows, values = raw[key]
+    else:
+        rows, values = np.zeros(0, np.int64), np.zeros(0)
+    if rows.size != size or np.any(np.bincount(rows, minlength=size) != 1):
+        raise ValueError(
+            f'example_weight_key {key!r} of model {model.name or "(candidate)"}: expected one '
+            f'value per example, got {rows.size} values for {size} examples'
+        )
+    weights = np.zeros(size)
+    weights[rows] = values
+    return weights
+
+
 class _MergeStates(beam.CombineFn):
-    """Adds the per-bundle states into one {model name: metric state}."""
+    """Adds the per-bundle states into one {slice key: {model name: metric state}}."""
 
     def create_accumulator(self) -> dict:
         return {}
 
     def add_input(self, accumulator: dict, state: dict) -> dict:
-        return metrics.merge_states(accumulator, state)
+        return metrics.merge_sliced_states(accumulator, state)
 
     def merge_accumulators(self, accumulators: Iterable[dict]) -> dict:
-        return functools.reduce(metrics.merge_states, accumulators, {})
+        return functools.reduce(metrics.merge_sliced_states, accumulators, {})
 
     def extract_output(self, accumulator: dict) -> dict:
         return accumulator
@@ -141,9 +229,14 @@ def ScoreExamples(  # pylint: disable=invalid-name
     models: Sequence[ModelToScore],
     specs: tuple[metrics.MetricSpec, ...],
     batch_size: int,
+    slice_specs: Sequence,
+    num_partitions: int = 0,
+    seed: int | None = None,
 ) -> beam.PCollection:
-    """The merged {model name: metric state} of every model over the examples in `file_patterns`
-    (TFRecords of serialized `tf.Example`s, GZIP by their `.gz` suffix); one element, `{}` when
+    """The merged {(slice key, partition): {model name: metric state}} of every model over the
+    examples in `file_patterns` (TFRecords of serialized `tf.Example`s, GZIP by their `.gz`
+    suffix), for the slices of `slice_specs` (`slicing.slice_specs`), each (slice, example) in a
+    random one of `num_partitions` for the jackknife (partition 0 when 0); one element, `{}` when
     there are none."""
     reads = [
         pipeline | f'ReadExamples[{index}]' >> beam.io.ReadFromTFRecord(pattern)
@@ -153,6 +246,6 @@ def ScoreExamples(  # pylint: disable=invalid-name
         reads
         | 'FlattenExamples' >> beam.Flatten()
         | 'Batch' >> beam.BatchElements(min_batch_size=batch_size, max_batch_size=batch_size)
-        | 'Score' >> beam.ParDo(_ScoreBatches(models, specs))
+        | 'Score' >> beam.ParDo(_ScoreBatches(models, specs, slice_specs, num_partitions, seed))
         | 'MergeStates' >> beam.CombineGlobally(_MergeStates())
     )

@@ -3,16 +3,25 @@ keys, the same values, the same threshold checks and blessing, per task and with
 
 TFMA runs through `tfma.run_model_analysis` (the engine inside stock Evaluator); ours through
 `scoring.ScoreExamples` and `executor.evaluate_and_write`, in small batches so that states from
-several batches are merged.
+several batches are merged. The examples carry raw features the models never read
+(`evaluator_testdata.serialize`), and the binary and baseline cases slice on them: feature keys,
+a feature cross over a multi-valued feature, feature values, the label (which TFMA takes from the
+transformed features), cross slices, and per-slice and cross-slice thresholds that fail on the
+slice where the model is bad.
 """
+
+import json
 
 import apache_beam as beam
 import pytest
+import tensorflow as tf
 import tensorflow_model_analysis as tfma
+from google.protobuf import json_format
+from tensorflow_model_analysis.slicer import slicer_lib
 from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
 from tfx.types import standard_artifacts
 
-from asynctrain.components.evaluator import executor
+from asynctrain.components.evaluator import executor, results
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.pipelines import pipeline as pipeline_lib
 from asynctrain.pipelines.config import load_config
@@ -32,12 +41,80 @@ def _model_artifact(tmp_path, name: str, task: str, slope: float):
     return artifact
 
 
-def _run_both(tmp_path, task, evaluation, candidate_slope=4.0, baseline_slope=None):
-    records = data.serialize(data.random_rows(task, ROWS))
+SLICES = [['payment_type'], ['trip_start_hour'], ['payment_type', 'company']]
+
+
+def _more_slices(eval_config, metric):
+    """Adds what the pipeline's settings do not write: feature values, a slice on the label, a
+    cross slice, a cross-slice threshold on `metric`, and the calibration and confusion-matrix
+    (PR and ROC curves) plots."""
+    eval_config.slicing_specs.extend(
+        [
+            tfma.SlicingSpec(
+                feature_keys=['trip_start_hour'], feature_values={'payment_type': 'Cash'}
+            ),
+            tfma.SlicingSpec(feature_values={'trip_start_hour': '2'}),
+            tfma.SlicingSpec(feature_keys=[data.LABEL]),
+        ]
+    )
+    cross = tfma.CrossSlicingSpec(
+        baseline_spec=tfma.SlicingSpec(),
+        slicing_specs=[tfma.SlicingSpec(feature_keys=['payment_type'])],
+    )
+    eval_config.cross_slicing_specs.append(cross)
+    eval_config.metrics_specs[0].metrics.extend(
+        [
+            tfma.MetricConfig(class_name='CalibrationPlot'),
+            tfma.MetricConfig(class_name='ConfusionMatrixPlot'),
+        ]
+    )
+    (config,) = [
+        m
+        for spec in eval_config.metrics_specs
+        for m in spec.metrics
+        if json.loads(m.config or '{}').get('name') == metric
+    ]
+    config.cross_slice_thresholds.append(
+        tfma.CrossSliceMetricThreshold(
+            cross_slicing_specs=[cross],
+            threshold=tfma.MetricThreshold(
+                value_threshold=tfma.GenericValueThreshold(upper_bound={'value': 0.1})
+            ),
+        )
+    )
+
+
+def _run_both(
+    tmp_path,
+    task,
+    evaluation,
+    candidate_slope=4.0,
+    baseline_slope=None,
+    more_slices=None,
+    weights=None,
+    confidence_intervals=False,
+    extra_metrics=(),
+):
+    """Both evaluators on the same models and examples; `weights`: None, 'default' (an
+    `example_weight_key`: TFMA then weighs every metric) or 'both' (weighted and unweighted)."""
+    records = data.serialize(data.random_rows(task, ROWS), slice_features=True)
     files = data.write_gzip_tfrecords(str(tmp_path / 'examples' / 'data'), records, num_files=3)
     pattern = str(tmp_path / 'examples' / '*')
     config = load_config(work_dir=str(tmp_path / 'work'), evaluation=evaluation)
     raw_config = pipeline_lib.eval_config(config, fc.ColumnLabel(data.LABEL, task))
+    if more_slices:
+        _more_slices(raw_config, more_slices)
+    if weights:
+        for model_spec in raw_config.model_specs:
+            model_spec.example_weight_key = data.WEIGHT
+    raw_config.options.compute_confidence_intervals.value = confidence_intervals
+    raw_config.metrics_specs[0].metrics.extend(
+        tfma.MetricConfig(class_name=name) for name in extra_metrics
+    )
+    if weights == 'both':
+        for metrics_spec in raw_config.metrics_specs:
+            metrics_spec.example_weights.weighted = True
+            metrics_spec.example_weights.unweighted = True
     has_baseline = baseline_slope is not None
     eval_config = tfma.utils.update_eval_config_with_defaults(
         raw_config, has_baseline=has_baseline, rubber_stamp=True
@@ -62,51 +139,187 @@ def _run_both(tmp_path, task, evaluation, candidate_slope=4.0, baseline_slope=No
     with beam.Pipeline() as pipeline:
         executor.add_evaluation(pipeline, [pattern], models, eval_config, ours_dir, batch_size=256)
     assert len(files) == 3
-    return stock_dir, ours_dir
+    return stock_dir, ours_dir, records
+
+
+def _weight_sum(records):
+    return sum(
+        tf.train.Example.FromString(r).features.feature[data.WEIGHT].float_list.value[0]
+        for r in records
+    )
+
+
+def _slice_key(record):
+    if record.HasField('cross_slice_key'):
+        return slicer_lib.deserialize_cross_slice_key(record.cross_slice_key)
+    return slicer_lib.deserialize_slice_key(record.slice_key)
 
 
 def _values(output_dir):
-    (slice_metrics,) = list(tfma_writer.load_and_deserialize_metrics(output_dir))
-    assert slice_metrics.slice_key == type(slice_metrics.slice_key)()  # the overall slice
+    """{slice key: {MetricKey: value}} of every slice and cross slice."""
+    out = {}
+    for slice_metrics in tfma_writer.load_and_deserialize_metrics(output_dir):
+        key = _slice_key(slice_metrics)
+        assert key not in out
+        out[key] = {
+            tfma.metrics.MetricKey.from_proto(kv.key): kv.value.double_value.value
+            for kv in slice_metrics.metric_keys_and_values
+        }
+    return out
+
+
+def _intervals(output_dir):
+    """{(slice key, MetricKey): (lower, value, upper, degrees of freedom)} of the values with a
+    confidence interval."""
+    out = {}
+    for slice_metrics in tfma_writer.load_and_deserialize_metrics(output_dir):
+        for kv in slice_metrics.metric_keys_and_values:
+            if kv.HasField('confidence_interval'):
+                interval = kv.confidence_interval
+                out[(_slice_key(slice_metrics), tfma.metrics.MetricKey.from_proto(kv.key))] = (
+                    interval.lower_bound.double_value.value,
+                    kv.value.double_value.value,
+                    interval.upper_bound.double_value.value,
+                    interval.degrees_of_freedom.value,
+                )
+    return out
+
+
+def _plots(output_dir):
+    """{(slice key, PlotKey): the plot as a dict}."""
     return {
-        tfma.metrics.MetricKey.from_proto(kv.key): kv.value.double_value.value
-        for kv in slice_metrics.metric_keys_and_values
+        (_slice_key(record), tfma.metrics.PlotKey.from_proto(kv.key)): json_format.MessageToDict(
+            kv.value
+        )
+        for record in tfma_writer.load_and_deserialize_plots(output_dir)
+        for kv in record.plot_keys_and_values
     }
+
+
+def _assert_close(ours, stock, where):
+    """The same structure, numbers within 1e-6."""
+    if isinstance(stock, dict):
+        assert sorted(ours) == sorted(stock), where
+        for key in stock:
+            _assert_close(ours[key], stock[key], where)
+    elif isinstance(stock, list):
+        assert len(ours) == len(stock), where
+        for a, b in zip(ours, stock):
+            _assert_close(a, b, where)
+    elif isinstance(stock, float):
+        assert ours == pytest.approx(stock, rel=1e-6, abs=1e-9), where
+    else:
+        assert ours == stock, where
 
 
 def _failures(output_dir):
+    """(validation_ok, {(slice key, MetricKey, threshold)}, missing slice specs)."""
     result = tfma.load_validation_result(output_dir)
     keys = {
-        tfma.metrics.MetricKey.from_proto(failure.metric_key)
+        (
+            _slice_key(per_slice),
+            tfma.metrics.MetricKey.from_proto(failure.metric_key),
+            failure.metric_threshold.SerializeToString(),
+        )
         for per_slice in result.metric_validations_per_slice
         for failure in per_slice.failures
     }
-    return result.validation_ok, keys
+    return result.validation_ok, keys, list(result.missing_slices)
 
 
-def _assert_same(stock_dir, ours_dir):
+def _assert_same(stock_dir, ours_dir, not_compared=()):
+    """The same slices, metric keys, values (but those of the metrics named in `not_compared`),
+    checks and intervals."""
     stock, ours = _values(stock_dir), _values(ours_dir)
     assert sorted(ours, key=str) == sorted(stock, key=str)
-    for key, value in stock.items():
-        assert ours[key] == pytest.approx(value, rel=1e-6, abs=1e-9), key
+    for slice_key, stock_values in stock.items():
+        assert sorted(ours[slice_key], key=str) == sorted(stock_values, key=str), slice_key
+        for key, value in stock_values.items():
+            if key.name in not_compared:
+                continue
+            assert ours[slice_key][key] == pytest.approx(value, rel=1e-6, abs=1e-9), (
+                slice_key,
+                key,
+            )
     assert _failures(ours_dir) == _failures(stock_dir)
+    # Confidence intervals on the same metrics (jackknife partitions are random in both, so the
+    # bounds differ; `results_test` checks ours against TFMA's formula).
+    assert sorted(_intervals(ours_dir), key=str) == sorted(_intervals(stock_dir), key=str)
+    stock_plots, ours_plots = _plots(stock_dir), _plots(ours_dir)
+    assert sorted(ours_plots, key=str) == sorted(stock_plots, key=str)
+    for key, plot in stock_plots.items():
+        _assert_close(ours_plots[key], plot, key)
     return ours
 
 
 @pytest.mark.parametrize(
-    'task, evaluation, blessing_metric',
+    'task, evaluation, blessing_metric, weights',
     [
-        (fc.BINARY, {'min_value': 0.8}, 'auc'),
-        (fc.MULTICLASS, {'min_value': 0.9}, 'accuracy'),
-        (fc.REGRESSION, {'max_value': 4.0}, 'rmse'),
+        (fc.BINARY, {'min_value': 0.8, 'slices': SLICES, 'slice_min_value': 0.7}, 'auc', None),
+        (fc.MULTICLASS, {'min_value': 0.9}, 'accuracy', 'default'),
+        (fc.REGRESSION, {'max_value': 4.0}, 'rmse', 'both'),
     ],
 )
-def test_same_metrics_and_checks_as_tfma(tmp_path, task, evaluation, blessing_metric):
-    stock_dir, ours_dir = _run_both(tmp_path, task, evaluation)
-    ours = _assert_same(stock_dir, ours_dir)
-    assert ours[tfma.metrics.MetricKey('example_count', example_weighted=False)] == ROWS
-    value = ours[tfma.metrics.MetricKey(blessing_metric, example_weighted=False)]
+def test_same_metrics_and_checks_as_tfma(tmp_path, task, evaluation, blessing_metric, weights):
+    sliced = 'slices' in evaluation
+    # The regression case also computes TFMA's default confidence intervals (jackknife).
+    stock_dir, ours_dir, records = _run_both(
+        tmp_path,
+        task,
+        evaluation,
+        more_slices=blessing_metric if sliced else None,
+        weights=weights,
+        confidence_intervals=task == fc.REGRESSION,
+        extra_metrics=['MultiClassConfusionMatrixPlot'] if task == fc.MULTICLASS else [],
+    )
+    # TFMA's own MeanSquaredError is wrong under its jackknife: its combiner's
+    # `merge_accumulators` merges the first accumulator into itself when given a list (as the
+    # jackknife's `_AccumulatorCombineFn` does), so its value moves with the random partitions.
+    # Ours is compared with the RMSE instead, which TFMA gets right.
+    ours = _assert_same(stock_dir, ours_dir, not_compared={'mse'} if task == fc.REGRESSION else ())
+    if task == fc.REGRESSION:
+        for example_weighted in (False, True):
+            mse, rmse = (
+                ours[()][tfma.metrics.MetricKey(name, example_weighted=example_weighted)]
+                for name in ('mse', 'rmse')
+            )
+            assert mse == pytest.approx(rmse**2, rel=1e-6)
+    weighted = [w for w in (False, True) if (w if weights else not w) or weights == 'both']
+    count = tfma.metrics.MetricKey('example_count', example_weighted=weighted[0])
+    assert {k.example_weighted for k in ours[()]} == set(weighted)
+    if weights:
+        # TFMA's example count with weights is their sum.
+        weighted_count = ours[()][count._replace(example_weighted=True)]
+        assert weighted_count == pytest.approx(_weight_sum(records), rel=1e-6)
+    if weights != 'default':
+        assert ours[()][count._replace(example_weighted=False)] == ROWS
+    value = ours[()][tfma.metrics.MetricKey(blessing_metric, example_weighted=weighted[-1])]
     assert 0.0 < value < (100.0 if task == fc.REGRESSION else 1.0)
+    if weights == 'both':
+        unweighted = ours[()][tfma.metrics.MetricKey(blessing_metric, example_weighted=False)]
+        assert abs(value - unweighted) > 1e-4  # the weights do change the metric
+    if task == fc.MULTICLASS:
+        # The weighted confusion matrix of the 3 classes (no "no prediction" column -1: the top
+        # probability is 0.8), its entries adding up to the weighted example count.
+        (((slice_key, _), plot),) = _plots(ours_dir).items()
+        (matrix,) = plot['multiClassConfusionMatrixAtThresholds']['matrices']
+        predicted = {e.get('predictedClassId', 0) for e in matrix['entries']}  # proto3 drops 0
+        assert slice_key == () and predicted == {0, 1, 2}
+        total = sum(e['numWeightedExamples'] for e in matrix['entries'])
+        assert total == pytest.approx(_weight_sum(records), rel=1e-6)
+    intervals = _intervals(ours_dir)
+    if task == fc.REGRESSION:
+        # Every metric but the count, weighted and unweighted, has its 20-partition interval.
+        assert {k.name for _, k in intervals} == {'rmse', 'mse'}
+        assert len(intervals) == 4
+        for lower, point, upper, freedom in intervals.values():
+            assert lower < point < upper and freedom == 19
+    else:
+        assert not intervals
+    if sliced:
+        _assert_slices(ours, blessing_metric, ours_dir)
+    else:
+        assert list(ours) == [()]
     # The eval_config written is the one evaluated (TFMA's loader reads it back).
     loaded = tfma.load_eval_result(ours_dir)
     assert loaded.model_location.endswith('Format-Serving')
@@ -120,15 +333,72 @@ def test_same_change_check_against_a_baseline_as_tfma(
 ):
     # Labels are floor(x + noise): slope 4 predicts floor(x), the better model; slope 8 predicts
     # floor(2x). No regression of accuracy is allowed, so only the better candidate is blessed.
-    evaluation = {'min_value': 0.3, 'baseline': 'latest_blessed', 'max_regression': 0.0}
-    stock_dir, ours_dir = _run_both(
+    evaluation = {
+        'min_value': 0.3,
+        'baseline': 'latest_blessed',
+        'max_regression': 0.0,
+        'slices': [['payment_type']],
+        'slice_max_regression': 0.0,
+    }
+    stock_dir, ours_dir, _ = _run_both(
         tmp_path, fc.MULTICLASS, evaluation, candidate_slope, baseline_slope
     )
     ours = _assert_same(stock_dir, ours_dir)
     key = tfma.metrics.MetricKey('accuracy', model_name='candidate', example_weighted=False)
-    diff = ours[key._replace(is_diff=True)]
-    assert diff == pytest.approx(ours[key] - ours[key._replace(model_name='baseline')])
+    overall = ours[()]
+    diff = overall[key._replace(is_diff=True)]
+    assert diff == pytest.approx(overall[key] - overall[key._replace(model_name='baseline')])
     assert (diff > 0.1) if blessed else (diff < -0.1)
-    ok, failures = _failures(ours_dir)
-    assert ok is blessed
-    assert failures == (set() if blessed else {key._replace(is_diff=True)})
+    ok, failures, _ = _failures(ours_dir)
+    # The change check runs on the whole split and on every payment slice: every slice where
+    # the candidate is worse fails, and only those; the better candidate on the whole split is
+    # blessed only if no slice is worse.
+    failed = {(slice_key, metric_key) for slice_key, metric_key, _ in failures}
+    worse = {s for s, values in ours.items() if values[key._replace(is_diff=True)] < 0.0}
+    assert failed == {(s, key._replace(is_diff=True)) for s in worse}
+    assert (() in worse) is (not blessed)
+    assert ok is (not worse)
+    if not blessed:
+        assert len(worse) > 1
+
+
+def _assert_slices(ours, metric, ours_dir):
+    """The binary case's slices: what came out, and the failures as the run summary words them."""
+    count = tfma.metrics.MetricKey('example_count', example_weighted=False)
+    auc = tfma.metrics.MetricKey(metric, example_weighted=False)
+    single = {k: v for k, v in ours.items() if not slicer_lib.is_cross_slice_key(k)}
+    payments = {k: v[count] for k, v in single.items() if len(k) == 1 and k[0][0] == 'payment_type'}
+    # Some examples have no payment type: they are in no payment slice.
+    assert set(payments) == {(('payment_type', p),) for p in data.PAYMENT_TYPES}
+    assert 0.9 * ROWS < sum(payments.values()) < ROWS
+    hours = {k[0][1] for k in single if len(k) == 1 and k[0][0] == 'trip_start_hour'}
+    assert hours == {0, 1, 2, 3}  # int64 values stay ints in the slice keys
+    # A multi-valued feature: an example is in the slice of each of its companies.
+    crossed = [
+        v[count] for k, v in single.items() if [c for c, _ in k] == ['company', 'payment_type']
+    ]
+    assert len(crossed) == 9 and sum(crossed) > sum(payments.values())
+    # The label slices come from the transformed label (ints), as TFMA takes them.
+    labels = {k for k in single if k and k[0][0] == data.LABEL}
+    assert labels == {((data.LABEL, 0),), ((data.LABEL, 1),)}
+    mobile = (('payment_type', 'Mobile'),)
+    assert ours[mobile][auc] < 0.7 < ours[(('payment_type', 'Cash'),)][auc]
+    # Cross slice: the overall slice's value minus the slice's.
+    assert ours[((), mobile)][auc] == pytest.approx(ours[()][auc] - ours[mobile][auc])
+    ok, failures, missing = _failures(ours_dir)
+    assert not ok and not missing
+    failed = {slice_key for slice_key, _, _ in failures}
+    assert mobile in failed and ((), mobile) in failed and () not in failed
+    # Both plots of every single slice, none of the cross slices (as TFMA), read by TFMA's loader.
+    # (TFMA writes both plots of a slice under one key, without their names.)
+    plots = _plots(ours_dir)
+    assert sorted((slice_key for slice_key, _ in plots), key=str) == sorted(single, key=str)
+    for plot in plots.values():
+        # 1,000 buckets plus the two open ends; 1,001 thresholds plus one below 0.
+        assert len(plot['calibrationHistogramBuckets']['buckets']) == 1002
+        assert len(plot['confusionMatrixAtThresholds']['matrices']) == 1002
+    # TFMA's loader lists the cross slices' (empty) plots too, as None.
+    (overall,) = [v for k, v in tfma.load_eval_result(ours_dir).plots if k == () and v]
+    assert len(overall['']['']['calibrationHistogramBuckets']['buckets']) == 1002
+    lines = results.failures(tfma.load_validation_result(ours_dir))
+    assert any(line.startswith('slice payment_type:Mobile: auc 0.') for line in lines), lines

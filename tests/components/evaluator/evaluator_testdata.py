@@ -86,12 +86,36 @@ def random_rows(task: str, n: int, seed: int = 0) -> list[tuple[object, float]]:
     return [(CLASSES[i], float(v)) for i, v in zip(noisy, x)]
 
 
-def serialize(rows) -> list[bytes]:
+# Raw features the models never read, to slice on: a payment type (absent from some examples;
+# on 'Mobile' examples `x` is noise, so that slice scores badly), an hour (int64) and one or two
+# companies per example (a multi-valued feature); and a weight per example (`WEIGHT`).
+WEIGHT = 'trip_miles'
+PAYMENT_TYPES = ['Cash', 'Credit Card', 'Mobile']
+COMPANIES = ['Flash Cab', 'Sun Taxi', 'Blue Ribbon']
+
+
+def serialize(rows, slice_features: bool = False, seed: int = 1, payment_types=None) -> list[bytes]:
+    """Serialized examples of `rows`; with `slice_features`, random slice features (as above);
+    with `payment_types`, that payment type for each row."""
+    rng = np.random.default_rng(seed)
     out = []
-    for label, x in rows:
+    for index, (label, x) in enumerate(rows):
         example = tf.train.Example()
-        example.features.feature['x'].float_list.value.append(x)
-        example.features.feature[LABEL].bytes_list.value.append(str(label).encode())
+        feature = example.features.feature
+        if payment_types:
+            feature['payment_type'].bytes_list.value.append(payment_types[index].encode())
+        if slice_features:
+            payment = PAYMENT_TYPES[rng.choice(3, p=[0.5, 0.4, 0.1])]
+            if payment == 'Mobile':
+                x = float(rng.uniform(0.0, 3.0))
+            if rng.random() > 0.05:
+                feature['payment_type'].bytes_list.value.append(payment.encode())
+            feature['trip_start_hour'].int64_list.value.append(int(rng.integers(0, 4)))
+            companies = rng.choice(COMPANIES, size=int(rng.integers(1, 3)), replace=False)
+            feature['company'].bytes_list.value.extend(c.encode() for c in companies)
+            feature[WEIGHT].float_list.value.append(float(rng.uniform(0.5, 3.0)))
+        feature['x'].float_list.value.append(x)
+        feature[LABEL].bytes_list.value.append(str(label).encode())
         out.append(example.SerializeToString())
     return out
 

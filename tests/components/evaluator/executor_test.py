@@ -155,12 +155,19 @@ def test_an_empty_split_is_an_error_naming_it(tmp_path):
     'change, message',
     [
         (
-            lambda c: c.slicing_specs.add(feature_keys=['x']),
-            r'eval_config.slicing_specs: only the overall slice',
+            lambda c: c.slicing_specs.add(slice_keys_sql='SELECT 1'),
+            r'eval_config.slicing_specs\[1\].slice_keys_sql: not supported',
         ),
         (
-            lambda c: setattr(c.options.compute_confidence_intervals, 'value', True),
-            r'eval_config.options.compute_confidence_intervals: not supported',
+            lambda c: setattr(c.options.min_slice_size, 'value', 10),
+            r'eval_config.options.min_slice_size: not supported',
+        ),
+        (
+            lambda c: (
+                setattr(c.options.compute_confidence_intervals, 'value', True),
+                setattr(c.options.confidence_intervals, 'method', 1),  # POISSON_BOOTSTRAP
+            ),
+            r'eval_config.options.confidence_intervals.method: POISSON_BOOTSTRAP is not supported',
         ),
         (
             lambda c: c.metrics_specs[0].metrics.add(class_name='Precision'),
