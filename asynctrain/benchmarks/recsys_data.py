@@ -2,7 +2,9 @@
 
 The rows look like Criteo's display-advertising logs: a `click` label (0/1), 13 numeric columns
 `I1`..`I13` (non-negative counts, heavy-tailed, some empty) and 26 categorical columns
-`C1`..`C26` (8-hex-digit tokens, some empty). Every file starts with the header row.
+`C1`..`C26` (8-hex-digit tokens, some empty). The CSV files are `OUTPUT/data/part-NNNNN.csv`
+(a directory `asynctrain init` and ExampleGen read as it is), each starting with the header row;
+`OUTPUT/planted.json` describes them.
 
 Categorical ids. Column `C{k}` has a vocabulary of `vocabulary_sizes(V)[k-1]` ids: log-spaced
 from 10 (`C1`) to `V = --vocabulary-size` (`C23`), and `C24`..`C26` at `V` too, so the largest
@@ -54,6 +56,7 @@ NUMERIC_COLUMNS = tuple(f'I{j}' for j in range(1, 14))
 CATEGORICAL_COLUMNS = tuple(f'C{k}' for k in range(1, 27))
 COLUMNS = (LABEL, *NUMERIC_COLUMNS, *CATEGORICAL_COLUMNS)
 PLANTED_FILE = 'planted.json'
+DATA_DIR = 'data'
 
 # Rows drawn per generator: part of what fixes the bytes (not an argument for that reason).
 CHUNK_ROWS = 65_536
@@ -85,7 +88,7 @@ class RecsysData:
 
     Attributes:
       rows: Rows in all, over `files` files (the first files take one more when uneven).
-      files: CSV files, `part-00000.csv`, ...
+      files: CSV files, `data/part-00000.csv`, ...
       seed: Seeds the signal's parameters, the token bijections and every chunk's draws.
       vocabulary_size: The largest columns' vocabulary (ids per column span 10..this).
       zipf_exponent: `s` of `P(rank) ∝ rank^-s` (> 0).
@@ -309,15 +312,17 @@ def _chunks(data: RecsysData, signal: _Signal, file_index: int, rows: int) -> It
 
 
 def generate(data: RecsysData, output_dir: str) -> dict:
-    """Writes the CSV files and `planted.json` into `output_dir`; returns what it wrote there."""
-    os.makedirs(output_dir, exist_ok=True)
+    """Writes the CSV files into `output_dir/data` and `output_dir/planted.json`; returns what
+    it wrote in the latter."""
+    data_dir = os.path.join(output_dir, DATA_DIR)
+    os.makedirs(data_dir, exist_ok=True)
     signal = _signal(data)
     header = (','.join(COLUMNS) + '\n').encode('ascii')
     files, probabilities, clicks = [], [], []
     for file_index, rows in enumerate(data.file_rows()):
         name = f'part-{file_index:05d}.csv'
         file_probabilities, file_clicks = [], []
-        with open(os.path.join(output_dir, name), 'wb') as f:
+        with open(os.path.join(data_dir, name), 'wb') as f:
             f.write(header)
             for chunk in _chunks(data, signal, file_index, rows):
                 f.write(chunk.text)
@@ -370,7 +375,7 @@ def load_planted(output_dir: str) -> tuple[RecsysData, dict]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = RecsysData()
-    parser.add_argument('--output', required=True, help='folder for the CSV files and planted.json')
+    parser.add_argument('--output', required=True, help='folder for data/*.csv and planted.json')
     parser.add_argument('--rows', type=int, default=defaults.rows, help='rows in all')
     parser.add_argument('--files', type=int, default=defaults.files, help='CSV files')
     parser.add_argument('--seed', type=int, default=defaults.seed)
@@ -400,7 +405,7 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     print(
         f'{planted["rows"]:,} rows in {data.files} file(s) in {elapsed:.1f} s '
-        f'({planted["rows"] / elapsed:,.0f} rows/s) -> {args.output}\n'
+        f'({planted["rows"] / elapsed:,.0f} rows/s) -> {os.path.join(args.output, DATA_DIR)}\n'
         f'clicks: {planted["clicks"] / planted["rows"]:.3f}, '
         f'ceiling AUC (true probability): {planted["ceiling_auc"]:.4f}'
     )

@@ -25,17 +25,15 @@ def generated(tmp_path_factory) -> tuple[rd.RecsysData, str, dict]:
 
 def _read(output: str) -> list[dict[str, str]]:
     rows = []
-    for path in sorted(glob.glob(os.path.join(output, '*.csv'))):
+    for path in sorted(glob.glob(os.path.join(output, rd.DATA_DIR, '*.csv'))):
         with open(path, encoding='ascii', newline='') as f:
             rows.extend(csv.DictReader(f))
     return rows
 
 
 def _file_bytes(output: str) -> dict[str, bytes]:
-    return {
-        os.path.basename(p): open(p, 'rb').read()
-        for p in sorted(glob.glob(os.path.join(output, '*')))
-    }
+    paths = glob.glob(os.path.join(output, '*.json')) + glob.glob(os.path.join(output, '*', '*'))
+    return {os.path.relpath(p, output): open(p, 'rb').read() for p in sorted(paths)}
 
 
 def test_the_same_arguments_give_the_same_bytes_and_another_seed_other_bytes(generated, tmp_path):
@@ -45,10 +43,10 @@ def test_the_same_arguments_give_the_same_bytes_and_another_seed_other_bytes(gen
     rd.generate(rd.RecsysData(**{**vars(data), 'seed': 8}), str(tmp_path / 'other'))
 
     first, again = _file_bytes(output), _file_bytes(str(tmp_path / 'again'))
-    assert sorted(first) == ['part-00000.csv', 'part-00001.csv', 'planted.json']
+    assert sorted(first) == ['data/part-00000.csv', 'data/part-00001.csv', 'planted.json']
     assert first == again
     other = _file_bytes(str(tmp_path / 'other'))
-    assert other['part-00000.csv'] != first['part-00000.csv']
+    assert other['data/part-00000.csv'] != first['data/part-00000.csv']
 
 
 def test_rows_have_criteo_columns_with_empty_fields_at_the_stated_rates(generated):
@@ -58,7 +56,7 @@ def test_rows_have_criteo_columns_with_empty_fields_at_the_stated_rates(generate
 
     assert len(rows) == ROWS == planted['rows']
     assert [f['rows'] for f in planted['files']] == [ROWS // 2, ROWS // 2]
-    with open(os.path.join(output, 'part-00001.csv'), encoding='ascii') as f:
+    with open(os.path.join(output, rd.DATA_DIR, 'part-00001.csv'), encoding='ascii') as f:
         assert f.readline().rstrip('\n').split(',') == list(rd.COLUMNS)
     assert all(len(row) == 40 and None not in row for row in rows)
     assert {row['click'] for row in rows} == {'0', '1'}
@@ -136,7 +134,7 @@ def test_the_ceiling_is_the_auc_of_the_true_probability_of_the_rows_read_back(ge
 
 def test_read_columns_gives_the_csv_reader_values(generated):
     _, output, _ = generated
-    path = os.path.join(output, 'part-00000.csv')
+    path = os.path.join(output, rd.DATA_DIR, 'part-00000.csv')
 
     columns = rd.read_columns(path)
 
