@@ -41,6 +41,7 @@ SLOWEST_FILES = {
     'tests/e2e/stock_entrypoint_on_kfp_e2e_test.py': 82,  # 2026-12-04, alone, -n 3
     'tests/e2e/pipeline_failure_e2e_test.py': 174,
     'tests/benchmarks/transform_bench_test.py': 161,
+    'tests/benchmarks/recsys_bench_test.py': 166,  # 2026-12-04, alone, -n 0, load 5-6
     'tests/e2e/local_pipeline_e2e_test.py': 151,
     'tests/e2e/own_data_e2e_test.py': 136,
     'tests/components/trainer/kubernetes/local_test.py': 122,

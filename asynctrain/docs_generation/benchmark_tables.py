@@ -450,6 +450,50 @@ def batcher(*results: Result) -> list[str]:
     return _table(header, rows)
 
 
+def recsys(result: Result) -> list[str]:
+    """`bench recsys`: per table size and server count, both trainers' examples/s and eval AUC
+    against the planted ceiling, bytes per step against the tables' size, the largest server's
+    memory, and the checkpoint."""
+    rows = []
+    for size in result['sizes']:
+        for c in size['configs']:
+            rows.append(
+                [
+                    _n(size['table_size']),
+                    str(c['num_ps']),
+                    _n(c['examples_per_sec']),
+                    _n(c['fit']['examples_per_sec']),
+                    f'{c["vs_fit"]:.2f}',
+                    f'{c["bytes_per_step"] / 1e6:,.2f} / {c["table_bytes"] / 1e6:,.0f}',
+                    _n(max(c['ps_rss_bytes']) / 2**20),
+                    f'{c["checkpoint_bytes"] / 1e6:,.0f} MB, {c["checkpoint_save_seconds"]:.1f}'
+                    f' / {c["checkpoint_restore_seconds"]:.1f} s',
+                    f'{c["eval_auc"]:.4f} / {c["fit"]["eval_auc"]:.4f} / {size["ceiling_auc"]:.4f}',
+                ]
+            )
+    header = [
+        'table rows',
+        'PS',
+        'ours ex/s',
+        '`model.fit` ex/s',
+        'ours / fit',
+        'MB per step / MB of tables',
+        'PS RSS MiB',
+        'checkpoint, save / restore',
+        'AUC ours / fit / ceiling',
+    ]
+    isolated = 'its own network namespace' if result['loopback_isolated'] else 'a shared one'
+    return [
+        *_table(header, rows),
+        '',
+        f'Batch {result["batch_size"]}, `steps_per_execution` {result["steps_per_execution"]}, '
+        f'best of {result["repeats"]} rounds of {_n(result["steps"])} steps; Adagrad, learning '
+        f'rate {result["learning_rate"]}; {_n(result["rows"])} generated rows per size (the last '
+        f'of {result["files"]} files held out); `local_processes` cluster, loopback bytes '
+        f'counted in {isolated}.',
+    ]
+
+
 TABLES: dict[str, Callable[..., list[str]]] = {
     'examplegen': examplegen,
     'transform': transform,
@@ -463,6 +507,7 @@ TABLES: dict[str, Callable[..., list[str]]] = {
     'batcher': batcher,
     'cost_model': cost_model,
     'preprocess': preprocess,
+    'recsys': recsys,
 }
 
 

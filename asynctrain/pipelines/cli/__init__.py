@@ -84,6 +84,10 @@ BENCHMARKS = {
         'asynctrain.benchmarks.recsys_data',
         'A Criteo-like click dataset with a planted signal and its AUC ceiling.',
     ),
+    'recsys': (
+        'asynctrain.benchmarks.recsys',
+        'Embedding tables on parameter servers: our loop vs model.fit by table size and PS count.',
+    ),
 }
 
 

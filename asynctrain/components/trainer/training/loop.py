@@ -201,8 +201,9 @@ class Trainer:
             logging.info('Restored %s at step %d', path, step)
         return step
 
-    def train(self, summary_writer: tf.summary.SummaryWriter | None = None) -> dict:
-        """Runs until the global step reaches `train_steps`; returns the aggregate measurements."""
+    def train(self, summary_writer: tf.summary.SummaryWriter | None = None, save=True) -> dict:
+        """Runs until the global step reaches `train_steps`; returns the aggregate measurements.
+        `save=False` skips the final checkpoint (a bench that meters each round's traffic)."""
         training = self.config.training
         initial_step = int(self.optimizer.iterations.numpy())
         self._initial_step = initial_step
@@ -283,7 +284,8 @@ class Trainer:
         seconds = time.monotonic() - started
         progress_bar.close()
         final_step = int(self.optimizer.iterations.numpy())
-        self._save_checkpoint()
+        if save:
+            self._save_checkpoint()
         steps_this_run = final_step - initial_step
         return {
             'steps': final_step,
