@@ -20,7 +20,9 @@ partitioner: each table split over every server) with:
 - parameter-server memory: each server's resident memory (VmRSS) once our model is built and
   warmed up, before `model.fit` builds its own copy beside it (`ps_rss_bytes`), and the bytes of
   the variables each server holds (`variable_bytes_per_ps`, from `placement`);
-- checkpoint: size on disk, and the time to save it and to restore it into the running model;
+- checkpoint: size on disk, the time of the run's first save (which includes tracing the save
+  function, as a training run's first checkpoint does) and of restoring it into the running
+  model;
 - quality: eval AUC of both trained models (a plain copy of each, on the held-out last file)
   against the generator's planted ceiling on that file.
 
