@@ -6,8 +6,8 @@ categorical columns' vocabularies are log-spaced up to it, four of them at it) t
 generates a Criteo-like dataset with a planted signal (`recsys_data`), hashes each column into
 a table of its vocabulary's size (`recsys_examples`), and for each number of parameter servers
 (`--num-ps`) starts a `local_processes` cluster (each worker and server its own process on
-127.0.0.1) and trains the built-in model (an 8-wide embedding per column, the default
-partitioner: each table split over every server) with:
+127.0.0.1) and trains the built-in model (an 8-wide embedding per column; the default
+partitioner splits each table of at least 2 x 256 KiB over every server) with:
 
 - our loop (`loop.Trainer`) and Keras `model.fit` under the same ParameterServerStrategy, on the
   same cluster, data, model, optimizer and `steps_per_execution` (`parameter_server_fit`), in

@@ -201,7 +201,9 @@ class Trainer:
             logging.info('Restored %s at step %d', path, step)
         return step
 
-    def train(self, summary_writer: tf.summary.SummaryWriter | None = None, save=True) -> dict:
+    def train(
+        self, summary_writer: tf.summary.SummaryWriter | None = None, save: bool = True
+    ) -> dict:
         """Runs until the global step reaches `train_steps`; returns the aggregate measurements.
         `save=False` skips the final checkpoint (a bench that meters each round's traffic)."""
         training = self.config.training
