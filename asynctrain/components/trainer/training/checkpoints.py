@@ -10,11 +10,11 @@ returns the full table), and a restore reads into each shard of the new layout t
 covers. The optimizer's slots follow: tf_keras 2.16's optimizer gathers the slots of a sharded
 variable's shards into one `ShardedVariable` per slot (`Optimizer.add_variable_from_reference`,
 `_trackable_children`), saved the same way. TensorFlow's parameter-server tutorial warns that
-sharded slots cannot be resharded; that holds for the legacy optimizers
-(`tf.keras.optimizers.legacy`, whose slots are plain per-shard variables), not the ones the
-Trainer builds. The test `tests/components/trainer/training/sharded_tables_test.py` restores
-a 10^6-row table and every slot across 1 -> 2 -> 1 -> 3 parameter servers and finds them equal
-to what was saved.
+sharded slots cannot be resharded: not so for the optimizers the Trainer builds (Adagrad, Adam,
+SGD of tf_keras 2.16); the legacy ones (`tf.keras.optimizers.legacy`), which it never builds,
+were not checked. `tests/components/trainer/training/sharded_tables_test.py` restores a
+10^6-row table and every slot across 1 -> 2 -> 1 -> 2 -> 3 parameter servers and finds them
+equal to what was saved (with Adagrad; Adam's slots were checked the same way by hand).
 
 A whole variable (one shard) and a one-shard-per-server variable share the same key too, so a
 run on one server resumes a run on several and back. A warm start reads a previous serving

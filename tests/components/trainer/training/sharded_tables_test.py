@@ -138,8 +138,8 @@ def test_adam_reads_and_writes_whole_tables(data, tmp_path):
 def test_resume_across_a_change_of_num_ps_restores_tables_and_slots(data, tmp_path):
     checkpoints = tmp_path / 'checkpoints'
     saved = None
-    # 1 -> 2 -> 1 -> 3 servers, 5 more steps each time, one checkpoint directory.
-    for attempt, num_ps in enumerate((1, 2, 1, 3)):
+    # 1 -> 2 -> 1 -> 2 -> 3 servers, 5 more steps each time, one checkpoint directory.
+    for attempt, num_ps in enumerate((1, 2, 1, 2, 3)):
         run_dir = tmp_path / f'run{attempt}'
         with _trainer(data, num_ps, 5 * (attempt + 1), run_dir, checkpoints) as trainer:
             assert trainer.restore() == 5 * attempt
