@@ -1,7 +1,7 @@
 """The Evaluator's metrics, computed as TFMA computes them, from states that add up.
 
-Each metric of the pipeline's `tfma.EvalConfig` is a tf-keras metric whose variables are sums
-(counts, totals, confusion-matrix buckets), so a worker's state for its batches and the state of
+Each metric of the pipeline's `tfma.EvalConfig` keeps the state its tf-keras metric would keep,
+as NumPy sums (counts, totals, confusion-matrix buckets), so a worker's state for its batches and the state of
 the whole split differ only by addition: `Accumulator.update` per batch, `merge_states` across
 bundles and workers, `metric_values` once at the end. AUC is computed as TFMA computes it, not
 as Keras does: a calibration histogram of 10,000 prediction buckets (sums of labels,
@@ -24,7 +24,6 @@ import json
 from collections.abc import Mapping
 
 import numpy as np
-import tensorflow as tf
 import tensorflow_model_analysis as tfma
 from tensorflow_model_analysis.metrics import (
     binary_confusion_matrices,
@@ -157,13 +156,68 @@ def metric_specs(eval_config) -> tuple[MetricSpec, ...]:
     return tuple(specs)
 
 
-def _make_metric(spec: MetricSpec) -> tf.keras.metrics.Metric:
-    name = spec.name
-    if spec.class_name == EXAMPLE_COUNT:
-        return tf.keras.metrics.Sum(name=name, dtype=tf.float64)
-    # Accumulated in float64, as TFMA does: float32 sums of squared errors drift by 1e-4 relative
-    # over a few thousand examples.
-    return getattr(tf.keras.metrics, spec.class_name)(name=name, dtype=tf.float64)
+class _Mean:
+    """A Keras mean metric's state in NumPy: [total, count], as `tf.keras.metrics.Mean` keeps it
+    (`total += sum(values * weight)`, `count += sum(weight)`, or the number of values without a
+    weight), with each class's per-example values as tf_keras computes them in float64.
+
+    Plain NumPy, not Keras metric objects: Keras variables belong to TensorFlow's global eager
+    context, which a ParameterServerStrategy earlier in the same process connects to its cluster;
+    states that are arrays add up the same wherever they are made."""
+
+    def __init__(self, class_name: str):
+        self.class_name = class_name
+        self.variables = [np.zeros((), np.float64), np.zeros((), np.float64)]
+
+    def _values(self, labels: np.ndarray, predictions: np.ndarray) -> np.ndarray:
+        if self.class_name == 'BinaryAccuracy':
+            # tf_keras `binary_accuracy`: predictions above 0.5 are 1, averaged over the last axis.
+            return np.mean(labels == (predictions > 0.5).astype(np.float64), axis=-1)
+        if self.class_name == 'SparseCategoricalAccuracy':
+            # tf_keras `sparse_categorical_matches`: the arg max against the class id.
+            return (labels == np.argmax(predictions, axis=-1).astype(labels.dtype)).astype(
+                np.float64
+            )
+        squared = np.square(predictions - labels)
+        # MeanSquaredError averages the last axis first; RootMeanSquaredError keeps each element.
+        return np.mean(squared, axis=-1) if self.class_name == 'MeanSquaredError' else squared
+
+    def update_state(self, labels, predictions, sample_weight=None) -> None:
+        values = self._values(np.asarray(labels, np.float64), np.asarray(predictions, np.float64))
+        if sample_weight is None:
+            self.variables[0] += values.sum()
+            self.variables[1] += values.size
+            return
+        weight = np.broadcast_to(
+            np.asarray(sample_weight, np.float64).reshape(
+                values.shape[0], *([1] * (values.ndim - 1))
+            ),
+            values.shape,
+        )
+        self.variables[0] += (values * weight).sum()
+        self.variables[1] += weight.sum()
+
+    def state(self) -> list[np.ndarray]:
+        return [v.copy() for v in self.variables]
+
+    @staticmethod
+    def result(class_name: str, state: list[np.ndarray]) -> float:
+        total, count = (float(v) for v in state)
+        mean = total / count if count else 0.0  # tf.math.divide_no_nan, as Keras divides
+        return float(np.sqrt(mean)) if class_name == 'RootMeanSquaredError' else mean
+
+
+class _Count:
+    """The example count (`tf.keras.metrics.Sum`): [total]."""
+
+    def __init__(self):
+        self.variables = [np.zeros((), np.float64)]
+
+    def update_state(self, count: float) -> None:
+        self.variables[0] += count
+
+    def state(self) -> list[np.ndarray]:
+        return [v.copy() for v in self.variables]
 
 
 # TFMA's calibration histogram (`calibration_histogram.py`): buckets 1..N of width 1/N over
@@ -290,12 +344,7 @@ class Accumulator:
                 )
 
     def state(self) -> State:
-        return {
-            name: metric.state()
-            if isinstance(metric, (_Histogram, _ClassMatrix))
-            else [v.numpy() for v in metric.variables]
-            for name, (_, metric) in self._metrics.items()
-        }
+        return {name: metric.state() for name, (_, metric) in self._metrics.items()}
 
 
 def _one_column(predictions: np.ndarray, spec: MetricSpec) -> np.ndarray:
@@ -336,7 +385,9 @@ def _state_metric(spec: MetricSpec):
         return _ClassMatrix()
     if spec.class_name in _FROM_HISTOGRAM:
         return _Histogram()
-    return _make_metric(spec)
+    if spec.class_name == EXAMPLE_COUNT:
+        return _Count()
+    return _Mean(spec.class_name)
 
 
 class _ClassMatrix:
@@ -383,10 +434,6 @@ class _ClassMatrix:
         return matrices.to_proto().multi_class_confusion_matrix_at_thresholds
 
 
-# One Keras metric per spec turns states into values: made once, not per slice and sample.
-_RESULT_METRICS: dict[MetricSpec, tf.keras.metrics.Metric] = {}
-
-
 def metric_values(specs: tuple[MetricSpec, ...], state: State) -> dict[MetricSpec, float]:
     """{metric: value} of one model's merged state."""
     values = {}
@@ -400,10 +447,8 @@ def metric_values(specs: tuple[MetricSpec, ...], state: State) -> dict[MetricSpe
         if spec.is_plot:
             values[spec] = _Histogram.plot(spec, state[spec.key])
             continue
-        if spec not in _RESULT_METRICS:
-            _RESULT_METRICS[spec] = _make_metric(spec)
-        metric = _RESULT_METRICS[spec]
-        for variable, value in zip(metric.variables, state[spec.key]):
-            variable.assign(value)
-        values[spec] = float(metric.result().numpy())
+        if spec.class_name == EXAMPLE_COUNT:
+            values[spec] = float(state[spec.key][0])
+            continue
+        values[spec] = _Mean.result(spec.class_name, state[spec.key])
     return values
