@@ -233,36 +233,62 @@ def histogram_buckets(predictions: np.ndarray) -> np.ndarray:
     ).astype(np.int64)
 
 
+class HistogramState:
+    """A calibration histogram's sums (weighted labels, predictions, examples) for the buckets
+    that examples reached, sorted by bucket: a slice of a few examples holds a few buckets, not
+    TFMA's 10,002. States of slices times jackknife partitions are what the evaluation carries
+    from worker to worker, so their size is the evaluation's memory and shuffle."""
+
+    __slots__ = ('ids', 'sums')
+
+    def __init__(self, ids: np.ndarray, sums: np.ndarray):
+        self.ids = ids  # int64 bucket ids, sorted, unique
+        self.sums = sums  # [3, len(ids)] float64
+
+    @classmethod
+    def of(cls, buckets: np.ndarray, columns: tuple[np.ndarray, ...]) -> HistogramState:
+        ids, inverse = np.unique(buckets, return_inverse=True)
+        return cls(ids, np.stack([np.bincount(inverse, c, minlength=ids.size) for c in columns]))
+
+    def __add__(self, other: HistogramState) -> HistogramState:
+        return HistogramState.of(
+            np.concatenate([self.ids, other.ids]),
+            tuple(np.concatenate([self.sums, other.sums], axis=1)),
+        )
+
+
 class _Histogram:
     """An AUC as TFMA computes it, from [sum of labels, of predictions, of examples] per bucket."""
 
     def __init__(self):
-        self.variables = [np.zeros(_HISTOGRAM_BUCKETS + 2) for _ in range(3)]
+        self._state = HistogramState(np.zeros(0, np.int64), np.zeros((3, 0)))
 
     def update_state(
         self, labels: np.ndarray, predictions: np.ndarray, sample_weight: np.ndarray | None = None
     ) -> None:
         labels, predictions = labels.reshape(-1), predictions.reshape(-1)
         weight = np.ones_like(predictions) if sample_weight is None else sample_weight.reshape(-1)
-        buckets = histogram_buckets(predictions)
-        size = _HISTOGRAM_BUCKETS + 2
-        for variable, sums in zip(self.variables, (labels * weight, predictions * weight, weight)):
-            variable += np.bincount(buckets, weights=sums, minlength=size)
+        batch = HistogramState.of(
+            histogram_buckets(predictions), (labels * weight, predictions * weight, weight)
+        )
+        self._state = self._state + batch
 
-    def state(self) -> list[np.ndarray]:
-        return [v.copy() for v in self.variables]
+    def state(self) -> list[HistogramState]:
+        return [self._state]
 
     @staticmethod
-    def buckets(state: list[np.ndarray]) -> list:
+    def buckets(state: list[HistogramState]) -> list:
         """TFMA's `Histogram`: its non-empty buckets, in order."""
-        labels, predictions, examples = state
+        (histogram,) = state
+        labels, predictions, examples = histogram.sums
         return [
-            calibration_histogram.Bucket(int(i), labels[i], predictions[i], examples[i])
-            for i in np.flatnonzero(examples)
+            calibration_histogram.Bucket(int(histogram.ids[i]), labels[i], predictions[i], w)
+            for i, w in enumerate(examples)
+            if w != 0
         ]
 
     @staticmethod
-    def plot(spec: MetricSpec, state: list[np.ndarray]):
+    def plot(spec: MetricSpec, state: list[HistogramState]):
         """The plot's proto, by TFMA's own computations of it from the histogram: the plot
         class's first computation is the histogram, every later one derives from those before."""
         computations = PLOTS[spec.class_name](name=spec.name).computations(
@@ -281,16 +307,28 @@ class _Histogram:
         return values[computations[-1].keys[-1]]
 
     @staticmethod
-    def auc(state: list[np.ndarray]) -> float:
-        histogram = _Histogram.buckets(state)
-        # What TFMA's binary_confusion_matrices does with a histogram: rebin it onto the
-        # thresholds (with its epsilon fences), derive the matrices, then AUC's interpolation.
-        epsilon = binary_confusion_matrices._EPSILON  # pylint: disable=protected-access
-        thresholds = binary_confusion_matrices._interpolated_thresholds(AUC_NUM_THRESHOLDS)  # pylint: disable=protected-access
-        rebin_thresholds = [t + epsilon if t != 0 else t for t in thresholds]
-        histogram = calibration_histogram.rebin(rebin_thresholds, histogram)
-        matrices = binary_confusion_matrices._histogram_to_binary_confusion_matrices(  # pylint: disable=protected-access
-            thresholds, histogram
+    def auc(state: list[HistogramState]) -> float:
+        """TFMA's AUC of the histogram: `rebin` onto its thresholds (with their epsilon fences),
+        `_histogram_to_binary_confusion_matrices`, then AUC's interpolation, TFMA's own function.
+        The first two are TFMA's Python loops written as NumPy, the same additions in the same
+        order (a sequential `bincount` and `cumsum`), so the value is TFMA's to the last bit
+        (`tests/components/evaluator/metrics_test.py`); TFMA's loops took 70 ms per AUC, which
+        a jackknife multiplies by 21 per slice."""
+        labels, examples = rebinned_histogram(state)
+        negatives = examples - labels
+        # tp(i), fp(i): labels at or above threshold i; fn(i), tn(i): below it.
+        tp = np.cumsum(labels[::-1])[::-1]
+        fp = np.cumsum(negatives[::-1])[::-1]
+        fn = np.concatenate([[0.0], np.cumsum(labels)[:-1]])
+        tn = np.concatenate([[0.0], np.cumsum(negatives)[:-1]])
+        # Above 1 + epsilon nothing is predicted positive (TFMA's last threshold).
+        above = _AUC_THRESHOLDS >= 1.0 + binary_confusion_matrices._EPSILON  # pylint: disable=protected-access
+        fn = np.where(above, tp[0], fn)
+        tn = np.where(above, fp[0], tn)
+        tp = np.where(above, 0.0, tp)
+        fp = np.where(above, 0.0, fp)
+        matrices = binary_confusion_matrices.Matrices(
+            _AUC_THRESHOLDS.tolist(), tp.tolist(), tn.tolist(), fp.tolist(), fn.tolist()
         )
         return float(
             confusion_matrix_metrics.AUC()._metric_value(  # pylint: disable=protected-access
@@ -299,8 +337,37 @@ class _Histogram:
         )
 
 
+# TFMA's AUC thresholds (`_interpolated_thresholds`) and the ones it rebins the histogram onto:
+# each but 0 moved up by its epsilon.
+_AUC_THRESHOLDS = np.array(
+    binary_confusion_matrices._interpolated_thresholds(AUC_NUM_THRESHOLDS)  # pylint: disable=protected-access
+)
+_REBIN_THRESHOLDS = np.array(
+    [t + binary_confusion_matrices._EPSILON if t != 0 else t for t in _AUC_THRESHOLDS]  # pylint: disable=protected-access
+)
+
+
+def rebinned_histogram(state: list[HistogramState]) -> tuple[np.ndarray, np.ndarray]:
+    """(weighted labels, weighted examples) per AUC threshold: TFMA's `calibration_histogram.rebin`
+    of the non-empty buckets. A bucket's prediction is its left edge (-inf and +inf for the two
+    open ends), and it lands in the last threshold at or below it (the first one at least)."""
+    (histogram,) = state
+    labels, _, examples = histogram.sums
+    present = examples != 0
+    buckets, labels, examples = histogram.ids[present], labels[present], examples[present]
+    left = (buckets - 1) / _HISTOGRAM_BUCKETS * (1.0 - 0.0) + 0.0
+    left = np.where(buckets == 0, -np.inf, left)
+    left = np.where(buckets >= _HISTOGRAM_BUCKETS + 1, np.inf, left)
+    target = np.searchsorted(_REBIN_THRESHOLDS[1:], left, side='right')
+    size = len(_REBIN_THRESHOLDS)
+    return (
+        np.bincount(target, weights=labels, minlength=size),
+        np.bincount(target, weights=examples, minlength=size),
+    )
+
+
 # A model's state: metric name -> the values of that metric's variables.
-State = dict[str, list[np.ndarray]]
+State = dict[str, list]  # arrays, or one HistogramState
 
 
 class Accumulator:

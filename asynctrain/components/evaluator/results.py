@@ -148,8 +148,11 @@ def evaluate(
     point = sliced_values(specs, _merged(by_slice, exclude=None), eval_config)
     if not num_partitions:
         return point
+    # TFMA's sample combiner keeps numbers only: plots take their point value, so the samples
+    # leave them out (each is 1,000 thresholds' matrices per slice).
+    numeric = tuple(spec for spec in specs if not spec.is_plot)
     samples = [
-        sliced_values(specs, _merged(by_slice, exclude=i), eval_config)
+        sliced_values(numeric, _merged(by_slice, exclude=i), eval_config)
         for i in range(num_partitions)
     ]
     skip = tfma_metric_specs.metric_keys_to_skip_for_confidence_intervals(

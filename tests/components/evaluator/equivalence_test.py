@@ -16,9 +16,7 @@ import apache_beam as beam
 import pytest
 import tensorflow as tf
 import tensorflow_model_analysis as tfma
-from google.protobuf import json_format
 from tensorflow_model_analysis.slicer import slicer_lib
-from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
 from tfx.types import standard_artifacts
 
 from asynctrain.components.evaluator import executor, results
@@ -26,6 +24,7 @@ from asynctrain.components.transform import feature_config as fc
 from asynctrain.pipelines import pipeline as pipeline_lib
 from asynctrain.pipelines.config import load_config
 from tests.components.evaluator import evaluator_testdata as data
+from tests.components.evaluator import tfma_outputs
 
 pytestmark = pytest.mark.integration
 
@@ -149,109 +148,6 @@ def _weight_sum(records):
     )
 
 
-def _slice_key(record):
-    if record.HasField('cross_slice_key'):
-        return slicer_lib.deserialize_cross_slice_key(record.cross_slice_key)
-    return slicer_lib.deserialize_slice_key(record.slice_key)
-
-
-def _values(output_dir):
-    """{slice key: {MetricKey: value}} of every slice and cross slice."""
-    out = {}
-    for slice_metrics in tfma_writer.load_and_deserialize_metrics(output_dir):
-        key = _slice_key(slice_metrics)
-        assert key not in out
-        out[key] = {
-            tfma.metrics.MetricKey.from_proto(kv.key): kv.value.double_value.value
-            for kv in slice_metrics.metric_keys_and_values
-        }
-    return out
-
-
-def _intervals(output_dir):
-    """{(slice key, MetricKey): (lower, value, upper, degrees of freedom)} of the values with a
-    confidence interval."""
-    out = {}
-    for slice_metrics in tfma_writer.load_and_deserialize_metrics(output_dir):
-        for kv in slice_metrics.metric_keys_and_values:
-            if kv.HasField('confidence_interval'):
-                interval = kv.confidence_interval
-                out[(_slice_key(slice_metrics), tfma.metrics.MetricKey.from_proto(kv.key))] = (
-                    interval.lower_bound.double_value.value,
-                    kv.value.double_value.value,
-                    interval.upper_bound.double_value.value,
-                    interval.degrees_of_freedom.value,
-                )
-    return out
-
-
-def _plots(output_dir):
-    """{(slice key, PlotKey): the plot as a dict}."""
-    return {
-        (_slice_key(record), tfma.metrics.PlotKey.from_proto(kv.key)): json_format.MessageToDict(
-            kv.value
-        )
-        for record in tfma_writer.load_and_deserialize_plots(output_dir)
-        for kv in record.plot_keys_and_values
-    }
-
-
-def _assert_close(ours, stock, where):
-    """The same structure, numbers within 1e-6."""
-    if isinstance(stock, dict):
-        assert sorted(ours) == sorted(stock), where
-        for key in stock:
-            _assert_close(ours[key], stock[key], where)
-    elif isinstance(stock, list):
-        assert len(ours) == len(stock), where
-        for a, b in zip(ours, stock):
-            _assert_close(a, b, where)
-    elif isinstance(stock, float):
-        assert ours == pytest.approx(stock, rel=1e-6, abs=1e-9), where
-    else:
-        assert ours == stock, where
-
-
-def _failures(output_dir):
-    """(validation_ok, {(slice key, MetricKey, threshold)}, missing slice specs)."""
-    result = tfma.load_validation_result(output_dir)
-    keys = {
-        (
-            _slice_key(per_slice),
-            tfma.metrics.MetricKey.from_proto(failure.metric_key),
-            failure.metric_threshold.SerializeToString(),
-        )
-        for per_slice in result.metric_validations_per_slice
-        for failure in per_slice.failures
-    }
-    return result.validation_ok, keys, list(result.missing_slices)
-
-
-def _assert_same(stock_dir, ours_dir, not_compared=()):
-    """The same slices, metric keys, values (but those of the metrics named in `not_compared`),
-    checks and intervals."""
-    stock, ours = _values(stock_dir), _values(ours_dir)
-    assert sorted(ours, key=str) == sorted(stock, key=str)
-    for slice_key, stock_values in stock.items():
-        assert sorted(ours[slice_key], key=str) == sorted(stock_values, key=str), slice_key
-        for key, value in stock_values.items():
-            if key.name in not_compared:
-                continue
-            assert ours[slice_key][key] == pytest.approx(value, rel=1e-6, abs=1e-9), (
-                slice_key,
-                key,
-            )
-    assert _failures(ours_dir) == _failures(stock_dir)
-    # Confidence intervals on the same metrics (jackknife partitions are random in both, so the
-    # bounds differ; `results_test` checks ours against TFMA's formula).
-    assert sorted(_intervals(ours_dir), key=str) == sorted(_intervals(stock_dir), key=str)
-    stock_plots, ours_plots = _plots(stock_dir), _plots(ours_dir)
-    assert sorted(ours_plots, key=str) == sorted(stock_plots, key=str)
-    for key, plot in stock_plots.items():
-        _assert_close(ours_plots[key], plot, key)
-    return ours
-
-
 @pytest.mark.parametrize(
     'task, evaluation, blessing_metric, weights',
     [
@@ -276,7 +172,9 @@ def test_same_metrics_and_checks_as_tfma(tmp_path, task, evaluation, blessing_me
     # `merge_accumulators` merges the first accumulator into itself when given a list (as the
     # jackknife's `_AccumulatorCombineFn` does), so its value moves with the random partitions.
     # Ours is compared with the RMSE instead, which TFMA gets right.
-    ours = _assert_same(stock_dir, ours_dir, not_compared={'mse'} if task == fc.REGRESSION else ())
+    ours = tfma_outputs.assert_same(
+        stock_dir, ours_dir, not_compared={'mse'} if task == fc.REGRESSION else ()
+    )
     if task == fc.REGRESSION:
         for example_weighted in (False, True):
             mse, rmse = (
@@ -301,13 +199,13 @@ def test_same_metrics_and_checks_as_tfma(tmp_path, task, evaluation, blessing_me
     if task == fc.MULTICLASS:
         # The weighted confusion matrix of the 3 classes (no "no prediction" column -1: the top
         # probability is 0.8), its entries adding up to the weighted example count.
-        (((slice_key, _), plot),) = _plots(ours_dir).items()
+        (((slice_key, _), plot),) = tfma_outputs.plots(ours_dir).items()
         (matrix,) = plot['multiClassConfusionMatrixAtThresholds']['matrices']
         predicted = {e.get('predictedClassId', 0) for e in matrix['entries']}  # proto3 drops 0
         assert slice_key == () and predicted == {0, 1, 2}
         total = sum(e['numWeightedExamples'] for e in matrix['entries'])
         assert total == pytest.approx(_weight_sum(records), rel=1e-6)
-    intervals = _intervals(ours_dir)
+    intervals = tfma_outputs.intervals(ours_dir)
     if task == fc.REGRESSION:
         # Every metric but the count, weighted and unweighted, has its 20-partition interval.
         assert {k.name for _, k in intervals} == {'rmse', 'mse'}
@@ -343,13 +241,13 @@ def test_same_change_check_against_a_baseline_as_tfma(
     stock_dir, ours_dir, _ = _run_both(
         tmp_path, fc.MULTICLASS, evaluation, candidate_slope, baseline_slope
     )
-    ours = _assert_same(stock_dir, ours_dir)
+    ours = tfma_outputs.assert_same(stock_dir, ours_dir)
     key = tfma.metrics.MetricKey('accuracy', model_name='candidate', example_weighted=False)
     overall = ours[()]
     diff = overall[key._replace(is_diff=True)]
     assert diff == pytest.approx(overall[key] - overall[key._replace(model_name='baseline')])
     assert (diff > 0.1) if blessed else (diff < -0.1)
-    ok, failures, _ = _failures(ours_dir)
+    ok, failures, _ = tfma_outputs.failures(ours_dir)
     # The change check runs on the whole split and on every payment slice: every slice where
     # the candidate is worse fails, and only those; the better candidate on the whole split is
     # blessed only if no slice is worse.
@@ -385,13 +283,13 @@ def _assert_slices(ours, metric, ours_dir):
     assert ours[mobile][auc] < 0.7 < ours[(('payment_type', 'Cash'),)][auc]
     # Cross slice: the overall slice's value minus the slice's.
     assert ours[((), mobile)][auc] == pytest.approx(ours[()][auc] - ours[mobile][auc])
-    ok, failures, missing = _failures(ours_dir)
+    ok, failures, missing = tfma_outputs.failures(ours_dir)
     assert not ok and not missing
     failed = {slice_key for slice_key, _, _ in failures}
     assert mobile in failed and ((), mobile) in failed and () not in failed
     # Both plots of every single slice, none of the cross slices (as TFMA), read by TFMA's loader.
     # (TFMA writes both plots of a slice under one key, without their names.)
-    plots = _plots(ours_dir)
+    plots = tfma_outputs.plots(ours_dir)
     assert sorted((slice_key for slice_key, _ in plots), key=str) == sorted(single, key=str)
     for plot in plots.values():
         # 1,000 buckets plus the two open ends; 1,001 thresholds plus one below 0.
