@@ -15,13 +15,16 @@ One test, so the pipeline runs once (twice, with the kill):
 - `asynctrain run` again: the components before the Trainer come from the cache, and the
   Trainer resumes at the killed run's last checkpoint, not step 0, and trains to the end;
   the model is blessed, with an eval AUC under the planted ceiling;
+- where the trained variables lived, as the Trainer's report records them from its own
+  strategy-built model and optimizer: the 10^6-row table and its Adagrad slot are each split
+  over both parameter servers, no shard holding the whole table, and nothing of that size on a
+  worker or the coordinator;
 - the Trainer's model rebuilt as the Trainer builds it (`sharded_model_probe`, a process of its
-  own with a fresh cluster of the run's size) from the run's request and checkpoint: the
-  10^6-row table and its optimizer slot are each split over both parameter servers, no shard
-  holds the whole table, and the shards hold the checkpoint's values; the pushed model scores
-  raw CSV rows as that sharded model does (within 1e-6).
-
-Resuming after a change of `num_ps` is not asserted here yet.
+  own with a fresh cluster of the run's size) from the run's request and checkpoint: the same
+  placement, the shards holding the checkpoint's values; the pushed model scores raw CSV rows as
+  that sharded model does (within 1e-6);
+- `asynctrain run` once more with three parameter servers and RESHARD_STEPS more steps: the
+  Trainer resumes at the two-server run's last step, with the table split over the three.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from asynctrain.components.shared.feature_types import load_schema
 from asynctrain.pipelines import cli, run_summary
 from asynctrain.pipelines.config import load_config
 from tests.e2e.e2e_helpers import raw_example, run_cli
+from tests.e2e.sharded_model_probe import MIN_ROWS
 from tests.repository import REPO_ROOT
 
 pytestmark = pytest.mark.e2e
@@ -56,12 +60,18 @@ ROWS = 20_000
 TABLE_COLUMN = 'C24'
 TABLE_ROWS = 1_000_000
 NUM_PS = 2
+# The last run's parameter servers, and the steps it adds to the resumed ones.
+RESHARDED_NUM_PS = 3
+RESHARD_STEPS = 200
 CHECKPOINT_INTERVAL = 200
 # Kill once the run has recorded this step: past its first checkpoint, so a restart from step 0
 # would show.
 KILL_AFTER_STEP = 300
 SERVED_ROWS = 500
-PS_DEVICES = {f'/job:ps/replica:0/task:{i}/device:CPU:0' for i in range(NUM_PS)}
+
+
+def _ps_devices(num_ps: int) -> set[str]:
+    return {f'/job:ps/replica:0/task:{i}/device:CPU:0' for i in range(num_ps)}
 
 
 def _init(data_dir: str, spec_dir, capsys) -> int:
@@ -81,6 +91,13 @@ def _init(data_dir: str, spec_dir, capsys) -> int:
     return buckets
 
 
+def _edit_trainer(config_path, num_ps: int, **training) -> None:
+    config = yaml.safe_load(config_path.read_text())
+    config['trainer']['distribution'] = {'num_ps': num_ps}
+    config['trainer']['training'].update(training)
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
 def _review(spec_dir, work_dir, proposed_buckets: int) -> None:
     """The reviewer's edits: the table's size, the cluster, checkpoints a rerun resumes from."""
     features_path, config_path = spec_dir / 'features.yaml', spec_dir / 'config.yaml'
@@ -89,13 +106,12 @@ def _review(spec_dir, work_dir, proposed_buckets: int) -> None:
     assert table == {'name': TABLE_COLUMN, 'transform': 'hash', 'num_buckets': proposed_buckets}
     table['num_buckets'] = TABLE_ROWS - 1  # and id num_buckets for a missing value
     features_path.write_text(yaml.safe_dump(features, sort_keys=False))
-    config = yaml.safe_load(config_path.read_text())
-    config['trainer']['distribution'] = {'num_ps': NUM_PS}
-    config['trainer']['training'].update(
+    _edit_trainer(
+        config_path,
+        NUM_PS,
         checkpoint_dir=str(work_dir / 'checkpoints'),
         checkpoint_interval_steps=CHECKPOINT_INTERVAL,
     )
-    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
 def _session_pids(session: int) -> list[int]:
@@ -193,23 +209,27 @@ def _probe(model_run_dir: str, checkpoint_dir, rows, types, tmp_path) -> dict:
     return json.loads(output.read_text())
 
 
-def _check_placement(variables: list[dict]) -> None:
-    """The 10^6-row table and its slot: split over both servers, no shard holding the whole."""
-    tables = [v for v in variables if v['shape'][0] == TABLE_ROWS]
+def _check_placement(variables: list[dict], num_ps: int) -> list[dict]:
+    """The 10^6-row table and its slot: split over every server, no shard holding the whole
+    table; nothing of at least `MIN_ROWS` rows on a worker or the coordinator. Returns the two."""
+    devices = _ps_devices(num_ps)
+    tables = [v for v in variables if v['shape'][:1] == [TABLE_ROWS]]
     # The table and Adagrad's accumulator for it.
     assert len(tables) == 2, [(v['name'], v['shape']) for v in variables]
     for variable in tables:
         shards = variable['shards']
-        assert variable['sharded'], variable
-        assert {s['device'] for s in shards} == PS_DEVICES, variable
+        assert {s['device'] for s in shards} == devices, variable
         assert sum(s['rows'] for s in shards) == TABLE_ROWS
         assert max(s['rows'] for s in shards) < TABLE_ROWS
-    # The shards together are the trained values the checkpoint holds, table and slot.
-    keys = sorted(key for v in tables for key in v['checkpoint_keys'])
-    assert len(keys) == 2 and keys[0].startswith('model/') and keys[1].startswith('optimizer/')
-    # Nothing large lives on the coordinator or a worker.
     for variable in variables:
-        assert {s['device'] for s in variable['shards']} <= PS_DEVICES, variable
+        if variable['shape'][:1] >= [MIN_ROWS]:
+            assert {s['device'] for s in variable['shards']} <= devices, variable
+    return tables
+
+
+def _reported_placement(report: dict) -> list[dict]:
+    """The report's model and optimizer variables, in the probe's form."""
+    return [*report['placement']['model'], *report['placement']['optimizer']]
 
 
 def test_a_million_row_table_trains_on_two_ps_resumes_after_kill_9_and_serves(tmp_path, capsys):
@@ -244,6 +264,8 @@ def test_a_million_row_table_trains_on_two_ps_resumes_after_kill_9_and_serves(tm
     assert report['initial_step'] == checkpoint_at_kill
     assert report['steps'] == train_steps
     assert report['steps_this_run'] == train_steps - checkpoint_at_kill
+    (table, _) = _check_placement(_reported_placement(report), NUM_PS)
+    assert table['name'] == f'{TABLE_COLUMN}_embedding/embeddings'
     metric, value = summary.eval_metric
     assert metric.lower() == 'auc'
     assert summary.blessed is True
@@ -257,7 +279,11 @@ def test_a_million_row_table_trains_on_two_ps_resumes_after_kill_9_and_serves(tm
     types = {f.name: f.type for f in load_schema(str(spec_dir / 'schema.pbtxt')).feature}
     probe = _probe(summary.tensorboard_dir, work_dir / 'checkpoints', rows, types, tmp_path)
     assert (probe['step'], probe['num_ps']) == (train_steps, NUM_PS)
-    _check_placement(probe['variables'])
+    # The shards together are the trained values the checkpoint holds, table and slot.
+    keys = sorted(
+        k for v in _check_placement(probe['variables'], NUM_PS) for k in v['checkpoint_keys']
+    )
+    assert len(keys) == 2 and keys[0].startswith('model/') and keys[1].startswith('optimizer/')
 
     assert summary.pushed_model and summary.pushed_model.startswith(config.serving_dir)
     loaded = tf.saved_model.load(summary.pushed_model)
@@ -267,3 +293,19 @@ def test_a_million_row_table_trains_on_two_ps_resumes_after_kill_9_and_serves(tm
     np.testing.assert_allclose(served[:, 0], probe['probabilities'], rtol=0, atol=1e-6)
     clicks = np.array([int(r['click']) for r in rows])
     assert recsys_data.auc(served[:, 0], clicks) > 0.6
+
+    _edit_trainer(
+        spec_dir / 'config.yaml', RESHARDED_NUM_PS, train_steps=train_steps + RESHARD_STEPS
+    )
+    started = time.time()
+    resharded = run_cli(
+        'run', '--config', str(spec_dir / 'config.yaml'), '--work-dir', str(work_dir)
+    )
+    output = f'stdout:\n{resharded.stdout[-4000:]}\nstderr:\n{resharded.stderr[-4000:]}'
+    assert resharded.returncode == 0, output
+    summary = run_summary.read_summary(config, started=started)
+    assert 'Trainer' in summary.executed and 'Transform' in summary.cached, summary
+    report = summary.training
+    assert (report['num_ps'], report['initial_step']) == (RESHARDED_NUM_PS, train_steps)
+    assert report['steps'] == train_steps + RESHARD_STEPS
+    _check_placement(_reported_placement(report), RESHARDED_NUM_PS)
