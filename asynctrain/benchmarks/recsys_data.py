@@ -264,9 +264,10 @@ def _join(fields: list[tuple[np.ndarray, np.ndarray]]) -> bytes:
     buffer[line_starts + line_lengths - 1] = ord('\n')
     field_starts = line_starts[:, None] + np.c_[np.zeros(n, np.int64), np.cumsum(lengths + 1, 1)]
     for c, (matrix, length) in enumerate(fields):
-        for j in range(matrix.shape[1]):
-            rows = np.flatnonzero(length > j)
-            buffer[field_starts[rows, c] + j] = matrix[rows, j]
+        # One scatter per column: the bytes of each row's field, its first `length` ones.
+        offsets = np.arange(matrix.shape[1])
+        kept = offsets[None, :] < length[:, None]
+        buffer[(field_starts[:, c, None] + offsets)[kept]] = matrix[kept]
     return buffer.tobytes()
 
 
