@@ -35,11 +35,11 @@ def held_out_batches(task, examples_dir: str) -> list:
 
 def held_out_loss(task, trained_model, batches: list) -> float:
     """Mean loss over `batches` of a plain copy of `trained_model` (sharded or not)."""
-    from asynctrain.components.trainer.training import loop as train_lib
+    from asynctrain.components.trainer.training import checkpoints
 
     plain = task.build_model()
     with tempfile.TemporaryDirectory() as scratch:
-        train_lib.transfer_weights(trained_model, plain, scratch)
+        checkpoints.transfer_weights(trained_model, plain, scratch)
     losses = [float(task.loss(labels, plain(features))) for features, labels in batches]
     return sum(losses) / len(losses)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from tensorflow_metadata.proto.v0 import schema_pb2
@@ -130,3 +131,19 @@ def with_parts(spec: FeatureSpec, column_type: int) -> FeatureSpec:
     if column_type != schema_pb2.BYTES:
         parts = DATE_PARTS + TIME_PARTS
     return dataclasses.replace(spec, parts=parts)
+
+
+def check_output_names(specs: list[FeatureSpec], types: Mapping[str, int]) -> None:
+    """A datetime feature's parts are features of their own: their names must be free."""
+    seen: dict[str, str] = {}
+    for i, spec in enumerate(specs):
+        for output in spec.output_names:
+            taken = seen.get(output) or (
+                'a column of the schema' if output != spec.name and output in types else ''
+            )
+            if taken:
+                yaml_config.fail(
+                    f'features[{i}] ({spec.name})',
+                    f'its transformed feature {output!r} is also {taken}',
+                )
+            seen[output] = f'a transformed feature of {spec.name!r}'

@@ -92,7 +92,11 @@ class FeatureSpec:
       name: The raw feature's name in the schema.
       transform: One of `ALL_TRANSFORMS`.
       fill: For `zscore`: value for a missing feature, `'mean'` or a number.
-      top_k: For `vocabulary`: keep the top_k most frequent values of the train split.
+      top_k: For `vocabulary`: keep the top_k most frequent values of the train split; the
+        table has top_k + oov_buckets rows whatever `frequency_threshold` keeps (the same shape
+        from one run to the next).
+      frequency_threshold: For `vocabulary`: keep only values seen at least this many times in
+        the train split, the rarer ones sharing the OOV buckets; 0: no threshold.
       oov_buckets: For `vocabulary`: hashed ids for values outside the vocabulary and missing ones.
       num_buckets: For `identity` (ids in [0, num_buckets), anything else -> num_buckets),
         `bucketize` (quantile buckets) and `hash` (a string's fingerprint modulo num_buckets; a
@@ -110,6 +114,7 @@ class FeatureSpec:
     transform: str
     fill: str | float = 'mean'
     top_k: int = 1000
+    frequency_threshold: int = 0
     oov_buckets: int = 1
     num_buckets: int = 10
     parts: tuple[str, ...] = ()
@@ -357,22 +362,13 @@ def _check_feature(spec: FeatureSpec, types: Mapping[str, int], where: str) -> N
             yaml_config.fail(f'{where}: {key}', 'expected a positive integer')
     if spec.oov_buckets < 1:
         yaml_config.fail(f'{where}: oov_buckets', 'expected an integer >= 1')
-
-
-def _check_output_names(specs: list[FeatureSpec], types: Mapping[str, int]) -> None:
-    """A datetime feature's parts are features of their own: their names must be free."""
-    seen: dict[str, str] = {}
-    for i, spec in enumerate(specs):
-        for output in spec.output_names:
-            taken = seen.get(output) or (
-                'a column of the schema' if output != spec.name and output in types else ''
-            )
-            if taken:
-                yaml_config.fail(
-                    f'features[{i}] ({spec.name})',
-                    f'its transformed feature {output!r} is also {taken}',
-                )
-            seen[output] = f'a transformed feature of {spec.name!r}'
+    if spec.frequency_threshold < 0:
+        yaml_config.fail(f'{where}: frequency_threshold', 'expected an integer >= 0 (0: none)')
+    if spec.frequency_threshold and spec.transform != VOCABULARY:
+        yaml_config.fail(
+            f'{where}: frequency_threshold',
+            f'only for transform {VOCABULARY!r}, not {spec.transform!r}',
+        )
 
 
 def _parse(data: Any, schema: schema_pb2.Schema, with_module: bool) -> FeatureConfig:
@@ -398,7 +394,7 @@ def _parse(data: Any, schema: schema_pb2.Schema, with_module: bool) -> FeatureCo
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         yaml_config.fail('features', f'listed more than once: {duplicates}')
-    _check_output_names(specs, types)
+    datetime_spec.check_output_names(specs, types)
     outputs = tuple(name for s in specs for name in s.output_names)
     label = None
     if data.get('label') is not None:

@@ -23,6 +23,7 @@ from typing import Any
 
 import tensorflow as tf
 import tensorflow_transform as tft
+from tensorflow_transform import analyzers as tft_analyzers
 from tensorflow_transform import schema_inference
 
 from asynctrain.components.shared.tasks import LABEL_VOCABULARY
@@ -34,6 +35,8 @@ from asynctrain.components.transform import feature_config as fc
 FEATURE_CONFIG_KEY = 'feature_config'
 LABEL_KEY = 'label'
 Tensor = Any  # tf.Tensor or tf.SparseTensor
+# `tft.experimental.approximate_vocabulary` refuses a larger top_k.
+APPROXIMATE_VOCABULARY_MAX_TOP_K = tft_analyzers.LARGE_VOCAB_TOP_K
 
 
 def _present_values(x: Tensor) -> tf.Tensor:
@@ -90,15 +93,27 @@ def _as_strings(x: Tensor) -> Tensor:
 
 def _vocabulary(x: Tensor, spec: fc.FeatureSpec) -> tf.Tensor:
     strings = _as_strings(x)
-    # TFT's combiner-based vocabulary: counted inside TF and packed with the other analyzers'
-    # combiners into one Beam stage, where `tft.vocabulary` counts tokens as Python elements in a
-    # dozen stages of its own (Transform on 300 taxi rows: 67 s -> 55 s). Its counts are exact, so
-    # the vocabulary is `tft.vocabulary`'s, ties and order included, while a feature's distinct
-    # values fit in `top_k` (tests/components/transform/vocabulary_test.py); beyond, its order
-    # and rarest tokens may differ, and every token more frequent than rows / top_k is kept.
-    vocab = tft.experimental.approximate_vocabulary(
-        _present_values(strings), top_k=spec.top_k, vocab_filename=spec.name
-    )
+    values = _present_values(strings)
+    if spec.frequency_threshold or spec.top_k > APPROXIMATE_VOCABULARY_MAX_TOP_K:
+        # The combiner below takes no threshold and refuses a top_k this large; `tft.vocabulary`
+        # counts in Beam stages of its own, exactly, which is what a table of this size needs.
+        vocab = tft.vocabulary(
+            values,
+            top_k=spec.top_k,
+            frequency_threshold=spec.frequency_threshold or None,
+            vocab_filename=spec.name,
+        )
+    else:
+        # TFT's combiner-based vocabulary: counted inside TF and packed with the other analyzers'
+        # combiners into one Beam stage, where `tft.vocabulary` counts tokens as Python elements
+        # in a dozen stages of its own (Transform on 300 taxi rows: 67 s -> 55 s). Its counts are
+        # exact, so the vocabulary is `tft.vocabulary`'s, ties and order included, while a
+        # feature's distinct values fit in `top_k` (tests/components/transform/
+        # vocabulary_test.py); beyond, its order and rarest tokens may differ, and every token
+        # more frequent than rows / top_k is kept.
+        vocab = tft.experimental.approximate_vocabulary(
+            values, top_k=spec.top_k, vocab_filename=spec.name
+        )
     # A missing value is the empty string, which no present value can be (an empty CSV cell is a
     # missing feature), so it lands in an OOV bucket.
     ids = tft.apply_vocabulary(_densify(strings, ''), vocab, num_oov_buckets=spec.oov_buckets)

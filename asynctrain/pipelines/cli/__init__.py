@@ -84,6 +84,10 @@ BENCHMARKS = {
         'asynctrain.benchmarks.evaluator',
         'Evaluator with slices and plots: ours vs stock TFMA, time and peak memory.',
     ),
+    'recsys-data': (
+        'asynctrain.benchmarks.recsys_data',
+        'A Criteo-like click dataset with a planted signal and its AUC ceiling.',
+    ),
 }
 
 

@@ -64,8 +64,16 @@ def test_taxi_config_covers_every_transform_and_sizes_categoricals():
             'oov_buckets: expected an integer >= 1',
         ),
         (
+            {'name': 'city', 'transform': 'vocabulary', 'frequency_threshold': -1},
+            'frequency_threshold: expected an integer >= 0 (0: none)',
+        ),
+        (
+            {'name': 'city', 'transform': 'hash', 'frequency_threshold': 5},
+            "frequency_threshold: only for transform 'vocabulary', not 'hash'",
+        ),
+        (
             {'name': 'city', 'transform': 'vocabulary', 'topk': 3},
-            "features[0].topk: unknown field; allowed: ['fill', 'name',",
+            "features[0].topk: unknown field; allowed: ['fill', 'frequency_threshold', 'name',",
         ),
     ],
 )

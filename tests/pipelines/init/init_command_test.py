@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
+import pyarrow as pa
 import pytest
 import yaml
 
 from asynctrain.components.example_gen import csv_dialect, csv_sample
+from asynctrain.components.shared.feature_types import ColumnType
 from asynctrain.components.shared.yaml_config import ConfigError
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.pipelines.init import init_command, spec_draft
@@ -443,3 +446,35 @@ def test_drift_thresholds_are_those_of_the_same_rows_in_any_order(tmp_path):
     assert plans[0].features  # thresholds to compare, not three empty proposals
     assert "sorted or grouped by 'region'" in plans[2].reason
     assert 'sorted or grouped' not in plans[0].reason
+
+
+def test_a_column_of_a_million_ids_is_hashed_into_buckets_sized_to_its_distinct_values():
+    # A recommender's ids: 10^6 distinct values over 1.5 x 10^6 rows (a third of them repeated).
+    rows = 1_500_000
+    ids = pa.array([f'{i % 1_000_000:08x}' for i in range(rows)])
+    label = pa.array([i % 2 for i in range(rows)])
+    sample = csv_sample.CsvSample(
+        files=('part.csv',),
+        columns={'click': label, 'item': ids},
+        types={'click': ColumnType.INT, 'item': ColumnType.BYTES},
+        rows=rows,
+        rejected=0,
+        complete=True,
+    )
+
+    (plan,) = spec_draft.plan_columns(sample, label='click')
+
+    assert (plan.transform, plan.options) == ('hash', {'num_buckets': 1 << 21})
+    assert plan.reason == (
+        '1000000 distinct strings in 1500000 cells: too many for a vocabulary; hashed into '
+        '2097152 buckets (2x the distinct values, at most 2^21)'
+    )
+    # The table the Trainer builds: every distinct value could have a row of its own.
+    spec = fc.FeatureSpec(name='item', transform=plan.transform, **plan.options)
+    assert spec.cardinality == (1 << 21) + 1 > 1_000_000
+    # Past 2^20 distinct values the buckets stop growing: no table above 2^21 + 1 rows.
+    nearly_unique = pa.array([f'{max(i, 1):08x}' for i in range(rows)])
+    many = dataclasses.replace(sample, columns={'click': label, 'item': nearly_unique})
+    (plan,) = spec_draft.plan_columns(many, label='click')
+    assert plan.options == {'num_buckets': spec_draft.MAX_HASH_BUCKETS}
+    assert plan.reason.startswith(f'{rows - 1} distinct strings')

@@ -1,5 +1,6 @@
 """The training loop: ParameterServerStrategy, ClusterCoordinator, `tf.function`, checkpoints,
-summaries and the training report.
+summaries and the training report. Checkpoints restore into any number of parameter servers,
+tables and optimizer slots included (`checkpoints` says why).
 
 `task` holds what one worker does (a `task.Task`: binary, multiclass or regression, which this
 module never asks); this module owns everything around it. The coordinator (this
@@ -23,11 +24,15 @@ import tensorflow as tf
 from asynctrain.components.shared import tf_environment
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer.training import (
+    checkpoints,
     data,
     evaluation,
     export,
+    placement,
     profiling,
+    progress,
     run_files,
+    scheduling,
     tasks,
 )
 from asynctrain.components.trainer.training import task as task_lib
@@ -52,13 +57,6 @@ def make_partitioner(distribution: config_lib.DistributionConfig, num_ps: int):
     return partitioners.MinSizePartitioner(
         min_shard_bytes=distribution.min_shard_bytes, max_shards=distribution.max_shards or num_ps
     )
-
-
-def transfer_weights(source: tf.keras.Model, target: tf.keras.Model, scratch_dir: str) -> None:
-    """Copies weights between two builds of the same model, sharded or not, via a checkpoint: a
-    checkpoint stores each ShardedVariable as one full tensor and restores into any sharding."""
-    path = tf.train.Checkpoint(model=source).write(os.path.join(scratch_dir, 'weights'))
-    tf.train.Checkpoint(model=target).read(path).expect_partial()
 
 
 class Trainer:
@@ -209,10 +207,6 @@ class Trainer:
         initial_step = int(self.optimizer.iterations.numpy())
         self._initial_step = initial_step
         self._write_progress(initial_step)
-        # Imported here, not at the top, to keep this change inside `train`.
-        from asynctrain.components.trainer.training import progress as progress_lib
-        from asynctrain.components.trainer.training import scheduling
-
         # No remote function may be instantiated while another runs (see `scheduling`): the
         # dataset and iterator are created one worker at a time, and the train function runs
         # once (zero steps) on each worker in turn before closures are scheduled in bulk.
@@ -223,7 +217,7 @@ class Trainer:
             self.coordinator, self.train_steps, (per_worker_iterator, tf.constant(0, tf.int32))
         )
         scheduler = scheduling.ClosureScheduler(self.coordinator, self.train_steps)
-        progress = progress_lib.TrainingProgress(training.train_steps, initial_step)
+        progress_bar = progress.TrainingProgress(training.train_steps, initial_step)
         totals = _Totals()
         in_flight: list = []
         scheduled = initial_step
@@ -266,7 +260,7 @@ class Trainer:
                     / max(now - last_summary_time, 1e-9)
                 )
                 last_summary_time, last_summary_step = now, step
-                progress.update(
+                progress_bar.update(
                     step,
                     examples_per_sec,
                     interval_totals.loss_mean,
@@ -287,7 +281,7 @@ class Trainer:
         for remote_value in in_flight:
             totals.add_remote(remote_value)
         seconds = time.monotonic() - started
-        progress.close()
+        progress_bar.close()
         final_step = int(self.optimizer.iterations.numpy())
         self._save_checkpoint()
         steps_this_run = final_step - initial_step
@@ -415,7 +409,7 @@ def train_and_export(
         logging.info(
             'Warm start: %d of %d weights from %s', copied, len(warm.weights), base_model_dir
         )
-        transfer_weights(warm, trainer.model, os.path.join(model_run_dir, 'warm_start'))
+        checkpoints.transfer_weights(warm, trainer.model, os.path.join(model_run_dir, 'warm_start'))
     measured = trainer.train(writer)
     serving_model = trainer.serving_model()
     eval_metrics = evaluation.evaluate(task, serving_model, examples_dir)
@@ -442,6 +436,7 @@ def train_and_export(
         seconds=measured['seconds'],
         rescheduled_closures=measured['rescheduled_closures'],
         profile=measured['profile'],
+        placement=placement.report(trainer.model, trainer.optimizer),
         eval=eval_metrics,
         num_workers=cluster.num_workers,
         num_ps=cluster.num_ps,

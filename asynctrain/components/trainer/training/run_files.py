@@ -48,6 +48,9 @@ class TrainingReport:
         coordinator's request (`training.scheduling`); 0 in a healthy run.
       profile: The input-pipeline analysis of the profiler trace `trainer.profile` asked for
         (`profiling.InputPipelineAnalysis.to_dict`); None when no trace was captured.
+      placement: Where the trained variables lived (`placement.report`): `model` and
+        `optimizer`, each variable with its shards (device, rows, nbytes), and
+        `bytes_per_task`. None in a report written before it was recorded.
     """
 
     steps: int
@@ -65,6 +68,7 @@ class TrainingReport:
     attempts: tuple = ()
     rescheduled_closures: int = 0
     profile: dict | None = None
+    placement: dict | None = None
 
     @classmethod
     def read(cls, directory: str) -> TrainingReport:
