@@ -11,15 +11,17 @@ from tensorflow_model_analysis.metrics import (
     confusion_matrix_metrics,
 )
 
-from asynctrain.components.evaluator import metrics
+from asynctrain.components.evaluator import metric_states
 
 
 def _tfma_auc(state):
     """What TFMA's `binary_confusion_matrices` does with a calibration histogram, with its own
     functions: rebin onto the thresholds, derive the matrices, AUC's interpolation."""
-    histogram = metrics._Histogram.buckets(state)
+    histogram = metric_states.Histogram.buckets(state)
     epsilon = binary_confusion_matrices._EPSILON
-    thresholds = binary_confusion_matrices._interpolated_thresholds(metrics.AUC_NUM_THRESHOLDS)
+    thresholds = binary_confusion_matrices._interpolated_thresholds(
+        metric_states.AUC_NUM_THRESHOLDS
+    )
     rebinned = calibration_histogram.rebin(
         [t + epsilon if t != 0 else t for t in thresholds], histogram
     )
@@ -32,7 +34,7 @@ def _tfma_auc(state):
 
 
 def _state(rng, rows, weighted, spread, positives=0.3):
-    histogram = metrics._Histogram()
+    histogram = metric_states.Histogram()
     labels = (rng.random(rows) < positives).astype(np.float64)
     predictions = np.clip(labels * 0.3 + rng.normal(0.4, spread, rows), -0.2, 1.2)
     weights = rng.gamma(2.0, 1.0, rows) if weighted else None
@@ -54,11 +56,11 @@ def _state(rng, rows, weighted, spread, positives=0.3):
 def test_auc_is_tfmas_to_the_last_bit(rows, weighted, spread, positives):
     rng = np.random.default_rng(rows)
     state = _state(rng, rows, weighted, spread, positives)
-    ours, stock = metrics._Histogram.auc(state), _tfma_auc(state)
+    ours, stock = metric_states.Histogram.auc(state), _tfma_auc(state)
     assert ours == stock or (math.isnan(ours) and math.isnan(stock))
 
 
 def test_auc_of_an_empty_histogram_is_tfmas():
-    state = metrics._Histogram().state()
-    ours, stock = metrics._Histogram.auc(state), _tfma_auc(state)
+    state = metric_states.Histogram().state()
+    ours, stock = metric_states.Histogram.auc(state), _tfma_auc(state)
     assert ours == stock or (math.isnan(ours) and math.isnan(stock))
