@@ -16,7 +16,7 @@ import tensorflow_model_analysis as tfma
 from tfx.dsl.components.base import base_beam_component, executor_spec
 from tfx.types import channel, standard_artifacts
 
-from asynctrain.components.evaluator import executor, metrics
+from asynctrain.components.evaluator import executor, metrics, slicing
 from asynctrain.components.evaluator.spec import EvaluatorSpec
 
 DEFAULT_BATCH_SIZE = 4096
@@ -75,6 +75,7 @@ class Evaluator(base_beam_component.BaseBeamComponent):
             drift withholds the blessing, whatever the metrics.
         """
         metrics.metric_specs(eval_config)
+        slicing.slice_specs(eval_config)
         executor.check_model_specs(eval_config)
         splits = list(example_splits or ['eval'])
         if not all(isinstance(s, str) and s for s in splits):
