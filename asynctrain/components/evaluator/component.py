@@ -36,10 +36,11 @@ class Evaluator(base_beam_component.BaseBeamComponent):
     pusher = Pusher(model=..., model_blessing=evaluator.outputs['blessing'], ...)
     ```
 
-    `eval_config` is a `tfma.EvalConfig` within what the pipeline asks of it: the overall slice,
-    unweighted examples, the metrics in `metrics.SUPPORTED_METRICS` each with its name, and every
-    model spec with one preprocessing function (`transform_features`) that returns the label.
-    Anything else is refused when the component is built, naming the field.
+    `eval_config` is a `tfma.EvalConfig` within what the pipeline asks of it: TFMA's slices and
+    cross slices, example weights, the metrics in `metrics.SUPPORTED_METRICS` each with its
+    name, TFMA's jackknife or Poisson bootstrap confidence intervals, and every model spec with
+    one preprocessing function (`transform_features`) that returns the label. Anything else is
+    refused when the component is built, naming the field.
 
     Component `outputs` contains:
      - `evaluation`: Channel of type `standard_artifacts.ModelEvaluation`, in TFMA's format
