@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import tensorflow_model_analysis as tfma
 from scipy import stats
+from tensorflow_model_analysis import constants as tfma_constants
 from tensorflow_model_analysis.api import types as tfma_types
 from tensorflow_model_analysis.slicer import slicer_lib
 from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
@@ -114,18 +115,34 @@ def test_each_sample_is_the_metrics_of_the_replicated_examples():
     assert not np.any(city[~chicago])
     assert np.any(times_of[((), 0)] != times_of[((), 1)])
     assert times_of[((), scoring.FULL_SAMPLE)].tolist() == [1] * ROWS
+    # Poisson(1): over 18,000 draws the mean and variance are 1 within 7 standard errors.
+    draws = np.stack([times_of[((), s)] for s in range(SAMPLES)])
+    assert abs(draws.mean() - 1) < 0.05 and abs(draws.var() - 1) < 0.1
+    # Metrics but AUC (whose value costs TFMA's 10,000 thresholds; its state is compared below).
+    cheap = tuple(spec for spec in specs if spec.class_name != 'AUC')
     for (slice_key, sample), state in states.items():
-        times = times_of[(slice_key, sample)]
+        where = (slice_key, sample)
+        times = times_of[where]
         replicated = np.repeat(np.arange(ROWS), times)
-        # Our path without multiplicities, on the replicated examples.
+        # Our path without multiplicities, on the replicated examples: the same state, every
+        # histogram bucket and sum.
         plain = metrics.Accumulator(specs)
         plain.update(labels[replicated], predictions[replicated], weights[replicated])
-        expected = metrics.metric_values(specs, plain.state())
-        got = metrics.metric_values(specs, state[''])
-        assert got == pytest.approx(expected, rel=1e-9), (slice_key, sample)
+        expected = plain.state()
+        assert sorted(state['']) == sorted(expected), where
+        for name, variables in expected.items():
+            for got, want in zip(state[''][name], variables):
+                np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=str((where, name)))
+        values = metrics.metric_values(cheap, state[''])
         for spec, value in _numpy_metrics(labels, predictions, weights, times).items():
-            (metric,) = [s for s in specs if (s.name, s.example_weighted) == spec]
-            assert got[metric] == pytest.approx(value, rel=1e-9), (slice_key, sample, spec)
+            (metric,) = [s for s in cheap if (s.name, s.example_weighted) == spec]
+            assert values[metric] == pytest.approx(value, rel=1e-9), (where, spec)
+    for where in (((), 0), (CITY, 0)):
+        replicated = np.repeat(np.arange(ROWS), times_of[where])
+        plain = metrics.Accumulator(specs)
+        plain.update(labels[replicated], predictions[replicated], weights[replicated])
+        got = metrics.metric_values(specs, states[where][''])
+        assert got == pytest.approx(metrics.metric_values(specs, plain.state()), rel=1e-9)
 
 
 def test_intervals_are_tfmas_t_distribution_of_the_samples(tmp_path):
@@ -177,6 +194,45 @@ def test_intervals_are_tfmas_t_distribution_of_the_samples(tmp_path):
                 assert bounded['lowerBound'] == pytest.approx(mean - t * std)
                 assert bounded['upperBound'] == pytest.approx(mean + t * std)
                 assert bounded['value'] == pytest.approx(point[spec])
+
+
+def test_draws_are_seeded_by_the_batch():
+    batch, other = [b'a', b'b'], [b'a', b'c']
+    draws = [
+        scoring.resample(2, scoring.bootstrap_random(b), 0, SAMPLES)[1:] for b in (batch, batch)
+    ]
+    assert [rows.tolist() for _, rows, _ in draws[0]] == [rows.tolist() for _, rows, _ in draws[1]]
+    first = scoring.bootstrap_random(batch).poisson(1.0, 100)
+    assert first.tolist() == scoring.bootstrap_random(batch).poisson(1.0, 100).tolist()
+    assert first.tolist() != scoring.bootstrap_random(other).poisson(1.0, 100).tolist()
+    assert first.tolist() != scoring.bootstrap_random(batch, seed=1).poisson(1.0, 100).tolist()
+
+
+def test_a_sample_that_draws_none_of_a_slice_counts_as_empty():
+    # TFMA's sample of a slice exists whatever it drew: one that drew none of the slice's examples
+    # has the metrics of no example (an MSE of 0, Keras' divide_no_nan), and the interval still
+    # has its 20 samples. A one-example slice misses each sample with probability 1/e.
+    eval_config = _eval_config()
+    specs = metrics.metric_specs(eval_config)
+    drawn = scoring.resample(np.array([0]), np.random.default_rng(5), 0, SAMPLES)
+    states = {}
+    for sample, rows, times in drawn:
+        accumulator = metrics.Accumulator(specs)
+        if rows is None or rows.size:
+            accumulator.update(np.array([1]), np.array([0.25]), np.array([2.0]), times)
+        states[((), sample)] = {'': accumulator.state()}
+    missed = [sample for sample, rows, _ in drawn if rows is not None and not rows.size]
+    assert len(drawn) == SAMPLES + 1 and missed
+
+    values = results.evaluate(specs, states, eval_config, 0, SAMPLES)[()]
+
+    mse = values[tfma.metrics.MetricKey('mse', example_weighted=False)]
+    assert isinstance(mse, tfma_types.ValueWithTDistribution)
+    assert mse.unsampled_value == 0.75**2
+    expected = [0.0 if s in missed else 0.75**2 for s in range(SAMPLES)]
+    assert mse.sample_mean == pytest.approx(np.mean(expected))
+    assert mse.sample_standard_deviation == pytest.approx(np.std(expected, ddof=1))
+    assert tfma.metrics.MetricKey(tfma_constants.ERROR_METRIC_NAME) not in values
 
 
 def _slice_key(record):
