@@ -224,9 +224,13 @@ def resample(
     - none: all rows in state 0;
     - the jackknife (`num_partitions`): each row in a random one of the partitions;
     - the Poisson bootstrap (`num_bootstrap_samples`): all rows in `FULL_SAMPLE`, and in each
-      sample s the rows drawn at least once, with how often (TFMA's `_BootstrapCombineFn` adds
-      each (slice, example) Poisson(1) times to each sample, independently; rows and draws of a
-      whole batch at once here). Every sample is listed, with no rows when it drew none.
+      sample s the rows drawn at least once, with how often. TFMA's `_BootstrapCombineFn` adds
+      each (slice, example) element Poisson(1) times to each sample, independently per slice
+      and sample, and its elements are single examples (its default extractors end with the
+      `UnbatchExtractor`), so the draws here are per row too, a whole batch's at once. Every
+      sample is listed, with no rows when it drew none. TFMA seeds each sample's draws only
+      from `random_seed_for_testing`, which TFX's Evaluator never sets; ours come from
+      `random` (`bootstrap_random`).
     """
     if not num_partitions and not num_bootstrap_samples:
         return [(0, None if isinstance(rows, int) else rows, None)]
