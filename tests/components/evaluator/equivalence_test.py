@@ -413,19 +413,33 @@ def _assert_slices(ours, metric, ours_dir):
 
 
 @pytest.mark.parametrize(
-    'task, evaluation, weights',
+    'task, evaluation, weights, baseline_slope',
     [
         # TFMA's bootstrap computes every metric 21 times over, example by example: the binary
         # case slices on one feature (all of `SLICES` and `_more_slices` took it 3 to 5 minutes).
-        (fc.BINARY, {'min_value': 0.8, 'slices': [['payment_type']], 'slice_min_value': 0.7}, None),
-        (fc.REGRESSION, {'max_value': 4.0}, 'both'),
+        (
+            fc.BINARY,
+            {'min_value': 0.8, 'slices': [['payment_type']], 'slice_min_value': 0.7},
+            None,
+            None,
+        ),
+        (fc.REGRESSION, {'max_value': 4.0}, 'both', None),
+        # A candidate and a baseline: one draw per (slice, example) for both, so the diff's
+        # interval is that of the difference on the same samples.
+        (
+            fc.MULTICLASS,
+            {'min_value': 0.3, 'baseline': 'latest_blessed', 'max_regression': 0.0},
+            None,
+            8.0,
+        ),
     ],
 )
-def test_same_bootstrap_intervals_as_tfma(tmp_path, task, evaluation, weights):
+def test_same_bootstrap_intervals_as_tfma(tmp_path, task, evaluation, weights, baseline_slope):
     stock_dir, ours_dir, _ = _run_both(
         tmp_path,
         task,
         evaluation,
+        baseline_slope=baseline_slope,
         weights=weights,
         confidence_intervals=True,
         interval_method='POISSON_BOOTSTRAP',
@@ -435,8 +449,16 @@ def test_same_bootstrap_intervals_as_tfma(tmp_path, task, evaluation, weights):
     ours = _assert_same(stock_dir, ours_dir)
     stock_intervals, ours_intervals = _intervals(stock_dir), _intervals(ours_dir)
     # Binary: auc and accuracy of the overall slice and of each payment type; regression: rmse
-    # and mse, weighted and unweighted.
-    assert len(ours_intervals) == (8 if task == fc.BINARY else 4)
+    # and mse, weighted and unweighted; multiclass: the candidate's, the baseline's and the diff's
+    # accuracy, and the example count's diff (TFMA skips the count's own keys, not its diff's).
+    assert len(ours_intervals) == {fc.BINARY: 8, fc.REGRESSION: 4, fc.MULTICLASS: 4}[task]
+    if baseline_slope is not None:
+        diffs = {key[1].name: key for key in ours_intervals if key[1].is_diff}
+        assert sorted(diffs) == ['accuracy', 'example_count']
+        # Both models count each example the same number of times in a sample (as in TFMA): the
+        # counts' diff is 0 in every sample.
+        count = diffs['example_count']
+        assert ours_intervals[count][4] == 0.0 == stock_intervals[count][4]
     for key, (lower, point, upper, freedom, error) in ours_intervals.items():
         assert freedom == 19 and lower <= upper, key
         assert point == pytest.approx(ours[key[0]][key[1]])
