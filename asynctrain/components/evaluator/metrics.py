@@ -352,11 +352,11 @@ def merge_states(a: Mapping[str, State], b: Mapping[str, State]) -> dict[str, St
     for model, state in b.items():
         target = merged.setdefault(model, {})
         for name, values in state.items():
-            # A confusion matrix's state stays [] until an example gives it its classes.
             mine = target.get(name) or []
-            target[name] = (
-                [x + y for x, y in zip(mine, values)] if mine and values else mine or list(values)
-            )
+            if mine and values:
+                target[name] = [x + y for x, y in zip(mine, values)]
+            else:  # a confusion matrix's state is [] until an example gives it its classes
+                target[name] = list(mine or values)
     return merged
 
 

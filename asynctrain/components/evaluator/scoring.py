@@ -176,7 +176,9 @@ class _ScoreBatches(beam.DoFn):
         self._examples.inc(len(batch))
         return iter(())
 
-    def _update(self, key: tuple, rows, size: int, scored: list, times=None) -> None:
+    def _update(
+        self, key: tuple, rows, size: int, scored: list, times: np.ndarray | None = None
+    ) -> None:
         accumulators = self._accumulators.setdefault(key, {})
         whole = rows is None or (rows.size == size and times is None)
         for model, labels, predictions, weights in scored:
