@@ -40,8 +40,8 @@ def values(output_dir: str) -> dict:
 
 
 def intervals(output_dir: str) -> dict:
-    """{(slice key, MetricKey): (lower, value, upper, degrees of freedom)} of the values with a
-    confidence interval."""
+    """{(slice key, MetricKey): (lower, value, upper, degrees of freedom, standard error)} of the
+    values with a confidence interval."""
     out = {}
     for slice_metrics in tfma_writer.load_and_deserialize_metrics(output_dir):
         for kv in slice_metrics.metric_keys_and_values:
@@ -52,6 +52,7 @@ def intervals(output_dir: str) -> dict:
                     kv.value.double_value.value,
                     interval.upper_bound.double_value.value,
                     interval.degrees_of_freedom.value,
+                    interval.standard_error.double_value.value,
                 )
     return out
 

@@ -266,8 +266,9 @@ class ClassMatrix:
 
     @staticmethod
     def plot(state: list[np.ndarray]):
-        """TFMA's `Matrices(...).to_proto()` of the entries that examples reached."""
-        weights, seen = state
+        """TFMA's `Matrices(...).to_proto()` of the entries that examples reached (none when no
+        example reached the state: a bootstrap sample that drew none of a slice's)."""
+        weights, seen = state or (np.zeros((1, 1)), np.zeros((1, 1)))
         entries = {
             multi_class_confusion_matrix_metrics.MatrixEntryKey(int(a) - 1, int(p) - 1): float(
                 weights[a, p]

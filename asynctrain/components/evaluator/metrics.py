@@ -11,8 +11,9 @@ States are kept per slice key and model (`merge_sliced_states`); the slices are 
 (`slicing`). Each metric is computed weighted, unweighted or both as TFMA decides
 (`example_weights` of the metrics spec, else weighted exactly when a model spec has an
 `example_weight_key`), the weight being each metric's `sample_weight`. One output per model is
-supported; anything else (`min_slice_size`, `binarize`, ...) is refused by name
-(`metric_specs`), never silently evaluated differently from TFMA.
+supported, and both of TFMA's confidence intervals (the jackknife's partitions and the Poisson
+bootstrap's multiplicities are `scoring`'s); anything else (`output_names`, ...) is refused by
+name (`metric_specs`, `slicing.slice_specs`), never silently evaluated differently from TFMA.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from collections.abc import Mapping
 import numpy as np
 import tensorflow_model_analysis as tfma
 from tensorflow_model_analysis.metrics import metric_specs as tfma_metric_specs
-from tensorflow_model_analysis.proto import config_pb2 as tfma_config
 
 from asynctrain.components.evaluator import metric_states
 
@@ -85,29 +85,8 @@ class MetricSpec:
 
 
 def metric_specs(eval_config) -> tuple[MetricSpec, ...]:
-    """The metrics of `eval_config` (a `tfma.EvalConfig`); ValueError names what is unsupported."""
-    for index, spec in enumerate(eval_config.slicing_specs):
-        if spec.slice_keys_sql:
-            raise ValueError(f'eval_config.slicing_specs[{index}].slice_keys_sql: not supported')
-    for index, cross in enumerate(eval_config.cross_slicing_specs):
-        for field, specs in (
-            ('baseline_spec', [cross.baseline_spec]),
-            ('slicing_specs', cross.slicing_specs),
-        ):
-            if any(spec.slice_keys_sql for spec in specs):
-                raise ValueError(
-                    f'eval_config.cross_slicing_specs[{index}].{field}.slice_keys_sql: not supported'
-                )
-    if eval_config.options.min_slice_size.value > 1:
-        raise ValueError('eval_config.options.min_slice_size: not supported')
-    if eval_config.options.compute_confidence_intervals.value and (
-        eval_config.options.confidence_intervals.method
-        == tfma_config.ConfidenceIntervalOptions.POISSON_BOOTSTRAP
-    ):
-        raise ValueError(
-            'eval_config.options.confidence_intervals.method: POISSON_BOOTSTRAP is not supported '
-            "(JACKKNIFE, TFMA's default, is)"
-        )
+    """The metrics of `eval_config` (a `tfma.EvalConfig`); ValueError names what is unsupported
+    (the slices' own refusals are `slicing.slice_specs`')."""
     specs = []
     for index, metrics_spec in enumerate(eval_config.metrics_specs):
         where = f'eval_config.metrics_specs[{index}]'
@@ -161,11 +140,17 @@ class Accumulator:
         self._metrics = {spec.key: (spec, _state_metric(spec)) for spec in specs}
 
     def update(
-        self, labels: np.ndarray, predictions: np.ndarray, weights: np.ndarray | None = None
+        self,
+        labels: np.ndarray,
+        predictions: np.ndarray,
+        weights: np.ndarray | None = None,
+        multiplicities: np.ndarray | None = None,
     ) -> None:
         """Adds a batch: `labels` from `transform_features`, `predictions` from the signature,
         `weights` (one per example) for the weighted metrics; none weighs every example 1, as
-        TFMA does without an `example_weight_key`."""
+        TFMA does without an `example_weight_key`. `multiplicities` (one count > 0 per example, a
+        bootstrap sample's) add each example as many times: unweighted metrics count it m times,
+        weighted ones weigh it weight * m, as the replicated examples would."""
         labels = np.asarray(labels)
         predictions = np.asarray(predictions)
         batch = labels.shape[0]
@@ -174,8 +159,12 @@ class Accumulator:
                 f'labels and predictions differ in batch size: {labels.shape} vs {predictions.shape}'
             )
         column = None if weights is None else np.asarray(weights, np.float64).reshape(batch, 1)
+        times = None if multiplicities is None else np.asarray(multiplicities, np.float64)
+        times = None if times is None else times.reshape(batch, 1)
         for spec, metric in self._metrics.values():
             weight = column if spec.example_weighted else None
+            if times is not None:
+                weight = times if weight is None else weight * times
             shape = _SHAPES[spec.class_name]
             if shape == 'count':
                 metric.update_state(float(batch) if weight is None else weight.sum())
@@ -214,10 +203,11 @@ def merge_states(a: Mapping[str, State], b: Mapping[str, State]) -> dict[str, St
     for model, state in b.items():
         target = merged.setdefault(model, {})
         for name, values in state.items():
-            if name in target:
-                target[name] = [x + y for x, y in zip(target[name], values)]
-            else:
-                target[name] = list(values)
+            mine = target.get(name) or []
+            if mine and values:
+                target[name] = [x + y for x, y in zip(mine, values)]
+            else:  # a confusion matrix's state is [] until an example gives it its classes
+                target[name] = list(mine or values)
     return merged
 
 
