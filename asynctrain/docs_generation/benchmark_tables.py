@@ -450,6 +450,36 @@ def batcher(*results: Result) -> list[str]:
     return _table(header, rows)
 
 
+def evaluator(result: Result) -> list[str]:
+    """The Evaluator against stock TFMA at each size: seconds, peak memory, slices, speedup and
+    whether every metric, plot and check agreed."""
+    rows = []
+    for run in result['runs']:
+        rows.append(
+            [
+                _n(run['rows']),
+                _n(run['slices_evaluated']),
+                f'{run["stock"]["seconds"]:,.1f} s',
+                f'{run["ours"]["seconds"]:,.1f} s',
+                f'**{run["speedup"]:.1f}×**',
+                _n(run['stock']['peak_rss_mb']),
+                _n(run['ours']['peak_rss_mb']),
+                'yes' if run['differences'] == 0 else f'**{run["differences"]} differences**',
+            ]
+        )
+    header = [
+        'examples',
+        'slices',
+        'stock TFMA',
+        'ours',
+        'speedup',
+        'stock peak MiB',
+        'ours peak MiB',
+        'same metrics, plots and checks',
+    ]
+    return _table(header, rows)
+
+
 TABLES: dict[str, Callable[..., list[str]]] = {
     'examplegen': examplegen,
     'transform': transform,
@@ -463,6 +493,7 @@ TABLES: dict[str, Callable[..., list[str]]] = {
     'batcher': batcher,
     'cost_model': cost_model,
     'preprocess': preprocess,
+    'evaluator': evaluator,
 }
 
 
