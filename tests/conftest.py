@@ -44,6 +44,7 @@ SLOWEST_FILES = {
     'tests/benchmarks/recsys_bench_test.py': 166,  # 2026-12-04, alone, -n 0, load 5-6
     'tests/e2e/local_pipeline_e2e_test.py': 151,
     'tests/e2e/own_data_e2e_test.py': 136,
+    'tests/e2e/recsys_pipeline_e2e_test.py': 252,  # 2026-12-04, alone, -n 0, three runs
     'tests/components/trainer/kubernetes/local_test.py': 122,
     'tests/components/trainer/cluster/recovery_test.py': 111,
     'tests/benchmarks/input_pipeline_bench_test.py': 103,
@@ -51,7 +52,9 @@ SLOWEST_FILES = {
     'tests/components/trainer/executor_test.py': 96,
     'tests/components/transform/transform_component_test.py': 94,
     'tests/components/trainer/training/model_module_test.py': 77,
-    'tests/components/evaluator/equivalence_test.py': 75,  # 2026-12-04, alone, -n 0 (135 loaded)
+    # 2026-12-04, the whole file alone, -n 0, load 4-6: its binary bootstrap case (the others at
+    # most 75 s alone).
+    'tests/components/evaluator/equivalence_test.py': 111,
     'tests/packaging/wheel_test.py': 74,  # 2026-12-04, beside own_data's e2e, -n 2
     'tests/components/trainer/cli_test.py': 64,
     'tests/components/transform/preprocessing_test.py': 54,

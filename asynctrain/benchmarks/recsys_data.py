@@ -25,7 +25,10 @@ where `I_j = floor(exp(N(μ_j, τ_j)))`, and `z_k[r] ~ N(0, 1)` is drawn once pe
 often enough to be learned (about half the rows carry one per column), the rest of a table is
 noise a model must not overfit. The numeric part is linear in `log1p(I)`: a model sees it best
 through quantile buckets (`bucketize`). The effect columns include the largest ones (`C24`,
-`C26`), so their tables matter.
+`C26`), so their tables matter. The rows alone suffice to learn it: an L2 logistic regression on
+these terms (log1p and a missing flag per weighted numeric column, one-hot ids seen 5+ times),
+held out on another 500,000-row file of seed 0, reaches AUC 0.7399, 0.7505 and 0.7533 from
+20,000, 100,000 and 500,000 training rows against that file's ceiling of 0.7556.
 
 The quality ceiling: `planted.json` gives the AUC of the true click probability against the
 drawn clicks, exactly (rank-based, ties at their mid-rank), over all rows and per file (a
@@ -261,9 +264,10 @@ def _join(fields: list[tuple[np.ndarray, np.ndarray]]) -> bytes:
     buffer[line_starts + line_lengths - 1] = ord('\n')
     field_starts = line_starts[:, None] + np.c_[np.zeros(n, np.int64), np.cumsum(lengths + 1, 1)]
     for c, (matrix, length) in enumerate(fields):
-        for j in range(matrix.shape[1]):
-            rows = np.flatnonzero(length > j)
-            buffer[field_starts[rows, c] + j] = matrix[rows, j]
+        # One scatter per column: the bytes of each row's field, its first `length` ones.
+        offsets = np.arange(matrix.shape[1])
+        kept = offsets[None, :] < length[:, None]
+        buffer[(field_starts[:, c, None] + offsets)[kept]] = matrix[kept]
     return buffer.tobytes()
 
 

@@ -494,6 +494,36 @@ def recsys(result: Result) -> list[str]:
     ]
 
 
+def evaluator(result: Result) -> list[str]:
+    """The Evaluator against stock TFMA at each size: seconds, peak memory, slices, speedup and
+    whether every metric, plot and check agreed."""
+    rows = []
+    for run in result['runs']:
+        rows.append(
+            [
+                _n(run['rows']),
+                _n(run['slices_evaluated']),
+                f'{run["stock"]["seconds"]:,.1f} s',
+                f'{run["ours"]["seconds"]:,.1f} s',
+                f'**{run["speedup"]:.1f}×**',
+                _n(run['stock']['peak_rss_mb']),
+                _n(run['ours']['peak_rss_mb']),
+                'yes' if run['differences'] == 0 else f'**{run["differences"]} differences**',
+            ]
+        )
+    header = [
+        'examples',
+        'slices',
+        'stock TFMA',
+        'ours',
+        'speedup',
+        'stock peak MiB',
+        'ours peak MiB',
+        'same metrics, plots and checks',
+    ]
+    return _table(header, rows)
+
+
 TABLES: dict[str, Callable[..., list[str]]] = {
     'examplegen': examplegen,
     'transform': transform,
@@ -508,6 +538,7 @@ TABLES: dict[str, Callable[..., list[str]]] = {
     'cost_model': cost_model,
     'preprocess': preprocess,
     'recsys': recsys,
+    'evaluator': evaluator,
 }
 
 

@@ -54,6 +54,7 @@ ALLOWED_CONSTANTS = {
     ('LabelSettings', 'task'): 'TASK_TYPES',
     ('LabelSettings', 'loss'): 'REGRESSION_LOSSES',
     ('EvaluationSettings', 'baseline'): 'BASELINES',
+    ('EvaluationSettings', 'confidence_interval_method'): 'CONFIDENCE_INTERVAL_METHODS',
     ('ReplicaSettings', 'restartPolicy'): 'RESTART_POLICIES',
     ('TFJobSettings', 'replicas'): 'REPLICA_TYPES',
 }

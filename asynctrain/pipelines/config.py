@@ -20,6 +20,7 @@ from asynctrain.components.shared.tasks import REGRESSION_LOSSES, TASK_TYPES
 from asynctrain.components.trainer.config import TrainerConfig
 from asynctrain.pipelines.evaluation_settings import (  # noqa: F401 (part of this module's API)
     BASELINES,
+    CONFIDENCE_INTERVAL_METHODS,
     DEFAULT_METRIC,
     METRICS,
     UPPER_BOUND_METRICS,

@@ -20,6 +20,8 @@ METRICS = {
 DEFAULT_METRIC = {'binary': 'AUC', 'multiclass': 'Accuracy', 'regression': 'RMSE'}
 UPPER_BOUND_METRICS = ('RMSE', 'MSE')
 BASELINES = ('none', 'latest_blessed')
+# `evaluation.confidence_interval_method`: the name of TFMA's `ConfidenceIntervalOptions` method.
+CONFIDENCE_INTERVAL_METHODS = {'jackknife': 'JACKKNIFE', 'bootstrap': 'POISSON_BOOTSTRAP'}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,8 +57,12 @@ class EvaluationSettings:
         `example_weight_key`; one value per example). Metrics are then reported both weighted and
         unweighted, and the bounds above apply to both.
       confidence_intervals: Report a 95% confidence interval with every metric but the example
-        count (TFMA's default method: a jackknife over 20 random partitions of each slice). The
-        bounds above still gate the metric's value, not its interval, as in TFMA.
+        count, by `confidence_interval_method`. The bounds above still gate the metric's value,
+        not its interval, as in TFMA.
+      confidence_interval_method: With `confidence_intervals`: `jackknife` (TFMA's default: 20
+        random partitions of each slice, each metric on all but one) or `bootstrap` (TFMA's
+        Poisson bootstrap: 20 samples, each counting every example of a slice a Poisson(1)
+        number of times; drawn the same on every run, where TFMA's are unseeded).
       plots: Also TFMA's plots on every slice, as `tfma.view` shows them: for binary tasks the
         calibration plot and the confusion matrices at 1,000 thresholds (the PR and ROC curves),
         for multiclass the confusion matrix of the classes.
@@ -74,6 +80,7 @@ class EvaluationSettings:
     slice_max_regression: float | None = None
     example_weight: str = ''
     confidence_intervals: bool = False
+    confidence_interval_method: str = 'jackknife'
     plots: bool = False
 
     def __post_init__(self):
@@ -93,6 +100,16 @@ class EvaluationSettings:
         if self.max_regression < 0:
             yaml_config.fail(
                 'evaluation.max_regression', f'expected a number >= 0, got {self.max_regression}'
+            )
+        if self.confidence_interval_method not in CONFIDENCE_INTERVAL_METHODS:
+            yaml_config.fail(
+                'evaluation.confidence_interval_method',
+                f'got {self.confidence_interval_method!r}; allowed: '
+                f'{list(CONFIDENCE_INTERVAL_METHODS)}',
+            )
+        if self.confidence_interval_method != 'jackknife' and not self.confidence_intervals:
+            yaml_config.fail(
+                'evaluation.confidence_interval_method', 'needs `confidence_intervals: true`'
             )
         self._check_slices()
 

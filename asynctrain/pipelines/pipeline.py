@@ -54,7 +54,13 @@ from asynctrain.components.trainer.training.export import (
 )
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.components.transform import preprocessing
-from asynctrain.pipelines.config import UPPER_BOUND_METRICS, ConfigError, PipelineConfig
+from asynctrain.pipelines.config import (
+    CONFIDENCE_INTERVAL_METHODS,
+    UPPER_BOUND_METRICS,
+    ConfigError,
+    EvaluationSettings,
+    PipelineConfig,
+)
 from asynctrain.pipelines.dataset_spec import resolve_label
 
 # Node id of the latest blessed model (warm start and the Evaluator's baseline).
@@ -166,6 +172,19 @@ def _metric_config(metric: str, threshold: tfma.MetricThreshold | None = None) -
     )
 
 
+def _options(settings: EvaluationSettings) -> tfma.Options | None:
+    """TFMA's options for the confidence intervals; the jackknife, TFMA's default method, is left
+    unset so that the eval_config (and the Evaluator's cache key) stays as it was before the
+    choice existed."""
+    if not settings.confidence_intervals:
+        return None
+    options = tfma.Options(compute_confidence_intervals={'value': True})
+    method = CONFIDENCE_INTERVAL_METHODS[settings.confidence_interval_method]
+    if method != 'JACKKNIFE':
+        options.confidence_intervals.method = getattr(tfma.ConfidenceIntervalOptions, method)
+    return options
+
+
 def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> tfma.EvalConfig:
     """Evaluates on raw examples: `transform_features` derives the label, `serving_default` scores.
 
@@ -176,8 +195,9 @@ def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> tfma.EvalConfig:
     `evaluation.slices`, each is a `slicing_specs` entry, and `slice_min_value`/`slice_max_value`
     and `slice_max_regression` gate each of their slices (`per_slice_thresholds`). With
     `evaluation.example_weight`, every metric is computed weighted and unweighted; with
-    `evaluation.confidence_intervals`, with TFMA's jackknife intervals; with `evaluation.plots`,
-    TFMA's calibration and confusion-matrix plots (binary) or its multi-class confusion matrix.
+    `evaluation.confidence_intervals`, with TFMA's jackknife or Poisson bootstrap intervals
+    (`confidence_interval_method`); with `evaluation.plots`, TFMA's calibration and
+    confusion-matrix plots (binary) or its multi-class confusion matrix.
     """
     settings = config.evaluation
     metric = settings.metric_for(label.task)
@@ -222,9 +242,7 @@ def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> tfma.EvalConfig:
             )
         ],
         slicing_specs=[tfma.SlicingSpec(), *slicing_specs],
-        options=tfma.Options(compute_confidence_intervals={'value': settings.confidence_intervals})
-        if settings.confidence_intervals
-        else None,
+        options=_options(settings),
         metrics_specs=[
             tfma.MetricsSpec(
                 example_weights=tfma.ExampleWeightOptions(weighted=True, unweighted=True)

@@ -219,7 +219,9 @@ def _eval_metric(uri: str) -> tuple[str, float] | None:
             continue
         for name, value in metrics.get('', {}).get('', {}).items():
             if name in names:
-                return name, float(value.get('doubleValue', 'nan'))
+                # With confidence intervals, TFMA's loader gives the value within its bounds.
+                value = value.get('boundedValue', value)
+                return name, float(value.get('doubleValue', value.get('value', 'nan')))
     return None
 
 

@@ -7,6 +7,8 @@ import re
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
+from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
 from asynctrain.benchmarks import recsys_data as rd
@@ -167,3 +169,49 @@ def test_the_command_writes_the_files_and_names_a_bad_argument(tmp_path, capsys)
     code = cli.main(['bench', 'recsys-data', '--output', str(output), '--vocabulary-size', '5'])
     assert code == 2
     assert 'vocabulary_size: expected an integer in [10, ' in capsys.readouterr().err
+
+
+def _design(columns: dict[str, list[str]], vocabulary: dict, categorical: bool) -> sp.csr_matrix:
+    """The planted signal's own terms: log1p and a missing flag per numeric column it weighs,
+    one-hot ids (those seen 5+ times in training, the rest as one) per effect column."""
+    blocks = []
+    for column in rd.NUMERIC_WEIGHTS:
+        values = np.array([float(v) if v else np.nan for v in columns[column]])
+        present = ~np.isnan(values)
+        blocks.append(sp.csr_matrix(np.c_[np.log1p(np.where(present, values, 0)), ~present]))
+    for column in rd.CATEGORICAL_EFFECTS if categorical else ():
+        if column not in vocabulary:
+            tokens, counts = np.unique(columns[column], return_counts=True)
+            vocabulary[column] = {t: i for i, t in enumerate(tokens[counts >= 5])}
+        ids = np.array(
+            [vocabulary[column].get(t, len(vocabulary[column])) for t in columns[column]]
+        )
+        shape = (len(ids), len(vocabulary[column]) + 1)
+        blocks.append(sp.csr_matrix((np.ones(len(ids)), (np.arange(len(ids)), ids)), shape=shape))
+    return sp.hstack(blocks).tocsr()
+
+
+def test_a_model_of_the_planted_terms_learns_close_to_the_ceiling_from_the_rows(tmp_path):
+    """What a model can learn from the CSV alone: a logistic regression on the signal's terms,
+    trained on one file, scored on the other, comes within 0.02 of that file's ceiling (here
+    0.7683 against 0.7767; on seed 0's 500,000-row files, 0.7399, 0.7505 and 0.7533 against
+    0.7556 from 20,000, 100,000 and 500,000 training rows), and the per-id effects carry much of
+    it (0.6189 without them)."""
+    data = rd.RecsysData(rows=80_000, files=2, seed=3, vocabulary_size=1_000_000)
+    planted = rd.generate(data, str(tmp_path))
+    train, held_out = (
+        rd.read_columns(os.path.join(tmp_path, rd.DATA_DIR, f['name'])) for f in planted['files']
+    )
+    scores = {}
+    for categorical in (True, False):
+        vocabulary: dict = {}
+        model = LogisticRegression(C=0.1, max_iter=2000).fit(
+            _design(train, vocabulary, categorical), np.array(train['click'], dtype=int)
+        )
+        scores[categorical] = rd.auc(
+            model.predict_proba(_design(held_out, vocabulary, categorical))[:, 1],
+            np.array(held_out['click'], dtype=int),
+        )
+    ceiling = planted['files'][1]['ceiling_auc']
+    assert ceiling - 0.02 < scores[True] < ceiling + 0.01, (scores, ceiling)
+    assert scores[True] - scores[False] > 0.05, scores

@@ -92,6 +92,8 @@ def test_the_allowed_values_are_exactly_what_the_config_accepts(section, field):
             data['label'] = {**extra['label'], **data['label']}
         if path == 'trainer.distribution.cluster' and value == 'tfjob':
             data['trainer']['kubernetes'] = {'image': 'registry/asynctrain:1'}
+        if path == 'evaluation.confidence_interval_method':
+            data['evaluation']['confidence_intervals'] = True  # a method needs its intervals
         return yaml_config.build(PipelineConfig, data)
 
     for value in field.allowed:

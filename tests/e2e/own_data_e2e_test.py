@@ -23,6 +23,7 @@ import re
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_model_analysis as tfma
 import yaml
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
@@ -31,6 +32,7 @@ from asynctrain.components.example_gen import spec as example_gen_spec
 from asynctrain.components.shared.feature_types import load_schema
 from asynctrain.pipelines import cli, run_summary
 from asynctrain.pipelines.config import load_config
+from tests.components.evaluator import tfma_outputs
 from tests.e2e.e2e_helpers import (
     COMPONENTS,
     DATASETS,
@@ -166,6 +168,28 @@ def test_asynctrain_run_on_the_dataset_blesses_pushes_and_serves_raw_rows(
 
     if dataset.unlabeled_lines:
         _check_dead_letter(config, dataset)
+    if config.evaluation.slices:
+        _check_slices_equal_stock_tfmas(config, tmp_path)
+
+
+def _newest(config, component: str, output: str) -> str:
+    uris = glob.glob(os.path.join(config.pipeline_root, component, output, '*'))
+    return max(uris, key=lambda uri: int(os.path.basename(uri)))
+
+
+def _check_slices_equal_stock_tfmas(config, tmp_path) -> None:
+    """Every slice's metrics, the keys of their intervals, the plots and the checks equal stock
+    TFMA's on the same model and eval examples, with the eval config the Evaluator wrote."""
+    ours_dir = _newest(config, 'Evaluator', 'evaluation')
+    eval_config = tfma.load_eval_result(ours_dir).config
+    model = os.path.join(_newest(config, 'Trainer', 'model'), 'Format-Serving')
+    examples = os.path.join(_newest(config, 'CsvExampleGen', 'examples'), 'Split-eval', '*')
+    tfma_outputs.run_stock(eval_config, {'': model}, examples, str(tmp_path / 'stock'))
+    ours = tfma_outputs.assert_same(str(tmp_path / 'stock'), ours_dir)
+    sliced = {tuple(name for name, _ in key) for key in ours if key}
+    assert sliced == {tuple(s) for s in config.evaluation.slices}
+    assert tfma_outputs.intervals(ours_dir)  # the jackknife's, on the larger slices
+    assert tfma_outputs.plots(ours_dir)
 
 
 @pytest.mark.parametrize('name', sorted(DATASETS))

@@ -5,6 +5,7 @@ import json
 import pytest
 import tensorflow_model_analysis as tfma
 
+from asynctrain.components.evaluator import results as evaluator_results
 from asynctrain.components.example_gen import spec as example_gen_spec
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.components.transform import preprocessing
@@ -520,6 +521,44 @@ def test_confidence_intervals_ask_tfma_for_its_default_jackknife(tmp_path):
     with_defaults = tfma.utils.update_eval_config_with_defaults(eval_config)
     method = with_defaults.options.confidence_intervals.method
     assert method == tfma.ConfidenceIntervalOptions.JACKKNIFE
+
+
+def test_confidence_interval_method_bootstrap_asks_tfma_for_its_poisson_bootstrap(tmp_path):
+    config = load_config(
+        work_dir=str(tmp_path),
+        evaluation={'confidence_intervals': True, 'confidence_interval_method': 'bootstrap'},
+    )
+    eval_config = pipeline_lib.eval_config(config, fc.ColumnLabel('tips', 'binary'))
+    assert eval_config.options.compute_confidence_intervals.value
+    method = eval_config.options.confidence_intervals.method
+    assert method == tfma.ConfidenceIntervalOptions.POISSON_BOOTSTRAP
+    # Our Evaluator takes it, with TFMA's 20 samples.
+    evaluator = _components(config)['Evaluator']
+    options = json.loads(evaluator.exec_properties['eval_config'])['options']
+    assert options['confidence_intervals'] == {'method': 'POISSON_BOOTSTRAP'}
+    with_defaults = tfma.utils.update_eval_config_with_defaults(eval_config)
+    assert evaluator_results.num_bootstrap_samples(with_defaults) == 20
+
+
+@pytest.mark.parametrize(
+    'evaluation, message',
+    [
+        (
+            {'confidence_intervals': True, 'confidence_interval_method': 'poisson'},
+            r"evaluation.confidence_interval_method: got 'poisson'; allowed: "
+            r"\['jackknife', 'bootstrap'\]",
+        ),
+        (
+            {'confidence_interval_method': 'bootstrap'},
+            r'evaluation.confidence_interval_method: needs `confidence_intervals: true`',
+        ),
+    ],
+)
+def test_a_confidence_interval_method_it_cannot_use_fails_naming_the_field(
+    tmp_path, evaluation, message
+):
+    with pytest.raises(ConfigError, match=message):
+        load_config(work_dir=str(tmp_path), evaluation=evaluation)
 
 
 def test_a_regression_metric_without_its_upper_bound_fails_naming_the_field(tmp_path):

@@ -16,7 +16,7 @@ import tensorflow_model_analysis as tfma
 from tfx.dsl.components.base import base_beam_component, executor_spec
 from tfx.types import channel, standard_artifacts
 
-from asynctrain.components.evaluator import executor, metrics
+from asynctrain.components.evaluator import executor, metrics, slicing
 from asynctrain.components.evaluator.spec import EvaluatorSpec
 
 DEFAULT_BATCH_SIZE = 4096
@@ -36,10 +36,11 @@ class Evaluator(base_beam_component.BaseBeamComponent):
     pusher = Pusher(model=..., model_blessing=evaluator.outputs['blessing'], ...)
     ```
 
-    `eval_config` is a `tfma.EvalConfig` within what the pipeline asks of it: the overall slice,
-    unweighted examples, the metrics in `metrics.SUPPORTED_METRICS` each with its name, and every
-    model spec with one preprocessing function (`transform_features`) that returns the label.
-    Anything else is refused when the component is built, naming the field.
+    `eval_config` is a `tfma.EvalConfig` within what the pipeline asks of it: TFMA's slices and
+    cross slices, example weights, the metrics in `metrics.SUPPORTED_METRICS` each with its
+    name, TFMA's jackknife or Poisson bootstrap confidence intervals, and every model spec with
+    one preprocessing function (`transform_features`) that returns the label. Anything else is
+    refused when the component is built, naming the field.
 
     Component `outputs` contains:
      - `evaluation`: Channel of type `standard_artifacts.ModelEvaluation`, in TFMA's format
@@ -75,6 +76,7 @@ class Evaluator(base_beam_component.BaseBeamComponent):
             drift withholds the blessing, whatever the metrics.
         """
         metrics.metric_specs(eval_config)
+        slicing.slice_specs(eval_config)
         executor.check_model_specs(eval_config)
         splits = list(example_splits or ['eval'])
         if not all(isinstance(s, str) and s for s in splits):

@@ -79,7 +79,11 @@ def evaluate_and_write(
     if not states:
         raise ValueError(f'{data_location}: no examples to evaluate on (the splits are empty)')
     values = results.evaluate(
-        specs, states, eval_config, results.num_jackknife_partitions(eval_config)
+        specs,
+        states,
+        eval_config,
+        results.num_jackknife_partitions(eval_config),
+        results.num_bootstrap_samples(eval_config),
     )
     validation = results.validate(values, eval_config)
     results.write_evaluation(
@@ -110,6 +114,7 @@ def add_evaluation(
             batch_size,
             slicing.slice_specs(eval_config),
             results.num_jackknife_partitions(eval_config),
+            num_bootstrap_samples=results.num_bootstrap_samples(eval_config),
         )
         | 'WriteEvaluation'
         >> beam.Map(

@@ -1,20 +1,19 @@
 """The Evaluator's metrics, computed as TFMA computes them, from states that add up.
 
-Each metric of the pipeline's `tfma.EvalConfig` is a tf-keras metric whose variables are sums
-(counts, totals, confusion-matrix buckets), so a worker's state for its batches and the state of
-the whole split differ only by addition: `Accumulator.update` per batch, `merge_states` across
-bundles and workers, `metric_values` once at the end. AUC is computed as TFMA computes it, not
-as Keras does: a calibration histogram of 10,000 prediction buckets (sums of labels,
-predictions and examples per bucket, `np.bincount` per batch), rebinned onto TFMA's 10,000
-thresholds and summed by interpolation with TFMA's own functions. The two differ by up to 1e-4 on
-a few hundred examples.
+Each metric of the pipeline's `tfma.EvalConfig` keeps the state its tf-keras or TFMA metric
+would keep, as NumPy sums (`metric_states`: totals and counts, TFMA's calibration histogram, the
+multi-class confusion matrix), so a worker's state for its batches and the state of the whole
+split differ only by addition: `Accumulator.update` per batch, `merge_states` across bundles and
+workers, `metric_values` once at the end. AUC and the plots derive from the histogram as TFMA
+derives them.
 
 States are kept per slice key and model (`merge_sliced_states`); the slices are TFMA's
 (`slicing`). Each metric is computed weighted, unweighted or both as TFMA decides
 (`example_weights` of the metrics spec, else weighted exactly when a model spec has an
 `example_weight_key`), the weight being each metric's `sample_weight`. One output per model is
-supported; anything else (confidence intervals, `min_slice_size`, ...) is refused by name
-(`metric_specs`), never silently evaluated differently from TFMA.
+supported, and both of TFMA's confidence intervals (the jackknife's partitions and the Poisson
+bootstrap's multiplicities are `scoring`'s); anything else (`output_names`, ...) is refused by
+name (`metric_specs`, `slicing.slice_specs`), never silently evaluated differently from TFMA.
 """
 
 from __future__ import annotations
@@ -24,19 +23,13 @@ import json
 from collections.abc import Mapping
 
 import numpy as np
-import tensorflow as tf
 import tensorflow_model_analysis as tfma
-from tensorflow_model_analysis.metrics import (
-    binary_confusion_matrices,
-    calibration_histogram,
-    confusion_matrix_metrics,
-    multi_class_confusion_matrix_metrics,
-)
 from tensorflow_model_analysis.metrics import metric_specs as tfma_metric_specs
-from tensorflow_model_analysis.proto import config_pb2 as tfma_config
 
-# TFMA's default number of thresholds for AUC (binary_confusion_matrices.DEFAULT_NUM_THRESHOLDS).
-AUC_NUM_THRESHOLDS = 10_000
+from asynctrain.components.evaluator import metric_states
+
+AUC_NUM_THRESHOLDS = metric_states.AUC_NUM_THRESHOLDS
+
 EXAMPLE_COUNT = 'ExampleCount'
 EXAMPLE_COUNT_NAME = 'example_count'
 
@@ -92,29 +85,8 @@ class MetricSpec:
 
 
 def metric_specs(eval_config) -> tuple[MetricSpec, ...]:
-    """The metrics of `eval_config` (a `tfma.EvalConfig`); ValueError names what is unsupported."""
-    for index, spec in enumerate(eval_config.slicing_specs):
-        if spec.slice_keys_sql:
-            raise ValueError(f'eval_config.slicing_specs[{index}].slice_keys_sql: not supported')
-    for index, cross in enumerate(eval_config.cross_slicing_specs):
-        for field, specs in (
-            ('baseline_spec', [cross.baseline_spec]),
-            ('slicing_specs', cross.slicing_specs),
-        ):
-            if any(spec.slice_keys_sql for spec in specs):
-                raise ValueError(
-                    f'eval_config.cross_slicing_specs[{index}].{field}.slice_keys_sql: not supported'
-                )
-    if eval_config.options.min_slice_size.value > 1:
-        raise ValueError('eval_config.options.min_slice_size: not supported')
-    if eval_config.options.compute_confidence_intervals.value and (
-        eval_config.options.confidence_intervals.method
-        == tfma_config.ConfidenceIntervalOptions.POISSON_BOOTSTRAP
-    ):
-        raise ValueError(
-            'eval_config.options.confidence_intervals.method: POISSON_BOOTSTRAP is not supported '
-            "(JACKKNIFE, TFMA's default, is)"
-        )
+    """The metrics of `eval_config` (a `tfma.EvalConfig`); ValueError names what is unsupported
+    (the slices' own refusals are `slicing.slice_specs`')."""
     specs = []
     for index, metrics_spec in enumerate(eval_config.metrics_specs):
         where = f'eval_config.metrics_specs[{index}]'
@@ -157,96 +129,8 @@ def metric_specs(eval_config) -> tuple[MetricSpec, ...]:
     return tuple(specs)
 
 
-def _make_metric(spec: MetricSpec) -> tf.keras.metrics.Metric:
-    name = spec.name
-    if spec.class_name == EXAMPLE_COUNT:
-        return tf.keras.metrics.Sum(name=name, dtype=tf.float64)
-    # Accumulated in float64, as TFMA does: float32 sums of squared errors drift by 1e-4 relative
-    # over a few thousand examples.
-    return getattr(tf.keras.metrics, spec.class_name)(name=name, dtype=tf.float64)
-
-
-# TFMA's calibration histogram (`calibration_histogram.py`): buckets 1..N of width 1/N over
-# [0, 1], bucket 0 below and N + 1 above.
-_HISTOGRAM_BUCKETS = calibration_histogram.DEFAULT_NUM_BUCKETS
-
-
-def histogram_buckets(predictions: np.ndarray) -> np.ndarray:
-    """TFMA's `_bucket_index` of each prediction, vectorized (the same float64 arithmetic)."""
-    index = (predictions.astype(np.float64) - 0.0) / 1.0 * _HISTOGRAM_BUCKETS + 1
-    return np.where(
-        index < 0, 0, np.where(index >= _HISTOGRAM_BUCKETS + 1, _HISTOGRAM_BUCKETS + 1, index)
-    ).astype(np.int64)
-
-
-class _Histogram:
-    """An AUC as TFMA computes it, from [sum of labels, of predictions, of examples] per bucket."""
-
-    def __init__(self):
-        self.variables = [np.zeros(_HISTOGRAM_BUCKETS + 2) for _ in range(3)]
-
-    def update_state(
-        self, labels: np.ndarray, predictions: np.ndarray, sample_weight: np.ndarray | None = None
-    ) -> None:
-        labels, predictions = labels.reshape(-1), predictions.reshape(-1)
-        weight = np.ones_like(predictions) if sample_weight is None else sample_weight.reshape(-1)
-        buckets = histogram_buckets(predictions)
-        size = _HISTOGRAM_BUCKETS + 2
-        for variable, sums in zip(self.variables, (labels * weight, predictions * weight, weight)):
-            variable += np.bincount(buckets, weights=sums, minlength=size)
-
-    def state(self) -> list[np.ndarray]:
-        return [v.copy() for v in self.variables]
-
-    @staticmethod
-    def buckets(state: list[np.ndarray]) -> list:
-        """TFMA's `Histogram`: its non-empty buckets, in order."""
-        labels, predictions, examples = state
-        return [
-            calibration_histogram.Bucket(int(i), labels[i], predictions[i], examples[i])
-            for i in np.flatnonzero(examples)
-        ]
-
-    @staticmethod
-    def plot(spec: MetricSpec, state: list[np.ndarray]):
-        """The plot's proto, by TFMA's own computations of it from the histogram: the plot
-        class's first computation is the histogram, every later one derives from those before."""
-        computations = PLOTS[spec.class_name](name=spec.name).computations(
-            example_weighted=spec.example_weighted
-        )
-        first, derived = computations[0], computations[1:]
-        if not isinstance(
-            first.combiner, calibration_histogram._CalibrationHistogramCombiner
-        ) or any(  # pylint: disable=protected-access
-            not isinstance(c, tfma.metrics.DerivedMetricComputation) for c in derived
-        ):
-            raise ValueError(f'{spec.class_name}: TFMA computes it otherwise than from a histogram')
-        values = {first.keys[0]: _Histogram.buckets(state)}
-        for computation in derived:
-            values.update(computation.result(values))
-        return values[computations[-1].keys[-1]]
-
-    @staticmethod
-    def auc(state: list[np.ndarray]) -> float:
-        histogram = _Histogram.buckets(state)
-        # What TFMA's binary_confusion_matrices does with a histogram: rebin it onto the
-        # thresholds (with its epsilon fences), derive the matrices, then AUC's interpolation.
-        epsilon = binary_confusion_matrices._EPSILON  # pylint: disable=protected-access
-        thresholds = binary_confusion_matrices._interpolated_thresholds(AUC_NUM_THRESHOLDS)  # pylint: disable=protected-access
-        rebin_thresholds = [t + epsilon if t != 0 else t for t in thresholds]
-        histogram = calibration_histogram.rebin(rebin_thresholds, histogram)
-        matrices = binary_confusion_matrices._histogram_to_binary_confusion_matrices(  # pylint: disable=protected-access
-            thresholds, histogram
-        )
-        return float(
-            confusion_matrix_metrics.AUC()._metric_value(  # pylint: disable=protected-access
-                'ROC', 'interpolation', None, matrices
-            )
-        )
-
-
 # A model's state: metric name -> the values of that metric's variables.
-State = dict[str, list[np.ndarray]]
+State = dict[str, list]  # arrays, or one HistogramState
 
 
 class Accumulator:
@@ -256,11 +140,17 @@ class Accumulator:
         self._metrics = {spec.key: (spec, _state_metric(spec)) for spec in specs}
 
     def update(
-        self, labels: np.ndarray, predictions: np.ndarray, weights: np.ndarray | None = None
+        self,
+        labels: np.ndarray,
+        predictions: np.ndarray,
+        weights: np.ndarray | None = None,
+        multiplicities: np.ndarray | None = None,
     ) -> None:
         """Adds a batch: `labels` from `transform_features`, `predictions` from the signature,
         `weights` (one per example) for the weighted metrics; none weighs every example 1, as
-        TFMA does without an `example_weight_key`."""
+        TFMA does without an `example_weight_key`. `multiplicities` (one count > 0 per example, a
+        bootstrap sample's) add each example as many times: unweighted metrics count it m times,
+        weighted ones weigh it weight * m, as the replicated examples would."""
         labels = np.asarray(labels)
         predictions = np.asarray(predictions)
         batch = labels.shape[0]
@@ -269,8 +159,12 @@ class Accumulator:
                 f'labels and predictions differ in batch size: {labels.shape} vs {predictions.shape}'
             )
         column = None if weights is None else np.asarray(weights, np.float64).reshape(batch, 1)
+        times = None if multiplicities is None else np.asarray(multiplicities, np.float64)
+        times = None if times is None else times.reshape(batch, 1)
         for spec, metric in self._metrics.values():
             weight = column if spec.example_weighted else None
+            if times is not None:
+                weight = times if weight is None else weight * times
             shape = _SHAPES[spec.class_name]
             if shape == 'count':
                 metric.update_state(float(batch) if weight is None else weight.sum())
@@ -290,12 +184,7 @@ class Accumulator:
                 )
 
     def state(self) -> State:
-        return {
-            name: metric.state()
-            if isinstance(metric, (_Histogram, _ClassMatrix))
-            else [v.numpy() for v in metric.variables]
-            for name, (_, metric) in self._metrics.items()
-        }
+        return {name: metric.state() for name, (_, metric) in self._metrics.items()}
 
 
 def _one_column(predictions: np.ndarray, spec: MetricSpec) -> np.ndarray:
@@ -314,10 +203,11 @@ def merge_states(a: Mapping[str, State], b: Mapping[str, State]) -> dict[str, St
     for model, state in b.items():
         target = merged.setdefault(model, {})
         for name, values in state.items():
-            if name in target:
-                target[name] = [x + y for x, y in zip(target[name], values)]
-            else:
-                target[name] = list(values)
+            mine = target.get(name) or []
+            if mine and values:
+                target[name] = [x + y for x, y in zip(mine, values)]
+            else:  # a confusion matrix's state is [] until an example gives it its classes
+                target[name] = list(mine or values)
     return merged
 
 
@@ -333,58 +223,12 @@ def merge_sliced_states(
 
 def _state_metric(spec: MetricSpec):
     if spec.class_name == 'MultiClassConfusionMatrixPlot':
-        return _ClassMatrix()
+        return metric_states.ClassMatrix()
     if spec.class_name in _FROM_HISTOGRAM:
-        return _Histogram()
-    return _make_metric(spec)
-
-
-class _ClassMatrix:
-    """TFMA's multi-class confusion matrix at its default threshold 0.0: [weight, examples] per
-    (actual class id, predicted class id), ids offset by one so that -1 (TFMA's "no prediction",
-    when the top probability is <= the threshold) is index 0."""
-
-    THRESHOLD = 0.0
-
-    def __init__(self):
-        self.variables: list[np.ndarray] = []
-
-    def update_state(self, labels, predictions, sample_weight=None) -> None:
-        labels = np.asarray(labels).astype(np.int64)
-        classes = predictions.shape[1]
-        if not self.variables:
-            self.variables = [np.zeros((classes + 1, classes + 1)) for _ in range(2)]
-        if labels.size and (labels.min() < -1 or labels.max() >= classes):
-            raise ValueError(
-                f'MultiClassConfusionMatrixPlot: class ids {labels.min()}..{labels.max()} '
-                f'outside the {classes} classes of the predictions'
-            )
-        predicted = np.argmax(predictions, axis=1)
-        top = predictions[np.arange(labels.size), predicted]
-        predicted = np.where(top <= self.THRESHOLD, -1, predicted)
-        weight = np.ones(labels.size) if sample_weight is None else sample_weight
-        for variable, values in zip(self.variables, (weight, np.ones(labels.size))):
-            np.add.at(variable, (labels + 1, predicted + 1), values)
-
-    def state(self) -> list[np.ndarray]:
-        return [v.copy() for v in self.variables]
-
-    @staticmethod
-    def plot(state: list[np.ndarray]):
-        """TFMA's `Matrices(...).to_proto()` of the entries that examples reached."""
-        weights, seen = state
-        entries = {
-            multi_class_confusion_matrix_metrics.MatrixEntryKey(int(a) - 1, int(p) - 1): float(
-                weights[a, p]
-            )
-            for a, p in zip(*np.nonzero(seen))
-        }
-        matrices = multi_class_confusion_matrix_metrics.Matrices({_ClassMatrix.THRESHOLD: entries})
-        return matrices.to_proto().multi_class_confusion_matrix_at_thresholds
-
-
-# One Keras metric per spec turns states into values: made once, not per slice and sample.
-_RESULT_METRICS: dict[MetricSpec, tf.keras.metrics.Metric] = {}
+        return metric_states.Histogram()
+    if spec.class_name == EXAMPLE_COUNT:
+        return metric_states.Count()
+    return metric_states.Mean(spec.class_name)
 
 
 def metric_values(specs: tuple[MetricSpec, ...], state: State) -> dict[MetricSpec, float]:
@@ -392,18 +236,18 @@ def metric_values(specs: tuple[MetricSpec, ...], state: State) -> dict[MetricSpe
     values = {}
     for spec in specs:
         if spec.class_name == 'AUC':
-            values[spec] = _Histogram.auc(state[spec.key])
+            values[spec] = metric_states.Histogram.auc(state[spec.key])
             continue
         if spec.class_name == 'MultiClassConfusionMatrixPlot':
-            values[spec] = _ClassMatrix.plot(state[spec.key])
+            values[spec] = metric_states.ClassMatrix.plot(state[spec.key])
             continue
         if spec.is_plot:
-            values[spec] = _Histogram.plot(spec, state[spec.key])
+            values[spec] = metric_states.Histogram.plot(
+                PLOTS[spec.class_name](name=spec.name), spec.example_weighted, state[spec.key]
+            )
             continue
-        if spec not in _RESULT_METRICS:
-            _RESULT_METRICS[spec] = _make_metric(spec)
-        metric = _RESULT_METRICS[spec]
-        for variable, value in zip(metric.variables, state[spec.key]):
-            variable.assign(value)
-        values[spec] = float(metric.result().numpy())
+        if spec.class_name == EXAMPLE_COUNT:
+            values[spec] = float(state[spec.key][0])
+            continue
+        values[spec] = metric_states.Mean.result(spec.class_name, state[spec.key])
     return values

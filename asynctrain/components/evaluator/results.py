@@ -22,6 +22,7 @@ from tensorflow_model_analysis.evaluators import (
     confidence_intervals_util,
     jackknife,
     metrics_validator,
+    poisson_bootstrap,
 )
 from tensorflow_model_analysis.evaluators import (
     metrics_plots_and_validations_evaluator as tfma_evaluator,
@@ -124,11 +125,20 @@ def sliced_values(
 
 def num_jackknife_partitions(eval_config: tfma.EvalConfig) -> int:
     """TFMA's number of jackknife partitions for `eval_config` (with its defaults): 20 when it
-    asks for confidence intervals, else 0."""
+    asks for confidence intervals by the jackknife (its default method), else 0."""
     params = tfma_evaluator._get_confidence_interval_params(  # pylint: disable=protected-access
         eval_config, eval_config.metrics_specs
     )
     return params.num_jackknife_samples
+
+
+def num_bootstrap_samples(eval_config: tfma.EvalConfig) -> int:
+    """TFMA's number of Poisson bootstrap samples for `eval_config`: its evaluator's fixed 20
+    when it asks for confidence intervals by `POISSON_BOOTSTRAP` (no field sets it), else 0."""
+    params = tfma_evaluator._get_confidence_interval_params(  # pylint: disable=protected-access
+        eval_config, eval_config.metrics_specs
+    )
+    return params.num_bootstrap_samples
 
 
 def evaluate(
@@ -136,30 +146,63 @@ def evaluate(
     states: Mapping[tuple, Mapping[str, metrics.State]],
     eval_config: tfma.EvalConfig,
     num_partitions: int,
+    num_bootstrap_samples: int = 0,
 ) -> dict[tuple, dict]:
-    """{slice or cross slice key: {MetricKey: value}} from {(slice key, partition): {model:
-    State}}; with partitions, TFMA's delete-d jackknife: each value a `ValueWithTDistribution`
-    whose samples are the metrics (cross-slice values and diffs included) of all partitions but
-    one, combined by TFMA's own `_JackknifeSampleCombineFn` (pseudo-values, n - 1 degrees of
-    freedom); the metrics TFMA skips keep a plain value."""
+    """{slice or cross slice key: {MetricKey: value}} from {(slice key, partition or sample):
+    {model: State}}.
+
+    With partitions, TFMA's delete-d jackknife: each value a `ValueWithTDistribution` whose
+    samples are the metrics (cross-slice values and diffs included) of all partitions but one,
+    combined by TFMA's own `_JackknifeSampleCombineFn` (pseudo-values, n - 1 degrees of freedom).
+    With bootstrap samples, TFMA's Poisson bootstrap: the point value is the unsampled state's
+    (`scoring.FULL_SAMPLE`), the samples each sample's state's, combined by TFMA's own
+    `_BootstrapSampleCombineFn` (mean, standard deviation with ddof 1, n - 1 degrees of freedom).
+    Either way, the metrics TFMA skips keep a plain value."""
     by_slice: dict[SliceKey, dict[int, Mapping[str, metrics.State]]] = {}
     for (slice_key, partition), by_model in states.items():
         by_slice.setdefault(slice_key, {})[partition] = by_model
+    skip = tfma_metric_specs.metric_keys_to_skip_for_confidence_intervals(
+        eval_config.metrics_specs, eval_config=eval_config
+    )
+    # TFMA's sample combiner keeps numbers only: plots take their point value, so the samples
+    # leave them out (each is 1,000 thresholds' matrices per slice).
+    numeric = tuple(spec for spec in specs if not spec.is_plot)
+    if num_bootstrap_samples:
+        full = poisson_bootstrap._FULL_SAMPLE_ID  # pylint: disable=protected-access
+        point = sliced_values(specs, _sample(by_slice, full), eval_config)
+        samples = [
+            sliced_values(numeric, _sample(by_slice, i), eval_config)
+            for i in range(num_bootstrap_samples)
+        ]
+        return _with_intervals(
+            point,
+            samples,
+            lambda: poisson_bootstrap._BootstrapSampleCombineFn(num_bootstrap_samples, skip),  # pylint: disable=protected-access
+            full,
+        )
     point = sliced_values(specs, _merged(by_slice, exclude=None), eval_config)
     if not num_partitions:
         return point
     samples = [
-        sliced_values(specs, _merged(by_slice, exclude=i), eval_config)
+        sliced_values(numeric, _merged(by_slice, exclude=i), eval_config)
         for i in range(num_partitions)
     ]
-    skip = tfma_metric_specs.metric_keys_to_skip_for_confidence_intervals(
-        eval_config.metrics_specs, eval_config=eval_config
+    return _with_intervals(
+        point,
+        samples,
+        lambda: jackknife._JackknifeSampleCombineFn(num_partitions, skip),  # pylint: disable=protected-access
+        jackknife._FULL_SAMPLE_ID,  # pylint: disable=protected-access
     )
+
+
+def _with_intervals(point: dict, samples: list[dict], make_combine, full_sample_id: int) -> dict:
+    """Each slice's values combined with its samples' by a TFMA `SampleCombineFn` (made anew per
+    slice by `make_combine`), as TFMA's `CombineSamplesPerSlice` combines them."""
     out = {}
     for key, values in point.items():
-        combine = jackknife._JackknifeSampleCombineFn(num_partitions, skip)  # pylint: disable=protected-access
+        combine = make_combine()
         accumulator = combine.create_accumulator()
-        full = confidence_intervals_util.SampleMetrics(dict(values), jackknife._FULL_SAMPLE_ID)  # pylint: disable=protected-access
+        full = confidence_intervals_util.SampleMetrics(dict(values), full_sample_id)
         accumulator = combine.add_input(accumulator, full)
         for sample_id, sample in enumerate(samples):
             if key in sample:
@@ -168,6 +211,11 @@ def evaluate(
                 )
         out[key] = combine.extract_output(accumulator)
     return out
+
+
+def _sample(by_slice, sample: int) -> dict[SliceKey, Mapping[str, metrics.State]]:
+    """Per slice, the state of one bootstrap sample (or of the unsampled examples)."""
+    return {key: samples[sample] for key, samples in by_slice.items() if sample in samples}
 
 
 def _merged(by_slice, exclude: int | None) -> dict[SliceKey, dict[str, metrics.State]]:

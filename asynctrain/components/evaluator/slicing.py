@@ -31,7 +31,21 @@ Column = tuple[np.ndarray, np.ndarray]
 def slice_specs(eval_config) -> list[slicer_lib.SingleSliceSpec]:
     """The single-slice specs whose slices are computed, in TFMA's order and de-duplication
     (`SliceKeyExtractor`): `slicing_specs`, then the cross specs' baseline and comparison specs;
-    the overall slice alone when there are none."""
+    the overall slice alone when there are none. ValueError names what is unsupported."""
+    for index, spec in enumerate(eval_config.slicing_specs):
+        if spec.slice_keys_sql:
+            raise ValueError(f'eval_config.slicing_specs[{index}].slice_keys_sql: not supported')
+    for index, cross in enumerate(eval_config.cross_slicing_specs):
+        for field, specs in (
+            ('baseline_spec', [cross.baseline_spec]),
+            ('slicing_specs', cross.slicing_specs),
+        ):
+            if any(spec.slice_keys_sql for spec in specs):
+                raise ValueError(
+                    f'eval_config.cross_slicing_specs[{index}].{field}.slice_keys_sql: not supported'
+                )
+    if eval_config.options.min_slice_size.value > 1:
+        raise ValueError('eval_config.options.min_slice_size: not supported')
     specs = [slicer_lib.SingleSliceSpec(spec=s) for s in eval_config.slicing_specs]
     for cross in eval_config.cross_slicing_specs:
         for spec in (cross.baseline_spec, *cross.slicing_specs):

@@ -80,6 +80,10 @@ BENCHMARKS = {
         'asynctrain.benchmarks.batcher',
         'ExampleBatcher: one process vs its Beam pipeline, time and peak memory.',
     ),
+    'evaluator': (
+        'asynctrain.benchmarks.evaluator',
+        'Evaluator with slices and plots: ours vs stock TFMA, time and peak memory.',
+    ),
     'recsys-data': (
         'asynctrain.benchmarks.recsys_data',
         'A Criteo-like click dataset with a planted signal and its AUC ceiling.',

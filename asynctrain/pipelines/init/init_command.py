@@ -9,7 +9,7 @@ It reads the CSV files of DIR with ExampleGen's own reader (all of a small input
 `--max-rows` rows from byte ranges spread over every file), finds the usual missing-value markers
 (`NA`, `null`, ...) in columns otherwise of numbers or dates unless `--null-marker` names them,
 infers the schema with TFDV, proposes the task, one transform
-per column and the evaluation threshold, writes `schema.pbtxt`, `features.yaml` and
+per column, the evaluation threshold and the slices to evaluate, writes `schema.pbtxt`, `features.yaml` and
 `config.yaml` into SPEC_DIR (anywhere), and prints what it decided and the next command. DIR may
 hold compressed files (`.gz`, `.bz2`, ...), read as ExampleGen reads them. As for `asynctrain
 run`, TensorFlow's and the other libraries' output goes to a log file (under the system's
@@ -71,7 +71,13 @@ def run(args: argparse.Namespace) -> int:
 def _init(args: argparse.Namespace) -> tuple[int, str]:
     """(exit code, what to print: the decisions, or the error)."""
     from asynctrain.components.example_gen import csv_dialect, csv_sample
-    from asynctrain.pipelines.init import drift_draft, null_markers, spec_draft, spec_files
+    from asynctrain.pipelines.init import (
+        drift_draft,
+        null_markers,
+        slice_draft,
+        spec_draft,
+        spec_files,
+    )
 
     try:
         dialect = csv_dialect.CsvDialect(
@@ -116,6 +122,7 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
     spec_files.write_schema(paths[spec_files.SCHEMA_FILE], schema, sample)
     drift = drift_draft.plan_drift(sample, schema, task.column)
     spec_files.write_features(paths[spec_files.FEATURES_FILE], task, columns)
+    slices = slice_draft.plan_slices(sample, columns, threshold)
     spec_files.write_config(
         paths[spec_files.CONFIG_FILE],
         args.output,
@@ -127,14 +134,19 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
         training,
         bad_rows,
         drift,
+        slices,
     )
-    return 0, describe(sample, markers, task, columns, threshold, training, bad_rows, drift, paths)
+    return 0, describe(
+        sample, markers, task, columns, threshold, training, bad_rows, drift, slices, paths
+    )
 
 
 def describe(
-    sample, markers, task, columns, threshold, training, bad_rows, drift, paths: dict
+    sample, markers, task, columns, threshold, training, bad_rows, drift, slices, paths: dict
 ) -> str:
     """What init decided, as printed."""
+    from asynctrain.pipelines.init import slice_draft
+
     if sample.complete:
         how = f'all rows of {len(sample.files)} file(s)'
     else:
@@ -161,6 +173,7 @@ def describe(
         lines.append(f'  {plan.name:<{width}}  {plan.transform or "-":<10}  {plan.reason}')
     lines.append(f'  training: {training.reason}')
     lines.append(f'  evaluation: {threshold.reason}')
+    lines.append(f'  {slice_draft.describe(slices)}')
     lines.append(f'  bad rows: max_bad_fraction {bad_rows.max_bad_fraction}: {bad_rows.reason}')
     thresholds = ', '.join(f'{name} {value}' for name, (value, _) in drift.features.items())
     lines.append(f'  drift: {thresholds or "the default thresholds"} ({drift.reason})')

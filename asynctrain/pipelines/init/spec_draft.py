@@ -23,10 +23,11 @@ from asynctrain.pipelines.init import label_skew
 
 # An int label with at most this many distinct values is a class label.
 MAX_INT_CLASSES = 20
-# A string (or a few-valued int) column with at most this many distinct values gets a vocabulary;
-# a string column with more, or with more distinct values than half its cells, is hashed.
+# A string (or a few-valued int) column with at most MAX_VOCABULARY distinct values gets a
+# vocabulary; one with more, or with more than half its cells distinct, is hashed into 2x its
+# distinct values in buckets, up to MAX_HASH_BUCKETS (10^6 ids: 2^21, a table the PS shard).
 MAX_VOCABULARY = 1000
-MAX_HASH_BUCKETS = 1 << 16
+MAX_HASH_BUCKETS = 1 << 21
 # An id column (every value unique) says nothing that generalizes; fewer rows than this cannot
 # tell an id from a small sample.
 MIN_ROWS_FOR_ID = 20
@@ -237,8 +238,8 @@ def plan_columns(sample: CsvSample, label: str) -> list[ColumnPlan]:
                     name,
                     'hash',
                     {'num_buckets': buckets},
-                    f'{distinct} distinct strings in {len(present)} cells: too many for a '
-                    f'vocabulary; hashed into {buckets} buckets (2x the distinct values)',
+                    f'{distinct} distinct strings in {len(present)} cells: too many for a vocabulary;'
+                    f' hashed into {buckets} buckets (2x the distinct values, at most 2^21)',
                 )
             )
         else:

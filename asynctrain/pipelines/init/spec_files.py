@@ -12,7 +12,7 @@ import os
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from asynctrain.components.example_gen.csv_sample import CsvSample
-from asynctrain.pipelines.init import sample_statistics
+from asynctrain.pipelines.init import sample_statistics, slice_draft
 from asynctrain.pipelines.init.drift_draft import DriftPlan
 from asynctrain.pipelines.init.null_markers import MarkerPlan
 from asynctrain.pipelines.init.spec_draft import (
@@ -100,6 +100,7 @@ def write_config(
     training: TrainingPlan,
     bad_rows: BadRowsPlan,
     drift: DriftPlan,
+    slices: slice_draft.SlicePlan,
 ) -> None:
     name = os.path.basename(os.path.abspath(spec_dir)).lower().replace('_', '-') or 'dataset'
     lines = [
@@ -127,6 +128,7 @@ def write_config(
         f'  # more than max_regression ({threshold.metric} units); the first run has none to beat.',
         '  baseline: latest_blessed',
         f'  max_regression: {threshold.max_regression}',
+        *slice_draft.config_lines(slices, _yaml_scalar),
         'drift:',
         "  # Each run's data is compared with the data the served model was trained on; a drifted",
         '  # feature stops the run before training (action: stop). Defaults: numeric_threshold',

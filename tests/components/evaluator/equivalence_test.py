@@ -16,9 +16,7 @@ import apache_beam as beam
 import pytest
 import tensorflow as tf
 import tensorflow_model_analysis as tfma
-from google.protobuf import json_format
 from tensorflow_model_analysis.slicer import slicer_lib
-from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
 from tfx.types import standard_artifacts
 
 from asynctrain.components.evaluator import executor, results
@@ -26,6 +24,7 @@ from asynctrain.components.transform import feature_config as fc
 from asynctrain.pipelines import pipeline as pipeline_lib
 from asynctrain.pipelines.config import load_config
 from tests.components.evaluator import evaluator_testdata as data
+from tests.components.evaluator import tfma_outputs
 
 pytestmark = pytest.mark.integration
 
@@ -94,9 +93,12 @@ def _run_both(
     weights=None,
     confidence_intervals=False,
     extra_metrics=(),
+    interval_method='JACKKNIFE',
 ):
     """Both evaluators on the same models and examples; `weights`: None, 'default' (an
-    `example_weight_key`: TFMA then weighs every metric) or 'both' (weighted and unweighted)."""
+    `example_weight_key`: TFMA then weighs every metric) or 'both' (weighted and unweighted);
+    `interval_method` names TFMA's `ConfidenceIntervalOptions` method (TFMA's bootstrap then runs
+    with a fixed seed, so that the comparison of the two is the same on every run)."""
     records = data.serialize(data.random_rows(task, ROWS), slice_features=True)
     files = data.write_gzip_tfrecords(str(tmp_path / 'examples' / 'data'), records, num_files=3)
     pattern = str(tmp_path / 'examples' / '*')
@@ -108,6 +110,9 @@ def _run_both(
         for model_spec in raw_config.model_specs:
             model_spec.example_weight_key = data.WEIGHT
     raw_config.options.compute_confidence_intervals.value = confidence_intervals
+    raw_config.options.confidence_intervals.method = getattr(
+        tfma.proto.config_pb2.ConfidenceIntervalOptions, interval_method
+    )
     raw_config.metrics_specs[0].metrics.extend(
         tfma.MetricConfig(class_name=name) for name in extra_metrics
     )
@@ -133,6 +138,7 @@ def _run_both(
         eval_config=eval_config,
         data_location=pattern,
         output_path=stock_dir,
+        random_seed_for_testing=1 if interval_method == 'POISSON_BOOTSTRAP' else None,
     )
 
     ours_dir = str(tmp_path / 'ours')
@@ -147,109 +153,6 @@ def _weight_sum(records):
         tf.train.Example.FromString(r).features.feature[data.WEIGHT].float_list.value[0]
         for r in records
     )
-
-
-def _slice_key(record):
-    if record.HasField('cross_slice_key'):
-        return slicer_lib.deserialize_cross_slice_key(record.cross_slice_key)
-    return slicer_lib.deserialize_slice_key(record.slice_key)
-
-
-def _values(output_dir):
-    """{slice key: {MetricKey: value}} of every slice and cross slice."""
-    out = {}
-    for slice_metrics in tfma_writer.load_and_deserialize_metrics(output_dir):
-        key = _slice_key(slice_metrics)
-        assert key not in out
-        out[key] = {
-            tfma.metrics.MetricKey.from_proto(kv.key): kv.value.double_value.value
-            for kv in slice_metrics.metric_keys_and_values
-        }
-    return out
-
-
-def _intervals(output_dir):
-    """{(slice key, MetricKey): (lower, value, upper, degrees of freedom)} of the values with a
-    confidence interval."""
-    out = {}
-    for slice_metrics in tfma_writer.load_and_deserialize_metrics(output_dir):
-        for kv in slice_metrics.metric_keys_and_values:
-            if kv.HasField('confidence_interval'):
-                interval = kv.confidence_interval
-                out[(_slice_key(slice_metrics), tfma.metrics.MetricKey.from_proto(kv.key))] = (
-                    interval.lower_bound.double_value.value,
-                    kv.value.double_value.value,
-                    interval.upper_bound.double_value.value,
-                    interval.degrees_of_freedom.value,
-                )
-    return out
-
-
-def _plots(output_dir):
-    """{(slice key, PlotKey): the plot as a dict}."""
-    return {
-        (_slice_key(record), tfma.metrics.PlotKey.from_proto(kv.key)): json_format.MessageToDict(
-            kv.value
-        )
-        for record in tfma_writer.load_and_deserialize_plots(output_dir)
-        for kv in record.plot_keys_and_values
-    }
-
-
-def _assert_close(ours, stock, where):
-    """The same structure, numbers within 1e-6."""
-    if isinstance(stock, dict):
-        assert sorted(ours) == sorted(stock), where
-        for key in stock:
-            _assert_close(ours[key], stock[key], where)
-    elif isinstance(stock, list):
-        assert len(ours) == len(stock), where
-        for a, b in zip(ours, stock):
-            _assert_close(a, b, where)
-    elif isinstance(stock, float):
-        assert ours == pytest.approx(stock, rel=1e-6, abs=1e-9), where
-    else:
-        assert ours == stock, where
-
-
-def _failures(output_dir):
-    """(validation_ok, {(slice key, MetricKey, threshold)}, missing slice specs)."""
-    result = tfma.load_validation_result(output_dir)
-    keys = {
-        (
-            _slice_key(per_slice),
-            tfma.metrics.MetricKey.from_proto(failure.metric_key),
-            failure.metric_threshold.SerializeToString(),
-        )
-        for per_slice in result.metric_validations_per_slice
-        for failure in per_slice.failures
-    }
-    return result.validation_ok, keys, list(result.missing_slices)
-
-
-def _assert_same(stock_dir, ours_dir, not_compared=()):
-    """The same slices, metric keys, values (but those of the metrics named in `not_compared`),
-    checks and intervals."""
-    stock, ours = _values(stock_dir), _values(ours_dir)
-    assert sorted(ours, key=str) == sorted(stock, key=str)
-    for slice_key, stock_values in stock.items():
-        assert sorted(ours[slice_key], key=str) == sorted(stock_values, key=str), slice_key
-        for key, value in stock_values.items():
-            if key.name in not_compared:
-                continue
-            assert ours[slice_key][key] == pytest.approx(value, rel=1e-6, abs=1e-9), (
-                slice_key,
-                key,
-            )
-    assert _failures(ours_dir) == _failures(stock_dir)
-    # Confidence intervals on the same metrics (jackknife partitions are random in both, so the
-    # bounds differ; `results_test` checks ours against TFMA's formula).
-    assert sorted(_intervals(ours_dir), key=str) == sorted(_intervals(stock_dir), key=str)
-    stock_plots, ours_plots = _plots(stock_dir), _plots(ours_dir)
-    assert sorted(ours_plots, key=str) == sorted(stock_plots, key=str)
-    for key, plot in stock_plots.items():
-        _assert_close(ours_plots[key], plot, key)
-    return ours
 
 
 @pytest.mark.parametrize(
@@ -276,7 +179,9 @@ def test_same_metrics_and_checks_as_tfma(tmp_path, task, evaluation, blessing_me
     # `merge_accumulators` merges the first accumulator into itself when given a list (as the
     # jackknife's `_AccumulatorCombineFn` does), so its value moves with the random partitions.
     # Ours is compared with the RMSE instead, which TFMA gets right.
-    ours = _assert_same(stock_dir, ours_dir, not_compared={'mse'} if task == fc.REGRESSION else ())
+    ours = tfma_outputs.assert_same(
+        stock_dir, ours_dir, not_compared={'mse'} if task == fc.REGRESSION else ()
+    )
     if task == fc.REGRESSION:
         for example_weighted in (False, True):
             mse, rmse = (
@@ -301,18 +206,18 @@ def test_same_metrics_and_checks_as_tfma(tmp_path, task, evaluation, blessing_me
     if task == fc.MULTICLASS:
         # The weighted confusion matrix of the 3 classes (no "no prediction" column -1: the top
         # probability is 0.8), its entries adding up to the weighted example count.
-        (((slice_key, _), plot),) = _plots(ours_dir).items()
+        (((slice_key, _), plot),) = tfma_outputs.plots(ours_dir).items()
         (matrix,) = plot['multiClassConfusionMatrixAtThresholds']['matrices']
         predicted = {e.get('predictedClassId', 0) for e in matrix['entries']}  # proto3 drops 0
         assert slice_key == () and predicted == {0, 1, 2}
         total = sum(e['numWeightedExamples'] for e in matrix['entries'])
         assert total == pytest.approx(_weight_sum(records), rel=1e-6)
-    intervals = _intervals(ours_dir)
+    intervals = tfma_outputs.intervals(ours_dir)
     if task == fc.REGRESSION:
         # Every metric but the count, weighted and unweighted, has its 20-partition interval.
         assert {k.name for _, k in intervals} == {'rmse', 'mse'}
         assert len(intervals) == 4
-        for lower, point, upper, freedom in intervals.values():
+        for lower, point, upper, freedom, _ in intervals.values():
             assert lower < point < upper and freedom == 19
     else:
         assert not intervals
@@ -343,13 +248,13 @@ def test_same_change_check_against_a_baseline_as_tfma(
     stock_dir, ours_dir, _ = _run_both(
         tmp_path, fc.MULTICLASS, evaluation, candidate_slope, baseline_slope
     )
-    ours = _assert_same(stock_dir, ours_dir)
+    ours = tfma_outputs.assert_same(stock_dir, ours_dir)
     key = tfma.metrics.MetricKey('accuracy', model_name='candidate', example_weighted=False)
     overall = ours[()]
     diff = overall[key._replace(is_diff=True)]
     assert diff == pytest.approx(overall[key] - overall[key._replace(model_name='baseline')])
     assert (diff > 0.1) if blessed else (diff < -0.1)
-    ok, failures, _ = _failures(ours_dir)
+    ok, failures, _ = tfma_outputs.failures(ours_dir)
     # The change check runs on the whole split and on every payment slice: every slice where
     # the candidate is worse fails, and only those; the better candidate on the whole split is
     # blessed only if no slice is worse.
@@ -385,13 +290,13 @@ def _assert_slices(ours, metric, ours_dir):
     assert ours[mobile][auc] < 0.7 < ours[(('payment_type', 'Cash'),)][auc]
     # Cross slice: the overall slice's value minus the slice's.
     assert ours[((), mobile)][auc] == pytest.approx(ours[()][auc] - ours[mobile][auc])
-    ok, failures, missing = _failures(ours_dir)
+    ok, failures, missing = tfma_outputs.failures(ours_dir)
     assert not ok and not missing
     failed = {slice_key for slice_key, _, _ in failures}
     assert mobile in failed and ((), mobile) in failed and () not in failed
     # Both plots of every single slice, none of the cross slices (as TFMA), read by TFMA's loader.
     # (TFMA writes both plots of a slice under one key, without their names.)
-    plots = _plots(ours_dir)
+    plots = tfma_outputs.plots(ours_dir)
     assert sorted((slice_key for slice_key, _ in plots), key=str) == sorted(single, key=str)
     for plot in plots.values():
         # 1,000 buckets plus the two open ends; 1,001 thresholds plus one below 0.
@@ -402,3 +307,72 @@ def _assert_slices(ours, metric, ours_dir):
     assert len(overall['']['']['calibrationHistogramBuckets']['buckets']) == 1002
     lines = results.failures(tfma.load_validation_result(ours_dir))
     assert any(line.startswith('slice payment_type:Mobile: auc 0.') for line in lines), lines
+
+
+@pytest.mark.parametrize(
+    'task, evaluation, weights, baseline_slope',
+    [
+        # TFMA's bootstrap computes every metric 21 times over, example by example: the binary
+        # case slices on one feature (all of `SLICES` and `_more_slices` took it 3 to 5 minutes).
+        (
+            fc.BINARY,
+            {'min_value': 0.8, 'slices': [['payment_type']], 'slice_min_value': 0.7},
+            None,
+            None,
+        ),
+        (fc.REGRESSION, {'max_value': 4.0}, 'both', None),
+        # A candidate and a baseline: one draw per (slice, example) for both, so the diff's
+        # interval is that of the difference on the same samples.
+        (
+            fc.MULTICLASS,
+            {'min_value': 0.3, 'baseline': 'latest_blessed', 'max_regression': 0.0},
+            None,
+            8.0,
+        ),
+    ],
+)
+def test_same_bootstrap_intervals_as_tfma(tmp_path, task, evaluation, weights, baseline_slope):
+    stock_dir, ours_dir, _ = _run_both(
+        tmp_path,
+        task,
+        evaluation,
+        baseline_slope=baseline_slope,
+        weights=weights,
+        confidence_intervals=True,
+        interval_method='POISSON_BOOTSTRAP',
+    )
+    # The same slices, keys, point values and checks, and intervals on the same metrics of the
+    # same slices (candidate and weighted ones included).
+    ours = tfma_outputs.assert_same(stock_dir, ours_dir)
+    stock_intervals, ours_intervals = (
+        tfma_outputs.intervals(stock_dir),
+        tfma_outputs.intervals(ours_dir),
+    )
+    # Binary: auc and accuracy of the overall slice and of each payment type; regression: rmse
+    # and mse, weighted and unweighted; multiclass: the candidate's, the baseline's and the diff's
+    # accuracy, and the example count's diff (TFMA skips the count's own keys, not its diff's).
+    assert len(ours_intervals) == {fc.BINARY: 8, fc.REGRESSION: 4, fc.MULTICLASS: 4}[task]
+    if baseline_slope is not None:
+        diffs = {key[1].name: key for key in ours_intervals if key[1].is_diff}
+        assert sorted(diffs) == ['accuracy', 'example_count']
+        # Both models count each example the same number of times in a sample (as in TFMA): the
+        # counts' diff is 0 in every sample.
+        count = diffs['example_count']
+        assert ours_intervals[count][4] == 0.0 == stock_intervals[count][4]
+    for key, (lower, point, upper, freedom, error) in ours_intervals.items():
+        assert freedom == 19 and lower <= upper, key
+        assert point == pytest.approx(ours[key[0]][key[1]])
+        # Each standard error is the standard deviation of 20 samples: s^2 / sigma^2 is
+        # chi-square with 19 degrees of freedom / 19, so the ratio of two independent estimates
+        # of one sigma squared is F(19, 19). Ours and TFMA's fall outside a factor of 2 of each
+        # other with probability 0.4%, of 3 with 0.001% (scipy.stats.f.sf(4 or 9, 19, 19) * 2):
+        # a factor of 2 on the overall slice's few metrics, of 3 on every other slice's, so that
+        # a sound bootstrap fails this well under once in a hundred runs (and, both seeded, the
+        # same way on every run). It catches gross errors (no resampling, multiplicities that
+        # miss the weights or the scale); `bootstrap_test` checks the samples exactly.
+        stock_error = stock_intervals[key][4]
+        factor = 2.0 if key[0] == () else 3.0
+        if stock_error == 0.0:
+            assert error == 0.0, key  # e.g. an accuracy every sample gets right
+        else:
+            assert 1 / factor < error / stock_error < factor, (key, error, stock_error)

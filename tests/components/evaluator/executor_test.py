@@ -11,7 +11,7 @@ from google.protobuf import json_format
 from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
 from tfx.types import channel, standard_artifacts
 
-from asynctrain.components.evaluator import component, executor, spec
+from asynctrain.components.evaluator import component, executor, results, spec
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.pipelines import pipeline as pipeline_lib
 from asynctrain.pipelines.config import load_config
@@ -163,11 +163,16 @@ def test_an_empty_split_is_an_error_naming_it(tmp_path):
             r'eval_config.options.min_slice_size: not supported',
         ),
         (
-            lambda c: (
-                setattr(c.options.compute_confidence_intervals, 'value', True),
-                setattr(c.options.confidence_intervals, 'method', 1),  # POISSON_BOOTSTRAP
-            ),
-            r'eval_config.options.confidence_intervals.method: POISSON_BOOTSTRAP is not supported',
+            lambda c: c.cross_slicing_specs.add(baseline_spec={'slice_keys_sql': 'SELECT 1'}),
+            r'eval_config.cross_slicing_specs\[0\].baseline_spec.slice_keys_sql: not supported',
+        ),
+        (
+            lambda c: c.metrics_specs[0].output_names.append('head'),
+            r'eval_config.metrics_specs\[0\].output_names: not supported',
+        ),
+        (
+            lambda c: c.metrics_specs[0].binarize.top_k_list.values.append(1),
+            r'eval_config.metrics_specs\[0\].binarize: not supported',
         ),
         (
             lambda c: c.metrics_specs[0].metrics.add(class_name='Precision'),
@@ -196,6 +201,27 @@ def test_what_it_does_not_evaluate_is_refused_by_field(tmp_path, change, message
             model=channel.Channel(type=standard_artifacts.Model),
             eval_config=eval_config,
         )
+
+
+@pytest.mark.parametrize('method', ['JACKKNIFE', 'POISSON_BOOTSTRAP'])
+def test_both_of_tfmas_confidence_interval_methods_are_accepted(tmp_path, method):
+    eval_config = _eval_config(tmp_path, {'min_value': 0.5})
+    eval_config.options.compute_confidence_intervals.value = True
+    eval_config.options.confidence_intervals.method = getattr(
+        tfma.proto.config_pb2.ConfidenceIntervalOptions, method
+    )
+    component.Evaluator(
+        examples=channel.Channel(type=standard_artifacts.Examples),
+        model=channel.Channel(type=standard_artifacts.Model),
+        eval_config=eval_config,
+    )
+    # What the executor then resamples: TFMA's 20 partitions or 20 bootstrap samples.
+    eval_config = tfma.utils.update_eval_config_with_defaults(eval_config)
+    counts = (
+        results.num_jackknife_partitions(eval_config),
+        results.num_bootstrap_samples(eval_config),
+    )
+    assert counts == ((20, 0) if method == 'JACKKNIFE' else (0, 20))
 
 
 def test_a_label_key_the_model_lacks_is_an_error_naming_signature_and_key(tmp_path):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
+import pyarrow as pa
 import pytest
 import yaml
 
 from asynctrain.components.example_gen import csv_dialect, csv_sample
+from asynctrain.components.shared.feature_types import ColumnType
 from asynctrain.components.shared.yaml_config import ConfigError
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.pipelines.init import init_command, spec_draft
@@ -443,3 +446,94 @@ def test_drift_thresholds_are_those_of_the_same_rows_in_any_order(tmp_path):
     assert plans[0].features  # thresholds to compare, not three empty proposals
     assert "sorted or grouped by 'region'" in plans[2].reason
     assert 'sorted or grouped' not in plans[0].reason
+
+
+def test_a_column_of_a_million_ids_is_hashed_into_buckets_sized_to_its_distinct_values():
+    # A recommender's ids: 10^6 distinct values over 1.5 x 10^6 rows (a third of them repeated).
+    rows = 1_500_000
+    ids = pa.array([f'{i % 1_000_000:08x}' for i in range(rows)])
+    label = pa.array([i % 2 for i in range(rows)])
+    sample = csv_sample.CsvSample(
+        files=('part.csv',),
+        columns={'click': label, 'item': ids},
+        types={'click': ColumnType.INT, 'item': ColumnType.BYTES},
+        rows=rows,
+        rejected=0,
+        complete=True,
+    )
+
+    (plan,) = spec_draft.plan_columns(sample, label='click')
+
+    assert (plan.transform, plan.options) == ('hash', {'num_buckets': 1 << 21})
+    assert plan.reason == (
+        '1000000 distinct strings in 1500000 cells: too many for a vocabulary; hashed into '
+        '2097152 buckets (2x the distinct values, at most 2^21)'
+    )
+    # The table the Trainer builds: every distinct value could have a row of its own.
+    spec = fc.FeatureSpec(name='item', transform=plan.transform, **plan.options)
+    assert spec.cardinality == (1 << 21) + 1 > 1_000_000
+    # Past 2^20 distinct values the buckets stop growing: no table above 2^21 + 1 rows.
+    nearly_unique = pa.array([f'{max(i, 1):08x}' for i in range(rows)])
+    many = dataclasses.replace(sample, columns={'click': label, 'item': nearly_unique})
+    (plan,) = spec_draft.plan_columns(many, label='click')
+    assert plan.options == {'num_buckets': spec_draft.MAX_HASH_BUCKETS}
+    assert plan.reason.startswith(f'{rows - 1} distinct strings')
+
+
+def _sliceable_rows(n=300, seed=1):
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        size = 'XL' if i % 30 == 0 else rng.choice(['S', 'M', 'L'])  # XL: 10 rows
+        rows.append(
+            (
+                rng.choice(['red', 'green', 'blue']),  # 3 values, each ~100 rows
+                size,
+                f'code{rng.randrange(20)}',  # 20 values
+                rng.randrange(2),  # an int with 2 values
+                round(rng.gauss(0, 1), 3),
+                rng.randrange(2),  # the label
+            )
+        )
+    return rows
+
+
+SLICE_HEADER = ('color', 'size', 'code', 'flag', 'x', 'clicked')
+
+
+def test_slices_are_proposed_for_the_categorical_columns_with_few_values_each_in_enough_rows(
+    tmp_path,
+):
+    from asynctrain.pipelines.init import slice_draft
+
+    sample = _sample(tmp_path, SLICE_HEADER, _sliceable_rows())
+    columns = spec_draft.plan_columns(sample, label='clicked')
+    task = spec_draft.plan_task(sample, 'clicked')
+    plan = slice_draft.plan_slices(sample, columns, spec_draft.plan_threshold(sample, task))
+
+    assert plan.slices == (('color',), ('flag',))
+    assert plan.reasons['color'].startswith('3 values, the rarest ')
+    assert "rarest value 'XL' has 10 rows" in plan.reasons['size']
+    assert plan.reasons['code'] == 'not sliced: 20 values (more than 10)'
+    assert 'x' not in plan.reasons  # numeric: not a slice candidate
+    assert plan.gate_key == 'slice_min_value'
+
+
+def test_init_writes_the_slices_and_a_commented_gate_the_config_accepts(tmp_path, capsys):
+    from asynctrain.pipelines.config import load_config
+
+    _write_csv(tmp_path / 'data' / 'part.csv', SLICE_HEADER, _sliceable_rows())
+    spec = tmp_path / 'spec'
+    assert init_command.run(init_args(tmp_path / 'data', 'clicked', spec)) == 0
+    printed = capsys.readouterr().out
+    assert '  slices: color, flag (reported, not gated: slice_min_value in config.yaml)' in printed
+    text = (spec / 'config.yaml').read_text()
+    config = load_config(str(spec / 'config.yaml'))
+    assert config.evaluation.slices == (('color',), ('flag',))
+    assert config.evaluation.slice_min_value is None
+    # Uncommented, the gate is the whole split's bound, on every slice.
+    gate = f'  # slice_min_value: {config.evaluation.min_value}\n'
+    assert gate in text
+    (spec / 'gated.yaml').write_text(text.replace(gate, gate.replace('# ', '')))
+    gated = load_config(str(spec / 'gated.yaml'))
+    assert gated.evaluation.slice_min_value == config.evaluation.min_value

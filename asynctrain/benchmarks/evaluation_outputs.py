@@ -1,0 +1,157 @@
+"""Reading an evaluation as TFMA wrote it (ours or stock TFMA's): each slice's metric values and
+intervals, its plots and the failed checks, keyed as TFMA keys them; and `differences`, what two
+evaluations disagree on, which `bench evaluator` reports and the tests assert empty."""
+
+from __future__ import annotations
+
+import math
+
+import tensorflow_model_analysis as tfma
+from google.protobuf import json_format
+from tensorflow_model_analysis.slicer import slicer_lib
+from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
+
+# TFMA's note on a slice whose jackknife left some samples empty ("CI not computed because only
+# N samples were non-empty"); such a slice has no intervals.
+ERROR = tfma.metrics.MetricKey('__ERROR__')
+# Below this many examples a slice may miss one of the 20 jackknife partitions (each example's
+# partition is drawn at random, unseeded in TFMA): 20 * (19/20)**n < 0.1% from n = 150 on.
+SMALL_SLICE = 150
+
+
+def slice_key(record) -> tuple:
+    if record.HasField('cross_slice_key'):
+        return slicer_lib.deserialize_cross_slice_key(record.cross_slice_key)
+    return slicer_lib.deserialize_slice_key(record.slice_key)
+
+
+def values(output_dir: str) -> dict:
+    """{slice key: {MetricKey: value}} of every slice and cross slice."""
+    out = {}
+    for slice_metrics in tfma_writer.load_and_deserialize_metrics(output_dir):
+        key = slice_key(slice_metrics)
+        if key in out:
+            raise ValueError(f'{output_dir}: slice {key} written twice')
+        out[key] = {
+            tfma.metrics.MetricKey.from_proto(kv.key): kv.value.double_value.value
+            for kv in slice_metrics.metric_keys_and_values
+        }
+    return out
+
+
+def intervals(output_dir: str) -> dict:
+    """{(slice key, MetricKey): (lower, value, upper, degrees of freedom, standard error)} of the
+    values with a confidence interval."""
+    out = {}
+    for slice_metrics in tfma_writer.load_and_deserialize_metrics(output_dir):
+        for kv in slice_metrics.metric_keys_and_values:
+            if kv.HasField('confidence_interval'):
+                interval = kv.confidence_interval
+                out[(slice_key(slice_metrics), tfma.metrics.MetricKey.from_proto(kv.key))] = (
+                    interval.lower_bound.double_value.value,
+                    kv.value.double_value.value,
+                    interval.upper_bound.double_value.value,
+                    interval.degrees_of_freedom.value,
+                    interval.standard_error.double_value.value,
+                )
+    return out
+
+
+def plots(output_dir: str) -> dict:
+    """{(slice key, PlotKey): the plot as a dict}."""
+    return {
+        (slice_key(record), tfma.metrics.PlotKey.from_proto(kv.key)): json_format.MessageToDict(
+            kv.value
+        )
+        for record in tfma_writer.load_and_deserialize_plots(output_dir)
+        for kv in record.plot_keys_and_values
+    }
+
+
+def failures(output_dir: str) -> tuple[bool, set, list]:
+    """(validation_ok, {(slice key, MetricKey, threshold)}, missing slice specs)."""
+    result = tfma.load_validation_result(output_dir)
+    keys = {
+        (
+            slice_key(per_slice),
+            tfma.metrics.MetricKey.from_proto(failure.metric_key),
+            failure.metric_threshold.SerializeToString(),
+        )
+        for per_slice in result.metric_validations_per_slice
+        for failure in per_slice.failures
+    }
+    return result.validation_ok, keys, list(result.missing_slices)
+
+
+def randomly_noted_slices(stock: dict, ours: dict) -> set:
+    """The slices where either side has TFMA's empty-partition note: both draw jackknife
+    partitions at random, so on a small slice the note may come out on one side only. ValueError
+    for a noted slice too large for that to happen by chance."""
+    noted = {k for side in (stock, ours) for k, v in side.items() if ERROR in v}
+    count = tfma.metrics.MetricKey('example_count')
+    for key in noted:
+        if stock.get(key, ours.get(key, {})).get(count, 0) >= SMALL_SLICE:
+            raise ValueError(f'slice {key}: no interval for a slice of {SMALL_SLICE}+ examples')
+    return noted
+
+
+def _close(a, b, rel: float) -> bool:
+    if isinstance(b, float) and isinstance(a, float):
+        return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= max(rel * abs(b), 1e-9)
+    return a == b
+
+
+def _plot_differences(ours, stock, where: str, rel: float, out: list[str]) -> None:
+    if isinstance(stock, dict) and isinstance(ours, dict):
+        if sorted(ours) != sorted(stock):
+            out.append(f'{where}: fields {sorted(ours)} against {sorted(stock)}')
+            return
+        for key in stock:
+            _plot_differences(ours[key], stock[key], f'{where}.{key}', rel, out)
+    elif isinstance(stock, list) and isinstance(ours, list):
+        if len(ours) != len(stock):
+            out.append(f'{where}: {len(ours)} entries against {len(stock)}')
+            return
+        for i, (a, b) in enumerate(zip(ours, stock)):
+            _plot_differences(a, b, f'{where}[{i}]', rel, out)
+    elif not _close(ours, stock, rel):
+        out.append(f'{where}: {ours!r} against {stock!r}')
+
+
+def differences(stock_dir: str, ours_dir: str, rel: float = 1e-6, not_compared=()) -> list[str]:
+    """Every disagreement of the evaluation in `ours_dir` with `stock_dir`: slices, metric keys,
+    values (relative `rel`; not those of the metrics named in `not_compared`), which metrics have
+    an interval, plots and failed checks. Interval bounds are not compared: both draw their
+    jackknife partitions at random."""
+    stock, ours = values(stock_dir), values(ours_dir)
+    out = []
+    if sorted(ours, key=str) != sorted(stock, key=str):
+        return [f'slices: {sorted(ours, key=str)} against {sorted(stock, key=str)}']
+    noted = randomly_noted_slices(stock, ours)
+    for sliced, stock_values in stock.items():
+        keys = sorted((k for k in stock_values if k != ERROR), key=str)
+        if sorted((k for k in ours[sliced] if k != ERROR), key=str) != keys:
+            out.append(f'slice {sliced}: metrics {sorted(ours[sliced], key=str)} against {keys}')
+            continue
+        for key in keys:
+            if key.name not in not_compared and not _close(
+                ours[sliced][key], stock_values[key], rel
+            ):
+                out.append(
+                    f'slice {sliced}: {key}: {ours[sliced][key]} against {stock_values[key]}'
+                )
+    if failures(ours_dir) != failures(stock_dir):
+        out.append(f'failed checks: {failures(ours_dir)} against {failures(stock_dir)}')
+    ours_intervals, stock_intervals = (
+        sorted((k for k in intervals(d) if k[0] not in noted), key=str)
+        for d in (ours_dir, stock_dir)
+    )
+    if ours_intervals != stock_intervals:
+        out.append(f'intervals on {ours_intervals} against {stock_intervals}')
+    stock_plots, ours_plots = plots(stock_dir), plots(ours_dir)
+    if sorted(ours_plots, key=str) != sorted(stock_plots, key=str):
+        out.append(f'plots: {sorted(ours_plots, key=str)} against {sorted(stock_plots, key=str)}')
+    else:
+        for key, plot in stock_plots.items():
+            _plot_differences(ours_plots[key], plot, str(key), rel, out)
+    return out

@@ -1,0 +1,270 @@
+"""`asynctrain bench evaluator`: our Evaluator against stock TFMA with slices, one run, the same
+model and examples.
+
+A taxi model is trained once by the local pipeline (`--train-rows` rows resampled from the
+bundled sample, `--train-steps` steps) with the evaluation settings under test: slices on
+`payment_type` and on `trip_start_hour`, their feature cross with `trip_start_day`
+(`payment_type` x `trip_start_day`), a gate on every slice and TFMA's plots (calibration and
+confusion matrices at 1,000 thresholds; `--confidence-intervals` adds the jackknife). The
+`eval_config` that pipeline's Evaluator wrote is the one both evaluate with.
+
+Then, for each of `--rows`, that many examples (the bundled sample resampled, as raw
+`tf.Example`s in GZIP TFRecords, both splits) are evaluated twice, each in a fresh child process:
+
+- `stock`: `tfma.run_model_analysis`, the engine inside TFX's Evaluator;
+- `ours`: the Evaluator's Beam pipeline (`executor.add_evaluation`) with the component's batch
+  size.
+
+Both on Beam's DirectRunner in memory. Reported per size: wall seconds, the peak resident set of
+each child's process tree (sampled from here), the slices evaluated, and every disagreement of
+ours with stock (`evaluation_outputs.differences`: slices, metric keys, values within 1e-6,
+plots, failed checks); exit status 1 when there is any.
+
+    asynctrain bench evaluator [--rows N,N] [--train-rows N] [--train-steps N]
+                               [--confidence-intervals] [--output DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import multiprocessing
+import os
+import sys
+import time
+
+from asynctrain.benchmarks import report
+from asynctrain.benchmarks.memory import TreeRssSampler
+
+DEFAULT_OUTPUT = os.path.join('bench_out', 'evaluator')
+DEFAULT_ROWS = '100000'
+DEFAULT_TRAIN_ROWS = 15_000
+DEFAULT_TRAIN_STEPS = 300
+VARIANTS = ('stock', 'ours')
+SLICES = (('payment_type',), ('trip_start_hour',), ('payment_type', 'trip_start_day'))
+# Every slice must reach this AUC: some small slices do not, so the gate's failures are compared.
+SLICE_MIN_AUC = 0.8
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        '--rows',
+        default=DEFAULT_ROWS,
+        help=f'comma-separated numbers of examples to evaluate (default {DEFAULT_ROWS})',
+    )
+    parser.add_argument(
+        '--train-rows',
+        type=int,
+        default=DEFAULT_TRAIN_ROWS,
+        help=f'CSV rows the model is trained on (default {DEFAULT_TRAIN_ROWS:,})',
+    )
+    parser.add_argument(
+        '--train-steps',
+        type=int,
+        default=DEFAULT_TRAIN_STEPS,
+        help=f'training steps (default {DEFAULT_TRAIN_STEPS})',
+    )
+    parser.add_argument(
+        '--confidence-intervals',
+        action='store_true',
+        help="also TFMA's jackknife confidence intervals (20 partitions)",
+    )
+    parser.add_argument(
+        '--output', default=DEFAULT_OUTPUT, help=f'work folder (default {DEFAULT_OUTPUT})'
+    )
+
+
+def _log(message: str) -> None:
+    print(f'[bench evaluator] {message}', file=sys.stderr, flush=True)
+
+
+def _newest(pipeline_root: str, component: str, output: str) -> str:
+    uris = glob.glob(os.path.join(pipeline_root, component, output, '*'))
+    return max(uris, key=lambda uri: int(os.path.basename(uri)))
+
+
+def train(output: str, rows: int, steps: int, confidence_intervals: bool) -> tuple[str, str]:
+    """(the Trainer's model artifact directory, the eval_config as JSON) of one local pipeline
+    run with the slices under test."""
+    import tensorflow_model_analysis as tfma
+    from google.protobuf import json_format
+
+    from asynctrain.benchmarks import examplegen
+    from asynctrain.pipelines.config import load_config
+    from asynctrain.pipelines.local_runner import run_local
+
+    data_dir = os.path.join(output, 'train_data')
+    examplegen.generate_csv(rows, os.path.join(data_dir, 'data.csv'))
+    config = load_config(
+        data=data_dir,
+        work_dir=os.path.join(output, 'work'),
+        trainer={'training': {'train_steps': steps}},
+        evaluation={
+            'slices': [list(s) for s in SLICES],
+            'slice_min_value': SLICE_MIN_AUC,
+            'plots': True,
+            'confidence_intervals': confidence_intervals,
+        },
+    )
+    run_local(config)
+    evaluation = _newest(config.pipeline_root, 'Evaluator', 'evaluation')
+    eval_config = tfma.load_eval_result(evaluation).config
+    return _newest(config.pipeline_root, 'Trainer', 'model'), json_format.MessageToJson(eval_config)
+
+
+def write_examples(directory: str, rows: int) -> str:
+    """`rows` taxi examples resampled from the bundled sample; returns their file pattern."""
+    from asynctrain.benchmarks import transform_runs as runs
+    from asynctrain.components.shared.feature_types import load_schema
+
+    if not os.path.exists(os.path.join(directory, 'done')):
+        table = runs.read_taxi_table(load_schema(str(runs.TAXI_SCHEMA)))
+        runs.write_span(directory, 1, runs.resample_span(table, 1, rows))
+        open(os.path.join(directory, 'done'), 'w').close()
+    return os.path.join(directory, 'Span-1', 'Split-*', '*')
+
+
+def _evaluate(variant, model_uri, eval_config_json, pattern, output_dir, queue) -> None:
+    """In a child process: one evaluation; puts its wall seconds."""
+    import apache_beam as beam
+    import tensorflow_model_analysis as tfma
+    from google.protobuf import json_format
+    from tfx.types import standard_artifacts
+
+    from asynctrain.components.evaluator import component, executor
+
+    eval_config = json_format.Parse(eval_config_json, tfma.EvalConfig())
+    start = time.perf_counter()
+    if variant == 'stock':
+        tfma.run_model_analysis(
+            eval_shared_model=tfma.default_eval_shared_model(
+                os.path.join(model_uri, 'Format-Serving'), eval_config=eval_config
+            ),
+            eval_config=eval_config,
+            data_location=pattern,
+            output_path=output_dir,
+        )
+    else:
+        model = standard_artifacts.Model()
+        model.uri = model_uri
+        models = executor.models_to_score(eval_config, model, None)
+        with beam.Pipeline() as pipeline:
+            executor.add_evaluation(
+                pipeline, [pattern], models, eval_config, output_dir, component.DEFAULT_BATCH_SIZE
+            )
+    queue.put(time.perf_counter() - start)
+
+
+def measure(variant: str, model_uri: str, eval_config_json: str, pattern: str, output_dir: str):
+    """One evaluation in a fresh child process: {seconds, peak_rss_mb}, or None if it failed."""
+    spawn = multiprocessing.get_context('spawn')
+    queue = spawn.Queue()
+    child = spawn.Process(
+        target=_evaluate, args=(variant, model_uri, eval_config_json, pattern, output_dir, queue)
+    )
+    child.start()
+    sampler = TreeRssSampler(interval=0.2, pid=child.pid).start()
+    child.join()
+    samples = sampler.stop()
+    if child.exitcode != 0:
+        _log(f'{variant}: the child process failed (exit status {child.exitcode})')
+        return None
+    peak = max((b for b in samples.rss if b), default=0)
+    return {'seconds': round(queue.get(), 1), 'peak_rss_mb': round(peak / (1 << 20), 1)}
+
+
+def write_chart(result: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use('Agg')
+    from matplotlib import pyplot as plt
+
+    runs = result['runs']
+    labels = [f'{r["rows"]:,} rows' for r in runs]
+    figure, (time_axes, memory_axes) = plt.subplots(1, 2, figsize=(11, 4))
+    width = 0.4
+    for i, (variant, color) in enumerate((('stock', '#9e9e9e'), ('ours', '#1f77b4'))):
+        offsets = [x + (i - 0.5) * width for x in range(len(runs))]
+        name = 'stock TFMA' if variant == 'stock' else 'ours'
+        bars = time_axes.bar(offsets, [r[variant]['seconds'] for r in runs], width, color=color)
+        time_axes.bar_label(bars, fmt='%.0f', fontsize=8)
+        bars = memory_axes.bar(
+            offsets, [r[variant]['peak_rss_mb'] for r in runs], width, color=color, label=name
+        )
+        memory_axes.bar_label(bars, fmt='%.0f', fontsize=8)
+    for axes, label in ((time_axes, 'wall time (s)'), (memory_axes, 'peak memory (MiB)')):
+        axes.set_xticks(range(len(runs)))
+        axes.set_xticklabels(labels)
+        axes.set_ylabel(label)
+    memory_axes.legend()
+    extras = ', jackknife intervals' if result['confidence_intervals'] else ''
+    figure.suptitle(
+        f'Evaluator with {len(SLICES)} slicing specs and plots{extras}: ours vs stock TFMA'
+    )
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        sizes = [int(n) for n in args.rows.split(',') if n.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 100 or args.train_rows < 100 or args.train_steps < 1:
+        print(
+            '--rows: comma-separated integers, each at least 100; --train-rows: at least 100; '
+            '--train-steps: at least 1',
+            file=sys.stderr,
+        )
+        return 2
+    from asynctrain.benchmarks import evaluation_outputs
+
+    output = os.path.abspath(args.output)
+    os.makedirs(output, exist_ok=True)
+    _log(f'training a model on {args.train_rows:,} rows ({args.train_steps} steps)')
+    model_uri, eval_config_json = train(
+        os.path.join(output, 'model'), args.train_rows, args.train_steps, args.confidence_intervals
+    )
+    result = {
+        'benchmark': 'evaluator',
+        'slices': [list(s) for s in SLICES],
+        'slice_min_auc': SLICE_MIN_AUC,
+        'plots': True,
+        'confidence_intervals': args.confidence_intervals,
+        'train_rows': args.train_rows,
+        'train_steps': args.train_steps,
+        'runs': [],
+    }
+    agree = True
+    for rows in sizes:
+        _log(f'writing {rows:,} examples')
+        pattern = write_examples(os.path.join(output, 'data', f'rows-{rows}'), rows)
+        run_result = {'rows': rows}
+        dirs = {}
+        for variant in VARIANTS:
+            dirs[variant] = os.path.join(output, 'evaluations', f'rows-{rows}', variant)
+            _log(f'{rows:,} rows: {variant}')
+            measured = measure(variant, model_uri, eval_config_json, pattern, dirs[variant])
+            if measured is None:
+                return 1
+            run_result[variant] = measured
+            _log(f'{rows:,} rows: {variant}: {measured}')
+        differences = evaluation_outputs.differences(dirs['stock'], dirs['ours'])
+        for line in differences[:20]:
+            _log(f'differs: {line}')
+        values = evaluation_outputs.values(dirs['ours'])
+        run_result.update(
+            slices_evaluated=sum(1 for key in values if key),
+            speedup=round(run_result['stock']['seconds'] / run_result['ours']['seconds'], 2),
+            differences=len(differences),
+            failed_slices=len(evaluation_outputs.failures(dirs['ours'])[1]),
+        )
+        agree = agree and not differences
+        result['runs'].append(run_result)
+    result.update(agree=agree, machine=report.machine(), finished_at=report.finished_at())
+    result_path, chart_path = report.write_result(output, result, 'evaluator.png', write_chart)
+    print(json.dumps(result, indent=2))
+    _log(f'wrote {result_path} and {chart_path}')
+    return 0 if agree else 1
