@@ -21,12 +21,11 @@ from __future__ import annotations
 import argparse
 import glob
 import json
-import multiprocessing
 import os
 import sys
 import time
 
-from asynctrain.benchmarks.memory import TreeRssSampler
+from asynctrain.benchmarks.memory import run_in_child
 
 DEFAULT_ROWS = 100_000
 DEFAULT_OUTPUT = os.path.join('bench_out', 'batcher')
@@ -140,28 +139,19 @@ def run(args: argparse.Namespace) -> int:
         'beam_args': list(args.beam_args or []),
     }
     written = {}
-    spawn = multiprocessing.get_context('spawn')
     for path in paths:
         output_dir = os.path.join(output, 'written', f'rows-{args.rows}', path)
-        queue = spawn.Queue()
-        child = spawn.Process(
-            target=_write, args=(path, examples_uri, graph, output_dir, args.beam_args, queue)
-        )
-        child.start()
-        sampler = TreeRssSampler(interval=0.2, pid=child.pid).start()
-        child.join()
-        samples = sampler.stop()
-        if child.exitcode != 0:
-            _log(f'{path}: the child process failed (exit status {child.exitcode})')
+        measured = run_in_child(_write, (path, examples_uri, graph, output_dir, args.beam_args))
+        if measured is None:
+            _log(f'{path}: the child process failed')
             return 1
-        seconds, cpu_seconds = queue.get()
-        samples.rss = [b for b in samples.rss if b]
+        (seconds, cpu_seconds), peak_mb = measured
         result[path] = {
             'seconds': round(seconds, 1),
             # This process's CPU (Beam's multi-process workers not counted): steadier than the
             # wall time on a shared machine.
             'cpu_seconds': round(cpu_seconds, 1),
-            'peak_rss_mb': round(max(samples.rss) / (1 << 20), 1),
+            'peak_rss_mb': round(peak_mb, 1),
         }
         _log(f'{path}: {result[path]}')
         written[path] = _contents(output_dir)

@@ -15,8 +15,11 @@ run with that baseline in mind (`baseline_mb`, the first sample, is recorded bes
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import psutil
 
@@ -79,6 +82,22 @@ class TreeRssSampler:
         self._thread.join()
         self._sample()
         return self.samples
+
+
+def run_in_child(target: Callable[..., None], args: tuple) -> tuple[Any, float] | None:
+    """`target(*args, queue)` in a fresh (spawned) interpreter, its process tree's RSS sampled
+    from here: (what it put on the queue, its peak in MiB), or None when it failed. A bench's
+    variants each get one, so that none inherits another's imports or TensorFlow state."""
+    spawn = multiprocessing.get_context('spawn')
+    queue = spawn.Queue()
+    child = spawn.Process(target=target, args=(*args, queue))
+    child.start()
+    sampler = TreeRssSampler(interval=0.2, pid=child.pid).start()
+    child.join()
+    samples = sampler.stop()
+    if child.exitcode != 0:
+        return None
+    return queue.get(), max((b for b in samples.rss if b), default=0) / _MB
 
 
 def component_peaks_mb(
