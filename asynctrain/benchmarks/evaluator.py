@@ -29,13 +29,12 @@ from __future__ import annotations
 import argparse
 import glob
 import json
-import multiprocessing
 import os
 import sys
 import time
 
 from asynctrain.benchmarks import report
-from asynctrain.benchmarks.memory import TreeRssSampler
+from asynctrain.benchmarks.memory import run_in_child
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'evaluator')
 DEFAULT_ROWS = '100000'
@@ -158,20 +157,12 @@ def _evaluate(variant, model_uri, eval_config_json, pattern, output_dir, queue) 
 
 def measure(variant: str, model_uri: str, eval_config_json: str, pattern: str, output_dir: str):
     """One evaluation in a fresh child process: {seconds, peak_rss_mb}, or None if it failed."""
-    spawn = multiprocessing.get_context('spawn')
-    queue = spawn.Queue()
-    child = spawn.Process(
-        target=_evaluate, args=(variant, model_uri, eval_config_json, pattern, output_dir, queue)
-    )
-    child.start()
-    sampler = TreeRssSampler(interval=0.2, pid=child.pid).start()
-    child.join()
-    samples = sampler.stop()
-    if child.exitcode != 0:
-        _log(f'{variant}: the child process failed (exit status {child.exitcode})')
+    measured = run_in_child(_evaluate, (variant, model_uri, eval_config_json, pattern, output_dir))
+    if measured is None:
+        _log(f'{variant}: the child process failed')
         return None
-    peak = max((b for b in samples.rss if b), default=0)
-    return {'seconds': round(queue.get(), 1), 'peak_rss_mb': round(peak / (1 << 20), 1)}
+    seconds, peak_mb = measured
+    return {'seconds': round(seconds, 1), 'peak_rss_mb': round(peak_mb, 1)}
 
 
 def write_chart(result: dict, path: str) -> None:
