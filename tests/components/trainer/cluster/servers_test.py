@@ -140,3 +140,40 @@ def test_die_with_parent_exits_when_the_parent_is_already_gone():
     )
     assert done.returncode == 1
     assert 'outlived' not in done.stdout
+
+
+def test_in_process_servers_size_the_process_pool_once_and_refuse_a_cluster_it_cannot_serve(
+    monkeypatch,
+):
+    """Every in-process server of a process shares TensorFlow's compute pool, sized by the first
+    one: the first cluster leaves room for larger ones, and one the pool cannot serve (num_workers
+    + 1 threads, each worker's step holding one while its input needs another) is refused by
+    field rather than deadlocking in its first step."""
+
+    def distribution(num_workers, server_threads=0):
+        return config_lib.DistributionConfig(num_workers=num_workers, server_threads=server_threads)
+
+    monkeypatch.setattr(servers, '_process_pool_threads', None)
+    assert servers.in_process_pool_threads(distribution(1)) == servers.IN_PROCESS_POOL_THREADS
+    assert servers.in_process_pool_threads(distribution(12)) == 13
+    assert servers.in_process_pool_threads(distribution(1, server_threads=10)) == 10
+
+    monkeypatch.setattr(servers, '_process_pool_threads', 8)
+    assert servers.in_process_pool_threads(distribution(7)) == 8
+    assert servers.in_process_pool_threads(distribution(2, server_threads=3)) == 8
+    try:
+        servers.in_process_pool_threads(distribution(8))
+    except ValueError as error:
+        message = str(error)
+    else:
+        raise AssertionError('a cluster of 8 workers on a pool of 8 threads was accepted')
+    assert message.startswith('distribution.num_workers: 8 in-process workers need 9')
+    assert 'pool of 8' in message and 'local_processes' in message
+
+
+def test_the_first_in_process_cluster_records_the_pool_it_sized(monkeypatch):
+    monkeypatch.setattr(servers, '_process_pool_threads', None)
+    with servers.start(config_lib.DistributionConfig(num_workers=1, num_ps=1)):
+        pass
+    # What the servers were given is what later clusters of the process are checked against.
+    assert servers._process_pool_threads == servers.IN_PROCESS_POOL_THREADS
