@@ -3,8 +3,9 @@ size and number of servers.
 
 For each table size (the vocabulary of the generator's largest columns, `--sizes`; the 26
 categorical columns' vocabularies are log-spaced up to it, four of them at it) the bench
-generates a Criteo-like dataset with a planted signal (`recsys_data`), hashes each column into
-a table of its vocabulary's size (`recsys_examples`), and for each number of parameter servers
+generates a Criteo-like dataset with a planted signal (`recsys_data`), maps each column through
+a vocabulary of its train values into a table of its vocabulary's size plus one OOV row
+(`recsys_examples`), and for each number of parameter servers
 (`--num-ps`) starts a `local_processes` cluster (each worker and server its own process on
 127.0.0.1) and trains the built-in model (an 8-wide embedding per column; the default
 partitioner splits each table of at least 2 x 256 KiB over every server) with:
