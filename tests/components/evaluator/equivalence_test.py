@@ -133,17 +133,8 @@ def _run_both(
     models = executor.models_to_score(eval_config, model, baseline)
 
     stock_dir = str(tmp_path / 'stock')
-    shared = [
-        tfma.default_eval_shared_model(m.path, eval_config=eval_config, model_name=m.name)
-        for m in models
-    ]
-    tfma.run_model_analysis(
-        eval_shared_model=shared[0] if len(shared) == 1 else shared,
-        eval_config=eval_config,
-        data_location=pattern,
-        output_path=stock_dir,
-        random_seed_for_testing=1 if interval_method == 'POISSON_BOOTSTRAP' else None,
-    )
+    seed = 1 if interval_method == 'POISSON_BOOTSTRAP' else None
+    tfma_outputs.run_stock(eval_config, {m.name: m.path for m in models}, pattern, stock_dir, seed)
 
     ours_dir = str(tmp_path / 'ours')
     with beam.Pipeline() as pipeline:

@@ -19,10 +19,12 @@ def assert_same(stock_dir, ours_dir, not_compared=()):
     return values(ours_dir)
 
 
-def run_stock(eval_config, model_paths: dict, data_location: str, output_path: str) -> None:
+def run_stock(
+    eval_config, model_paths: dict, data_location: str, output_path: str, seed: int | None = None
+) -> None:
     """Stock TFMA (`tfma.run_model_analysis`, the engine inside TFX's Evaluator) on the same
     examples and models: `model_paths` maps each model spec's name ('' for a single model) to its
-    SavedModel directory."""
+    SavedModel directory; `seed` fixes TFMA's bootstrap draws (its `random_seed_for_testing`)."""
     shared = [
         tfma.default_eval_shared_model(path, eval_config=eval_config, model_name=name)
         for name, path in model_paths.items()
@@ -32,4 +34,5 @@ def run_stock(eval_config, model_paths: dict, data_location: str, output_path: s
         eval_config=eval_config,
         data_location=data_location,
         output_path=output_path,
+        random_seed_for_testing=seed,
     )
