@@ -225,11 +225,8 @@ class DistributionConfig:
       num_shards: Shards per variable for `fixed_shards`; 0 means one per parameter server.
       min_shard_bytes: Smallest shard for `min_shard_size`.
       max_shards: Most shards per variable for `min_shard_size`; 0 means one per parameter server.
-      server_threads: inter-op threads of each local server; 0 means num_workers + 1, which a
-        cluster needs on a small machine not to deadlock. In-process servers share one pool of
-        TensorFlow's per process, sized by the process's first in-process cluster: the largest
-        of server_threads, num_workers + 1 and 8; a later in-process cluster with more workers
-        than that pool can serve is refused.
+      server_threads: inter-op threads of each in-process or local server; 0 means
+        num_workers + 1, which an in-process cluster needs on a small machine not to deadlock.
       startup_timeout_seconds: How long `local_processes` waits for its servers to listen.
       max_restarts: `local_processes` only: how many times the cluster and the coordinator are
         restarted from the last checkpoint after a parameter server or the coordinator fails

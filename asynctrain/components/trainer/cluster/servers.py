@@ -10,12 +10,7 @@
   server and wait (`serve_forever`).
 
 Servers get `inter_op_parallelism_threads = num_workers + 1`: with fewer, an in-process cluster on
-a two-core machine deadlocks, every thread blocked on a remote call. Every server in one process
-runs its functions on one pool of TensorFlow's, which the first server of the process sizes for
-good (`ComputePool` in tensorflow/core/common_runtime/process_util.cc, taken by `GrpcServer::Init`
-in tensorflow/core/distributed_runtime/rpc/grpc_server_lib.cc): a second in-process cluster with
-more workers than that pool allows would deadlock in its first step. So in-process servers get at
-least `IN_PROCESS_POOL_THREADS`, and a cluster the process's pool cannot serve is refused.
+a two-core machine deadlocks, every thread blocked on a remote call.
 """
 
 from __future__ import annotations
@@ -69,41 +64,12 @@ def task_from_tf_config() -> tuple[str | None, int]:
     return task.get('type'), int(task.get('index', 0))
 
 
-# The least inter-op threads of in-process servers: every in-process cluster of the process shares
-# them, so room for a later, larger cluster (up to IN_PROCESS_POOL_THREADS - 1 workers).
-IN_PROCESS_POOL_THREADS = 8
-# The size of this process's shared pool, once its first server has set it.
-_process_pool_threads: int | None = None
-
-
 def server_config(num_workers: int, server_threads: int = 0):
     import tensorflow as tf
 
     proto = tf.compat.v1.ConfigProto()
     proto.inter_op_parallelism_threads = server_threads or num_workers + 1
     return proto
-
-
-def in_process_pool_threads(distribution: config_lib.DistributionConfig) -> int:
-    """The inter-op threads this process's in-process servers share once `distribution` starts:
-    the size the process's first server gave the pool, or for the first cluster the largest of
-    `server_threads`, `num_workers + 1` and `IN_PROCESS_POOL_THREADS`.
-
-    Raises:
-      ValueError: the process's pool is smaller than `num_workers + 1`.
-    """
-    needed = distribution.num_workers + 1
-    if _process_pool_threads is None:
-        return max(distribution.server_threads, needed, IN_PROCESS_POOL_THREADS)
-    if _process_pool_threads < needed:
-        raise ValueError(
-            f'distribution.num_workers: {distribution.num_workers} in-process workers need '
-            f'{needed} inter-op threads, and the in-process servers of this process share '
-            f"TensorFlow's pool of {_process_pool_threads}, sized by its first server: "
-            'a cluster that large would deadlock here; use cluster: local_processes, or run it '
-            'in a new process'
-        )
-    return _process_pool_threads
 
 
 def serve_forever(
@@ -151,11 +117,8 @@ def _simple_resolver(cluster_spec: dict):
 def _start_in_process(distribution: config_lib.DistributionConfig) -> Cluster:
     import tensorflow as tf
 
-    global _process_pool_threads
-    threads = in_process_pool_threads(distribution)
     spec = _cluster_spec(distribution.num_workers, distribution.num_ps)
-    proto = server_config(distribution.num_workers, threads)
-    _process_pool_threads = threads
+    proto = server_config(distribution.num_workers, distribution.server_threads)
     servers = [
         tf.distribute.Server(
             tf.train.ClusterSpec(spec),
