@@ -73,6 +73,7 @@ def prepare_fit(task, cluster, examples_dir: str, warm_steps: int) -> tuple:
     from asynctrain.components.trainer.training import loop as train_lib
 
     config = task.config
+    train_lib.release_earlier_cluster_objects()
     strategy = tf.distribute.experimental.ParameterServerStrategy(
         cluster.resolver,
         variable_partitioner=train_lib.make_partitioner(config.distribution, cluster.num_ps),

@@ -140,45 +140,67 @@ def test_resume_across_a_change_of_num_ps_restores_tables_and_slots(data, tmp_pa
     saved = None
     # 1 -> 2 -> 1 -> 2 -> 3 servers, 5 more steps each time, one checkpoint directory.
     for attempt, num_ps in enumerate((1, 2, 1, 2, 3)):
-        run_dir = tmp_path / f'run{attempt}'
-        with _trainer(data, num_ps, 5 * (attempt + 1), run_dir, checkpoints) as trainer:
-            assert trainer.restore() == 5 * attempt
-            table = _by_name(placement.model_placement(trainer.model))[TABLE]
-            assert len(table.shards) == num_ps
-            if saved is not None:
-                restored = _state(trainer)
-                assert set(restored) == set(saved)
-                for name, value in saved.items():
-                    np.testing.assert_array_equal(restored[name], value, err_msg=name)
-            trainer.train()
-            saved = _state(trainer)
+        saved = _resume_and_train(
+            data, attempt, num_ps, tmp_path / f'run{attempt}', checkpoints, saved
+        )
     assert saved[f'accumulator/{TABLE}'].shape == (TABLE_ROWS, 8)
     # Training moved the slot away from Adagrad's initial 0.1 on the rows it touched.
     assert np.count_nonzero(saved[f'accumulator/{TABLE}'] != np.float32(0.1)) > 0
 
 
-def test_warm_start_from_an_export_of_another_num_ps(data, tmp_path):
+# One cluster per call, so that nothing of it stays referenced when the next one connects (what
+# `loop.release_earlier_cluster_objects` needs): each returns only NumPy arrays and paths.
+
+
+def _resume_and_train(data, attempt, num_ps, run_dir, checkpoints, saved) -> dict:
+    with _trainer(data, num_ps, 5 * (attempt + 1), run_dir, checkpoints) as trainer:
+        assert trainer.restore() == 5 * attempt
+        table = _by_name(placement.model_placement(trainer.model))[TABLE]
+        assert len(table.shards) == num_ps
+        if saved is not None:
+            restored = _state(trainer)
+            assert set(restored) == set(saved)
+            for name, value in saved.items():
+                np.testing.assert_array_equal(restored[name], value, err_msg=name)
+        trainer.train()
+        return _state(trainer)
+
+
+def _train_and_export(data, tmp_path) -> tuple[dict, str]:
     with _trainer(data, 2, 10, tmp_path / 'base') as base:
         base.train()
-        trained = _state(base)
-        plain = base.serving_model()
         base_dir = export.export_serving_model(
-            plain,
+            base.serving_model(),
             data.transform_graph,
             str(tmp_path / 'base_model'),
             base.task.serving_outputs,
             tuple(base.task.element_spec[0]),
         )
+        return _state(base), base_dir
+
+
+def _warm_started(data, num_ps, base_dir, tmp_path) -> dict:
+    with _trainer(data, num_ps, 10, tmp_path / f'warm{num_ps}') as trainer:
+        warm = trainer.task.build_model()
+        assert export.load_weights_by_name(warm, base_dir) == len(warm.weights)
+        checkpoints.transfer_weights(warm, trainer.model, str(tmp_path / f'scratch{num_ps}'))
+        assert len(_by_name(placement.model_placement(trainer.model))[TABLE].shards) == num_ps
+        started = _state(trainer)
+        return {
+            name: started[name]
+            for name in (
+                v.name.removesuffix(':0').split('/part_')[0] for v in trainer.model.variables
+            )
+        }
+
+
+def test_warm_start_from_an_export_of_another_num_ps(data, tmp_path):
+    trained, base_dir = _train_and_export(data, tmp_path)
     for num_ps in (1, 3):
-        with _trainer(data, num_ps, 10, tmp_path / f'warm{num_ps}') as trainer:
-            warm = trainer.task.build_model()
-            assert export.load_weights_by_name(warm, base_dir) == len(warm.weights)
-            checkpoints.transfer_weights(warm, trainer.model, str(tmp_path / f'scratch{num_ps}'))
-            assert len(_by_name(placement.model_placement(trainer.model))[TABLE].shards) == num_ps
-            started = _state(trainer)
-            for variable in trainer.model.variables:
-                name = variable.name.removesuffix(':0').split('/part_')[0]
-                np.testing.assert_array_equal(started[name], trained[name], err_msg=name)
+        started = _warm_started(data, num_ps, base_dir, tmp_path)
+        assert started
+        for name, value in started.items():
+            np.testing.assert_array_equal(value, trained[name], err_msg=name)
 
 
 def test_export_of_a_sharded_model_is_plain_and_scores_as_it(data, tmp_path):
