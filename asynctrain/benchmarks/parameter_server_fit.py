@@ -69,15 +69,11 @@ def prepare_fit(task, cluster, examples_dir: str, warm_steps: int) -> tuple:
     `warm_steps` by `model.fit` (untimed: tracing, dataset start); returns it and its input."""
     import tensorflow as tf
 
+    from asynctrain.components.trainer.training import connection
     from asynctrain.components.trainer.training import data as data_lib
-    from asynctrain.components.trainer.training import loop as train_lib
 
     config = task.config
-    train_lib.release_earlier_cluster_objects()
-    strategy = tf.distribute.experimental.ParameterServerStrategy(
-        cluster.resolver,
-        variable_partitioner=train_lib.make_partitioner(config.distribution, cluster.num_ps),
-    )
+    strategy = connection.connect(cluster, config.distribution)
     with strategy.scope():
         keras_model = task.build_model()
         keras_model.compile(

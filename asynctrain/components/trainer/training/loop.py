@@ -13,7 +13,6 @@ long it waited for input.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import logging
 import math
 import os
@@ -26,6 +25,7 @@ from asynctrain.components.shared import tf_environment
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer.training import (
     checkpoints,
+    connection,
     data,
     evaluation,
     export,
@@ -49,31 +49,6 @@ MEASUREMENTS = (
 )
 
 
-def make_partitioner(distribution: config_lib.DistributionConfig, num_ps: int):
-    """The variable partitioner: embedding tables (and every other variable) are split along
-    their first axis over the parameter servers, so no single server holds a whole table."""
-    partitioners = tf.distribute.experimental.partitioners
-    if distribution.partitioner == 'fixed_shards':
-        return partitioners.FixedShardsPartitioner(distribution.num_shards or num_ps)
-    return partitioners.MinSizePartitioner(
-        min_shard_bytes=distribution.min_shard_bytes, max_shards=distribution.max_shards or num_ps
-    )
-
-
-def release_earlier_cluster_objects() -> None:
-    """Frees, before this process connects to a new cluster, what it still holds of an earlier
-    one (a Trainer that is garbage but not yet collected: Keras models are reference cycles).
-
-    When a `tf.function` dies, TensorFlow removes it from every remote of the cluster the process
-    is connected to *now* (`EagerContext::RemoveFunction` in tensorflow/core/common_runtime/
-    eager/context.cc, an Enqueue to each remote context). An earlier cluster's functions collected
-    during a later cluster's training send removals to servers that never had them ("Tried to
-    remove non-existent function"): 84-780 such failed calls per process in 4-11 sequential
-    in-process trainings, into the same streams as the new cluster's closures. Collected here,
-    their removals go to the cluster that registered them."""
-    gc.collect()
-
-
 class Trainer:
     """Trains `task` on a cluster: one instance per training run."""
 
@@ -93,11 +68,7 @@ class Trainer:
         self.checkpoint_dir = checkpoint_dir or os.path.join(run_dir, run_files.CHECKPOINT_SUBDIR)
         # Before connecting to the cluster: the task's pass over the data (if any) stays local.
         task.prepare(examples_dir)
-        release_earlier_cluster_objects()
-        self.strategy = tf.distribute.experimental.ParameterServerStrategy(
-            cluster.resolver,
-            variable_partitioner=make_partitioner(self.config.distribution, cluster.num_ps),
-        )
+        self.strategy = connection.connect(cluster, self.config.distribution)
         self.coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(self.strategy)
         with self.strategy.scope():
             self.model = task.build_model()

@@ -1,6 +1,6 @@
 """Where a strategy-built model's variables live, and how a train step touches them.
 
-Under ParameterServerStrategy the variable partitioner (`loop.make_partitioner`) splits each
+Under ParameterServerStrategy the variable partitioner (`connection.make_partitioner`) splits each
 variable along its first axis into shards, each on one parameter server; Keras then sees the
 shards (`model.variables` lists `embeddings/part_0`, `part_1`...), and the optimizer gathers the
 slots it creates for them back into one `ShardedVariable` per slot (tf_keras 2.16,

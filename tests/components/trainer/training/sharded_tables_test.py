@@ -149,7 +149,7 @@ def test_resume_across_a_change_of_num_ps_restores_tables_and_slots(data, tmp_pa
 
 
 # One cluster per call, so that nothing of it stays referenced when the next one connects (what
-# `loop.release_earlier_cluster_objects` needs): each returns only NumPy arrays and paths.
+# `connection.release_earlier_cluster_objects` needs): each returns only NumPy arrays and paths.
 
 
 def _resume_and_train(data, attempt, num_ps, run_dir, checkpoints, saved) -> dict:
