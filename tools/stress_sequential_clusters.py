@@ -1,9 +1,10 @@
 """Trains on one in-process cluster after another in this one process and counts the function
 removals TensorFlow sent to servers that never had them.
 
-The scenario is the resume test's (`loop_test.test_resume_continues_at_the_saved_step_in_one_trace`),
-repeated: `train_and_export` for 30 steps, then a second cluster restores its checkpoint and trains
-20 more. Before a Trainer connects, `connection.release_earlier_cluster_objects` collects what the
+Each round: `launch.train_and_export` for 30 steps (in a child process, as `in_process` training
+runs), then a cluster in this process restores that checkpoint and trains 20 more; the resume test
+(`loop_test.test_resume_continues_at_the_saved_step_in_one_trace`) holds both of its clusters in
+its own process. Before a Trainer connects, `connection.release_earlier_cluster_objects` collects what the
 previous cluster left; without it, that cluster's functions die during a later cluster's training
 and their removals fail there ("Tried to remove non-existent function", on fd 2).
 

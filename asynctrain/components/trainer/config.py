@@ -227,6 +227,9 @@ class DistributionConfig:
       max_shards: Most shards per variable for `min_shard_size`; 0 means one per parameter server.
       server_threads: inter-op threads of each in-process or local server; 0 means
         num_workers + 1, which an in-process cluster needs on a small machine not to deadlock.
+        In-process servers share one pool of TensorFlow's per process, sized by the process's
+        first server: at least 8 threads; a later in-process cluster with more workers than that
+        pool can serve is refused.
       startup_timeout_seconds: How long `local_processes` waits for its servers to listen.
       max_restarts: `local_processes` only: how many times the cluster and the coordinator are
         restarted from the last checkpoint after a parameter server or the coordinator fails

@@ -10,7 +10,9 @@
   server and wait (`serve_forever`).
 
 Servers get `inter_op_parallelism_threads = num_workers + 1`: with fewer, an in-process cluster on
-a two-core machine deadlocks, every thread blocked on a remote call.
+a two-core machine deadlocks, every thread blocked on a remote call. In-process servers share the
+pool of the process's first server (`training/process_pool.py`), which they size or are checked
+against.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from collections.abc import Iterator
 import asynctrain
 from asynctrain.components.shared import tf_environment
 from asynctrain.components.trainer import config as config_lib
+from asynctrain.components.trainer.training import process_pool
 
 CHIEF, WORKER, PS = 'chief', 'worker', 'ps'
 # The folder holding the `asynctrain` package (a checkout or site-packages), put on a child's path so
@@ -117,8 +120,11 @@ def _simple_resolver(cluster_spec: dict):
 def _start_in_process(distribution: config_lib.DistributionConfig) -> Cluster:
     import tensorflow as tf
 
+    threads = process_pool.in_process_server_threads(
+        distribution.num_workers, distribution.server_threads
+    )
     spec = _cluster_spec(distribution.num_workers, distribution.num_ps)
-    proto = server_config(distribution.num_workers, distribution.server_threads)
+    proto = server_config(distribution.num_workers, threads)
     servers = [
         tf.distribute.Server(
             tf.train.ClusterSpec(spec),
@@ -131,6 +137,7 @@ def _start_in_process(distribution: config_lib.DistributionConfig) -> Cluster:
         for job in (WORKER, PS)
         for i in range(len(spec[job]))
     ]
+    process_pool.record_servers(threads)
     return Cluster(
         resolver=_simple_resolver(spec),
         num_workers=distribution.num_workers,

@@ -8,6 +8,7 @@ import gc
 import tensorflow as tf
 
 from asynctrain.components.trainer import config as config_lib
+from asynctrain.components.trainer.training import process_pool
 
 
 def make_partitioner(distribution: config_lib.DistributionConfig, num_ps: int):
@@ -38,9 +39,12 @@ def release_earlier_cluster_objects() -> None:
 
 def connect(cluster, distribution: config_lib.DistributionConfig):
     """A `ParameterServerStrategy` on `cluster` (a `cluster.servers.Cluster`), variables split by
-    `make_partitioner`, after releasing what an earlier cluster left in this process."""
+    `make_partitioner`, after releasing what an earlier cluster left in this process; the
+    coordinator's own server, if it is the process's first, sizes the pool as
+    `process_pool.coordinator_server` says."""
     release_earlier_cluster_objects()
-    return tf.distribute.experimental.ParameterServerStrategy(
-        cluster.resolver,
-        variable_partitioner=make_partitioner(distribution, cluster.num_ps),
-    )
+    with process_pool.coordinator_server():
+        return tf.distribute.experimental.ParameterServerStrategy(
+            cluster.resolver,
+            variable_partitioner=make_partitioner(distribution, cluster.num_ps),
+        )

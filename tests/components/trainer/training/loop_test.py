@@ -12,7 +12,6 @@ import pytest
 import tensorflow as tf
 
 from asynctrain.components.trainer import config as config_lib
-from asynctrain.components.trainer.cluster import launch
 from asynctrain.components.trainer.cluster import servers as cluster_lib
 from asynctrain.components.trainer.training import evaluation, export, loop, run_files, task, tasks
 from tests.components.trainer.trainer_testdata import (
@@ -111,14 +110,18 @@ def _config(train_steps, steps_per_execution=4, checkpoint_interval_steps=10):
 def test_resume_continues_at_the_saved_step_in_one_trace(transformed_data, tmp_path, capfd):
     """A second run on the same checkpoints resumes at the saved step, optimizer state included,
     and the first run's functions, collected in between, never reach the second cluster."""
-    first = launch.train_and_export(
-        transformed_data.examples,
-        transformed_data.transform_graph,
-        str(tmp_path / 'model'),
-        str(tmp_path / 'run'),
-        _config(30),
-        LABEL_KEY,
-    )
+    # Both clusters in this process (the first Trainer's functions die here), not the first in a
+    # child as `launch` runs it.
+    with cluster_lib.start(_config(30).distribution) as first_cluster:
+        first = loop.train_and_export(
+            first_cluster,
+            transformed_data.examples,
+            transformed_data.transform_graph,
+            str(tmp_path / 'model'),
+            str(tmp_path / 'run'),
+            _config(30),
+            LABEL_KEY,
+        )
     assert (first.initial_step, first.steps) == (0, 30)
     checkpoint_dir = str(tmp_path / 'run' / run_files.CHECKPOINT_SUBDIR)
     reader = tf.train.load_checkpoint(checkpoint_dir)
@@ -134,6 +137,7 @@ def test_resume_continues_at_the_saved_step_in_one_trace(transformed_data, tmp_p
     # 7 + 7 + 6 steps: the shorter last execution must not retrace.
     config = _config(50, steps_per_execution=7)
     schema = task.load_transformed_schema(transformed_data.transform_graph, LABEL_KEY)
+    capfd.readouterr()  # checked from here on
     with cluster_lib.start(config.distribution) as cluster:
         trainer = loop.Trainer(
             tasks.BinaryClassificationTask(schema, config),
@@ -142,13 +146,17 @@ def test_resume_continues_at_the_saved_step_in_one_trace(transformed_data, tmp_p
             str(tmp_path / 'run2'),
             checkpoint_dir=checkpoint_dir,
         )
-        # Whatever of the first run was still uncollected went before this Trainer connected:
-        # a collection now removes none of its functions from this cluster's servers.
-        # (The restore's remote reads come back after any removal's answer on the same streams.)
+        # Whatever of the first run was still uncollected went before this Trainer connected,
+        # to the first cluster: a collection now removes none of its functions from this
+        # cluster's servers, which would refuse them as unknown. (The restore's remote reads come
+        # back after any removal's answer on the same streams.) Removals that an earlier test's
+        # objects sent to that test's stopped servers fail to connect instead: not this cluster.
         gc.collect()
         assert trainer.restore() == 30
-        removals = [line for line in capfd.readouterr().err.splitlines() if 'remove' in line]
-        assert not removals, removals[:3]
+        refused = [
+            line for line in capfd.readouterr().err.splitlines() if 'non-existent function' in line
+        ]
+        assert not refused, refused[:3]
         restored_slots = [v.numpy() for v in trainer.optimizer.variables if v.shape.rank]
         initial_value = 0.1  # Adagrad's initial accumulator
         assert sum(np.abs(s - initial_value).sum() for s in saved_slots) > 1.0

@@ -1,0 +1,90 @@
+"""The one pool of threads on which every TensorFlow server of a process runs its functions, sized
+for good by the process's first server.
+
+`ComputePool` (tensorflow/core/common_runtime/process_util.cc) is a static: the first caller
+creates it with its `inter_op_parallelism_threads` (0: `TF_NUM_INTEROP_THREADS`, else the number
+of cores), and `GrpcServer::Init` (tensorflow/core/distributed_runtime/rpc/grpc_server_lib.cc)
+takes it for every server of the process. The first server may be an in-process worker or
+parameter server, or the coordinator's own server, which `ParameterServerStrategy` starts when it
+connects, with the eager context's settings (0 unless the user set them).
+
+An in-process cluster of n workers needs n + 1 of those threads: each worker's step holds one while
+its input needs another. After a smaller first server, a 2-worker in-process cluster hung in its
+first steps, every time, on this 2-core machine: after a 1-worker in-process cluster (a pool of 2),
+and after a `local_processes` coordinator (a pool of 2, the core count). That is how a pytest
+worker that had run the recsys bench (a `local_processes` coordinator) hung in the next in-process
+training (`tests/components/trainer/training/process_pool_test.py` runs both orders).
+
+So the first server of the process, whichever kind, makes a pool of at least `POOL_THREADS`, and
+an in-process cluster the pool cannot serve is refused by field instead of hanging.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+# The least threads of the process's pool: room for in-process clusters of up to 7 workers.
+POOL_THREADS = 8
+_ENVIRONMENT_VARIABLE = 'TF_NUM_INTEROP_THREADS'
+# The pool's size once this process's first server has created it.
+_pool_threads: int | None = None
+
+
+def in_process_server_threads(num_workers: int, server_threads: int = 0) -> int:
+    """The inter-op threads to give the servers of an in-process cluster of `num_workers`: for the
+    process's first servers, the largest of `server_threads`, `num_workers + 1` and
+    `POOL_THREADS`; after that, the pool's size, which they share.
+
+    Raises:
+      ValueError: the process's pool has fewer than `num_workers + 1` threads.
+    """
+    needed = num_workers + 1
+    if _pool_threads is None:
+        return max(server_threads, needed, POOL_THREADS)
+    if _pool_threads < needed:
+        raise ValueError(
+            f'distribution.num_workers: {num_workers} in-process workers need {needed} threads '
+            f"of TensorFlow's pool, and this process's first server made it {_pool_threads} "
+            'threads: that cluster would hang here; use cluster: local_processes, or train it '
+            'in a new process'
+        )
+    return _pool_threads
+
+
+def record_servers(threads: int) -> None:
+    """Notes that this process started servers with `threads` inter-op threads: the first ones
+    sized the pool."""
+    global _pool_threads
+    if _pool_threads is None:
+        _pool_threads = threads
+
+
+def _positive(value: str | None) -> int:
+    return int(value) if value is not None and value.strip().isdigit() else 0
+
+
+@contextlib.contextmanager
+def coordinator_server() -> Iterator[None]:
+    """Around `ParameterServerStrategy`'s connection: when the coordinator's own server is the
+    first of the process (a `local_processes` or `tf_config` coordinator), its pool gets
+    `POOL_THREADS` threads, through `TF_NUM_INTEROP_THREADS` while it starts, unless the user
+    chose a size (that variable, or the eager context's inter-op setting)."""
+    if _pool_threads is not None:
+        yield
+        return
+    import tensorflow as tf
+
+    previous = os.environ.get(_ENVIRONMENT_VARIABLE)
+    chosen = tf.config.threading.get_inter_op_parallelism_threads() or _positive(previous)
+    if not chosen:
+        os.environ[_ENVIRONMENT_VARIABLE] = str(POOL_THREADS)
+    try:
+        yield
+    finally:
+        if not chosen and previous is None:
+            os.environ.pop(_ENVIRONMENT_VARIABLE, None)
+        elif not chosen:
+            os.environ[_ENVIRONMENT_VARIABLE] = previous
+    record_servers(chosen or POOL_THREADS)
