@@ -2,8 +2,8 @@
 for good by the process's first server.
 
 `ComputePool` (tensorflow/core/common_runtime/process_util.cc) is a static: the first caller
-creates it with its `inter_op_parallelism_threads` (0: `TF_NUM_INTEROP_THREADS`, else the number
-of cores), and `GrpcServer::Init` (tensorflow/core/distributed_runtime/rpc/grpc_server_lib.cc)
+creates it with its `inter_op_parallelism_threads` (0: the number of cores, or
+`TF_NUM_INTEROP_THREADS`), and `GrpcServer::Init` (tensorflow/core/distributed_runtime/rpc/grpc_server_lib.cc)
 takes it for every server of the process. The first server may be an in-process worker or
 parameter server, or the coordinator's own server, which `ParameterServerStrategy` starts when it
 connects, with the eager context's settings (0 unless the user set them).
@@ -22,12 +22,10 @@ an in-process cluster the pool cannot serve is refused by field instead of hangi
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 
 # The least threads of the process's pool: room for in-process clusters of up to 7 workers.
 POOL_THREADS = 8
-_ENVIRONMENT_VARIABLE = 'TF_NUM_INTEROP_THREADS'
 # The pool's size once this process's first server has created it.
 _pool_threads: int | None = None
 
@@ -61,30 +59,29 @@ def record_servers(threads: int) -> None:
         _pool_threads = threads
 
 
-def _positive(value: str | None) -> int:
-    return int(value) if value is not None and value.strip().isdigit() else 0
-
-
 @contextlib.contextmanager
 def coordinator_server() -> Iterator[None]:
     """Around `ParameterServerStrategy`'s connection: when the coordinator's own server is the
     first of the process (a `local_processes` or `tf_config` coordinator), its pool gets
-    `POOL_THREADS` threads, through `TF_NUM_INTEROP_THREADS` while it starts, unless the user
-    chose a size (that variable, or the eager context's inter-op setting)."""
+    `POOL_THREADS` threads, unless the user chose a size (`tf.config.threading`).
+
+    That server's settings are a copy of the eager context's (`default_session_config` in
+    `connect_to_cluster`, tensorflow/python/eager/remote.py), whose inter-op count is set only if
+    the user set it; the context cannot be reconfigured once it exists, so its inter-op field
+    holds `POOL_THREADS` while the strategy connects. (`TF_NUM_INTEROP_THREADS` is no way round:
+    TensorFlow reads it once, when the context starts, usually long before.)"""
     if _pool_threads is not None:
         yield
         return
-    import tensorflow as tf
+    from tensorflow.python.eager import context
 
-    previous = os.environ.get(_ENVIRONMENT_VARIABLE)
-    chosen = tf.config.threading.get_inter_op_parallelism_threads() or _positive(previous)
-    if not chosen:
-        os.environ[_ENVIRONMENT_VARIABLE] = str(POOL_THREADS)
+    settings = context.context()
+    chosen = settings._inter_op_parallelism_threads
+    if chosen is None:
+        settings._inter_op_parallelism_threads = POOL_THREADS
     try:
         yield
     finally:
-        if not chosen and previous is None:
-            os.environ.pop(_ENVIRONMENT_VARIABLE, None)
-        elif not chosen:
-            os.environ[_ENVIRONMENT_VARIABLE] = previous
+        if chosen is None:
+            settings._inter_op_parallelism_threads = None
     record_servers(chosen or POOL_THREADS)

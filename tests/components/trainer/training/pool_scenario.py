@@ -69,6 +69,9 @@ def train(kind: str, num_workers: int) -> dict:
 
 
 def main(plan: list[str]) -> None:
+    # As in any process that used TensorFlow before its first cluster (a test session, a bench):
+    # the eager context exists, with its settings read, before the first server starts.
+    assert float(tf.reduce_sum(tf.ones([2]))) == 2.0
     for name in plan:
         kind, workers = name.split(':')
         finished = threading.Event()

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from tensorflow.python.eager import context
 
 from asynctrain.components.trainer.training import process_pool
 from tests.repository import REPO_ROOT
@@ -15,9 +16,9 @@ from tests.repository import REPO_ROOT
 
 @pytest.fixture
 def fresh_process(monkeypatch):
-    """What a process that has started no server yet would see."""
+    """What a process that has started no server yet, and chose no pool size, would see."""
     monkeypatch.setattr(process_pool, '_pool_threads', None)
-    monkeypatch.delenv('TF_NUM_INTEROP_THREADS', raising=False)
+    monkeypatch.setattr(context.context(), '_inter_op_parallelism_threads', None)
 
 
 def test_the_first_in_process_servers_leave_room_and_later_ones_share_the_pool(fresh_process):
@@ -37,19 +38,22 @@ def test_the_first_in_process_servers_leave_room_and_later_ones_share_the_pool(f
 
 
 def test_a_first_coordinator_server_gets_the_floor_only_while_it_starts(fresh_process):
+    settings = context.context()
     with process_pool.coordinator_server():
-        assert os.environ['TF_NUM_INTEROP_THREADS'] == '8'
-    assert 'TF_NUM_INTEROP_THREADS' not in os.environ
+        # What connect_to_cluster copies into the coordinator's server settings.
+        assert settings.config.inter_op_parallelism_threads == 8
+    assert settings._inter_op_parallelism_threads is None
+    assert settings.config.inter_op_parallelism_threads == 0
     assert process_pool._pool_threads == 8
-    # The pool exists now: a later connection leaves the environment alone.
+    # The pool exists now: a later connection leaves the settings alone.
     with process_pool.coordinator_server():
-        assert 'TF_NUM_INTEROP_THREADS' not in os.environ
+        assert settings.config.inter_op_parallelism_threads == 0
 
 
 def test_a_size_the_user_chose_is_kept_and_checked_against(fresh_process, monkeypatch):
-    monkeypatch.setenv('TF_NUM_INTEROP_THREADS', '2')
+    monkeypatch.setattr(context.context(), '_inter_op_parallelism_threads', 2)
     with process_pool.coordinator_server():
-        assert os.environ['TF_NUM_INTEROP_THREADS'] == '2'
+        assert context.context().config.inter_op_parallelism_threads == 2
     assert process_pool._pool_threads == 2
     assert process_pool.in_process_server_threads(1) == 2
     with pytest.raises(ValueError, match='2 in-process workers need 3 threads'):
@@ -59,7 +63,6 @@ def test_a_size_the_user_chose_is_kept_and_checked_against(fresh_process, monkey
 def _scenario(*clusters: str) -> subprocess.Popen:
     env = dict(os.environ)
     env['PYTHONPATH'] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get('PYTHONPATH')) if p)
-    env.pop('TF_NUM_INTEROP_THREADS', None)
     return subprocess.Popen(
         [sys.executable, '-m', 'tests.components.trainer.training.pool_scenario', *clusters],
         cwd=REPO_ROOT,
@@ -74,8 +77,9 @@ def _scenario(*clusters: str) -> subprocess.Popen:
 def test_larger_in_process_clusters_train_after_a_smaller_first_server():
     """Both orders that hung in their first steps (every time, on a 2-core machine) when the
     first server sized the pool at 2 threads: a 1-worker in-process cluster, then 2 workers; a
-    `local_processes` coordinator, then 1 and 3 in-process workers. Each process trains on its
-    clusters in turn; a cluster that does not finish in a minute ends the process (exit 3)."""
+    `local_processes` coordinator, then 1 and 3 in-process workers. Each process runs an eager op
+    first, as a test session has, then trains on its clusters in turn; a cluster that does not
+    finish in a minute ends the process (exit 3)."""
     runs = {
         'in-process first': _scenario('in_process:1', 'in_process:2'),
         'coordinator first': _scenario('local_processes:1', 'in_process:1', 'in_process:3'),
