@@ -2,6 +2,15 @@
 docs/, examples/, kubeflow/). Code under asynctrain/ never looks for these; it finds its own data
 through the installed package."""
 
+import os
 import pathlib
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def child_environment() -> dict:
+    """This process's environment with the checkout first on `PYTHONPATH`: for a child run as
+    `python -m tests....` or `python -m asynctrain....` from this checkout."""
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get('PYTHONPATH')) if p)
+    return env

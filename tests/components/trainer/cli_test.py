@@ -22,6 +22,7 @@ from tests.components.trainer.trainer_testdata import (
     assert_serves_raw_examples,
     train_command,
 )
+from tests.repository import child_environment
 
 
 def _parse(argv):
@@ -66,8 +67,7 @@ def test_invalid_config_exits_2_naming_the_field(tmp_path, capsys):
 
 
 def _env(tf_config=None):
-    env = dict(os.environ)
-    env['PYTHONPATH'] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get('PYTHONPATH')) if p)
+    env = child_environment()
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
     env.pop('TF_CONFIG', None)
     if tf_config is not None:

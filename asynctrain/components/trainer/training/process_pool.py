@@ -68,8 +68,9 @@ def coordinator_server() -> Iterator[None]:
     That server's settings are a copy of the eager context's (`default_session_config` in
     `connect_to_cluster`, tensorflow/python/eager/remote.py), whose inter-op count is set only if
     the user set it; the context cannot be reconfigured once it exists, so its inter-op field
-    holds `POOL_THREADS` while the strategy connects. (`TF_NUM_INTEROP_THREADS` is no way round:
-    TensorFlow reads it once, when the context starts, usually long before.)"""
+    holds `POOL_THREADS` while the strategy connects. (`TF_NUM_INTEROP_THREADS`, set for the
+    connection, did not reach the pool in a process whose eager context had started before: the
+    pool got the core count.)"""
     if _pool_threads is not None:
         yield
         return

@@ -3,7 +3,6 @@ server comes first leaves room for later in-process clusters, and a cluster the 
 is refused instead of hanging."""
 
 import json
-import os
 import subprocess
 import sys
 
@@ -11,7 +10,7 @@ import pytest
 from tensorflow.python.eager import context
 
 from asynctrain.components.trainer.training import process_pool
-from tests.repository import REPO_ROOT
+from tests.repository import REPO_ROOT, child_environment
 
 
 @pytest.fixture
@@ -61,12 +60,10 @@ def test_a_size_the_user_chose_is_kept_and_checked_against(fresh_process, monkey
 
 
 def _scenario(*clusters: str) -> subprocess.Popen:
-    env = dict(os.environ)
-    env['PYTHONPATH'] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get('PYTHONPATH')) if p)
     return subprocess.Popen(
         [sys.executable, '-m', 'tests.components.trainer.training.pool_scenario', *clusters],
         cwd=REPO_ROOT,
-        env=env,
+        env=child_environment(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
