@@ -51,6 +51,11 @@ def in_process_server_threads(num_workers: int, server_threads: int = 0) -> int:
     return _pool_threads
 
 
+def pool_threads() -> int | None:
+    """The size of this process's pool of server threads; None while no server has started."""
+    return _pool_threads
+
+
 def record_servers(threads: int) -> None:
     """Notes that this process started servers with `threads` inter-op threads: the first ones
     sized the pool."""
