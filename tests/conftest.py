@@ -86,8 +86,21 @@ def _start_order(item: pytest.Item) -> tuple[int, int]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # A stable sort: tests of one module keep their order, so module fixtures are still set up once.
+    # A stable sort over pytest-randomly's shuffle (which runs first): the order is random within
+    # each tier and reproducible from the seed; tests of one module stay together, so module
+    # fixtures are still set up once.
     items.sort(key=_start_order)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """A failed run says how to replay its order."""
+    if exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        seed = getattr(config.option, 'randomly_seed', None)
+        if seed is not None:
+            terminalreporter.write_line(
+                f"asynctrain: this run's test order replays with `make test SEED={seed}` "
+                f'(or pytest -p randomly --randomly-seed={seed} ...)'
+            )
 
 
 SAMPLE_ROWS = 3000

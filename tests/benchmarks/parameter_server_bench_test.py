@@ -9,6 +9,7 @@ from asynctrain.pipelines import cli
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.fresh_process
 def test_bench_reports_every_config_with_staleness_and_model_fit(
     tmp_path, capsys, transformed_taxi
 ):

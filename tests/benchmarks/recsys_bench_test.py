@@ -10,6 +10,7 @@ from asynctrain.pipelines import cli
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.fresh_process
 def test_bench_reports_both_trainers_per_size_and_server_count(tmp_path):
     output = tmp_path / 'bench'
     code = cli.main(

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 
 from asynctrain.components.shared import console
 from asynctrain.pipelines.local_runner import ComponentProgress
@@ -178,7 +179,8 @@ def test_a_beam_component_shows_its_elapsed_time_until_it_ends(tmp_path):
         time.sleep(0.05)
     progress.emit(_record('Component %s is finished.', 'Transform'))
     ended = out.getvalue()
-    time.sleep(0.2)
+    # The elapsed line's thread ended with the component: nothing more can be written.
+    assert 'elapsed [2/2] Transform' not in [t.name for t in threading.enumerate()]
 
     lines = ended.splitlines()
     assert lines[0] == '[2/2] Transform: running...'
@@ -195,10 +197,13 @@ def test_on_a_terminal_the_elapsed_time_is_one_line_redrawn_in_place_then_erased
 
     out = io.StringIO()
     elapsed = console.ElapsedLine('[4/8] Transform', out, interactive=True)
-    time.sleep(1.2)
+    drawn_once = re.compile(r'\r\[4/8\] Transform: running\.\.\. 00:0\d')
+    deadline = time.monotonic() + 30
+    while not drawn_once.search(out.getvalue()) and time.monotonic() < deadline:
+        time.sleep(0.05)
     elapsed.close()
     drawn = out.getvalue()
     assert '\n' not in drawn
-    assert re.search(r'\r\[4/8\] Transform: running\.\.\. 00:0\d', drawn), repr(drawn)
+    assert drawn_once.search(drawn), repr(drawn)
     # Erased at the end: the last thing written clears the line.
     assert drawn.endswith('\r')

@@ -183,23 +183,20 @@ def test_fault_that_keeps_recurring_fails_clearly_after_bounded_retries(transfor
 
     killer = threading.Thread(target=kill_every_attempt, daemon=True)
     killer.start()
-    started = time.monotonic()
     try:
         with pytest.raises(recovery.TrainingFailed) as failure:
             _train(transformed_data, str(tmp_path), _config(max_restarts=1))
     finally:
         stop.set()
         killer.join(timeout=5)
-    elapsed = time.monotonic() - started
 
     message = str(failure.value)
     assert 'training failed 2 times' in message
     assert 'distribution.max_restarts = 1' in message
     assert message.count('ps 0 killed by SIGKILL') == 2
     assert killed_attempts == [1, 2]
-    # Bounded: two attempts, each ended at the latest by the supervisor, a grace period after
-    # the kill (plus the time to start a cluster, generous on a loaded 2-core machine).
-    assert elapsed < 2 * (GRACE_SECONDS + 90)
+    # Bounded: the first attempt and `max_restarts` = 1 restart, no third (the killer kills
+    # every attempt it sees, so a third would be in `killed_attempts` too).
     assert pids and not [pid for pid in pids if _alive(pid)]
     assert not os.path.exists(tmp_path / 'model' / 'Format-Serving' / 'saved_model.pb')
 

@@ -8,10 +8,13 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer.cluster import servers
 
 
+@pytest.mark.fresh_process
 def test_in_process_cluster_has_the_requested_tasks_listening_on_loopback():
     distribution = config_lib.DistributionConfig(cluster='in_process', num_workers=3, num_ps=2)
     with servers.start(distribution) as cluster:
@@ -61,8 +64,8 @@ def test_child_env_carries_the_task_it_is_given(monkeypatch):
     assert servers.task_from_tf_config() == ('ps', 0)
 
 
-# A parent that spawns a child which sleeps, prints the child's pid, runs a fork hook counter, then
-# waits to be killed. Python's fork hooks run when CPython forks for a child (as with a
+# A parent that spawns a child, prints the child's pid and its fork hook counter, then waits to be
+# killed; the child, on the same stdout, prints `armed` once its parent-death signal is set. Python's fork hooks run when CPython forks for a child (as with a
 # `preexec_fn`), not when it starts one with vfork, which runs no fork handlers at all.
 _PARENT = """
 import os, sys, time
@@ -72,7 +75,7 @@ os.register_at_fork(before=lambda: forks.append(1))
 child = servers.spawn(
     [sys.executable, '-c',
      'from asynctrain.components.trainer.cluster import servers; servers.die_with_parent(); '
-     'import time; time.sleep(120)'],
+     'print("armed", flush=True); import time; time.sleep(120)'],
     servers.child_env(),
 )
 print(child.pid, len(forks), flush=True)
@@ -96,13 +99,11 @@ def test_a_spawned_child_runs_no_fork_handlers_and_dies_with_its_parent():
         text=True,
     )
     try:
-        child_pid, forks = map(int, parent.stdout.readline().split())
+        lines = sorted([parent.stdout.readline().split(), parent.stdout.readline().split()])
+        # The parent's line (two numbers) and the child's, in either order.
+        (child_pid, forks), armed = map(int, lines[0]), lines[1]
         assert forks == 0
-        # The child knows its parent and has set its parent-death signal by now or soon.
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and 'python' not in _cmdline(child_pid):
-            time.sleep(0.1)
-        time.sleep(1.0)
+        assert armed == ['armed']  # the child has set its parent-death signal
         assert _running(child_pid)
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
@@ -114,14 +115,6 @@ def test_a_spawned_child_runs_no_fork_handlers_and_dies_with_its_parent():
         if parent.poll() is None:
             parent.kill()
             parent.wait()
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f'/proc/{pid}/cmdline') as f:
-            return f.read()
-    except FileNotFoundError:
-        return ''
 
 
 def test_die_with_parent_exits_when_the_parent_is_already_gone():

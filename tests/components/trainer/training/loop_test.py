@@ -107,6 +107,7 @@ def _config(train_steps, steps_per_execution=4, checkpoint_interval_steps=10):
     )
 
 
+@pytest.mark.fresh_process
 def test_resume_continues_at_the_saved_step_in_one_trace(transformed_data, tmp_path, capfd):
     """A second run on the same checkpoints resumes at the saved step, optimizer state included,
     and the first run's functions, collected in between, never reach the second cluster."""

@@ -14,13 +14,13 @@ from tests.repository import REPO_ROOT, child_environment
 
 
 @pytest.fixture
-def fresh_process(monkeypatch):
+def no_server_yet(monkeypatch):
     """What a process that has started no server yet, and chose no pool size, would see."""
     monkeypatch.setattr(process_pool, '_pool_threads', None)
     monkeypatch.setattr(context.context(), '_inter_op_parallelism_threads', None)
 
 
-def test_the_first_in_process_servers_leave_room_and_later_ones_share_the_pool(fresh_process):
+def test_the_first_in_process_servers_leave_room_and_later_ones_share_the_pool(no_server_yet):
     assert process_pool.in_process_server_threads(1) == process_pool.POOL_THREADS == 8
     assert process_pool.in_process_server_threads(12) == 13
     assert process_pool.in_process_server_threads(1, server_threads=10) == 10
@@ -36,7 +36,7 @@ def test_the_first_in_process_servers_leave_room_and_later_ones_share_the_pool(f
     assert 'made it 8 threads' in message and 'local_processes' in message
 
 
-def test_a_first_coordinator_server_gets_the_floor_only_while_it_starts(fresh_process):
+def test_a_first_coordinator_server_gets_the_floor_only_while_it_starts(no_server_yet):
     settings = context.context()
     with process_pool.coordinator_server():
         # What connect_to_cluster copies into the coordinator's server settings.
@@ -49,7 +49,7 @@ def test_a_first_coordinator_server_gets_the_floor_only_while_it_starts(fresh_pr
         assert settings.config.inter_op_parallelism_threads == 0
 
 
-def test_a_size_the_user_chose_is_kept_and_checked_against(fresh_process, monkeypatch):
+def test_a_size_the_user_chose_is_kept_and_checked_against(no_server_yet, monkeypatch):
     monkeypatch.setattr(context.context(), '_inter_op_parallelism_threads', 2)
     with process_pool.coordinator_server():
         assert context.context().config.inter_op_parallelism_threads == 2

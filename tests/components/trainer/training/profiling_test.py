@@ -78,6 +78,7 @@ def _event_names(path: str) -> collections.Counter:
 
 
 @pytest.mark.integration
+@pytest.mark.fresh_process
 def test_in_process_trace_holds_the_train_step_and_the_input_pipeline(multiclass_data, tmp_path):
     config = _config(160, profile=config_lib.ProfileConfig(start_step=40, num_steps=60))
     run_dir = str(tmp_path / 'run')
@@ -136,6 +137,7 @@ def test_in_process_trace_holds_the_train_step_and_the_input_pipeline(multiclass
 
 
 @pytest.mark.integration
+@pytest.mark.fresh_process
 def test_a_worker_is_traced_through_its_servers_profiler_service(multiclass_data, tmp_path):
     """The path of `local_processes` and TFJob clusters: `client.trace` against a worker's gRPC
     server, here one of an in-process cluster (whose trace then covers the whole process)."""

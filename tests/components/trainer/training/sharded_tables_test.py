@@ -86,6 +86,7 @@ def _by_name(placements) -> dict[str, placement.VariablePlacement]:
     return {p.name: p for p in placements}
 
 
+@pytest.mark.fresh_process
 def test_table_and_its_slot_are_split_over_both_servers_and_updated_row_by_row(data, tmp_path):
     with _trainer(data, 2, 10, tmp_path / 'run') as trainer:
         trainer.train()
@@ -124,6 +125,7 @@ def _by_name_dicts(variables: list[dict]) -> dict[str, dict]:
     return {v['name']: v for v in variables}
 
 
+@pytest.mark.fresh_process
 def test_adam_reads_and_writes_whole_tables(data, tmp_path):
     """Recorded, not wished for: tf_keras's Adam decays every row of its slots each step."""
     with _trainer(data, 2, 1, tmp_path / 'run', optimizer='adam') as trainer:
@@ -135,6 +137,7 @@ def test_adam_reads_and_writes_whole_tables(data, tmp_path):
     assert {f'm/{TABLE}/part_0', f'v/{TABLE}/part_1', f'{TABLE}/part_0'} <= dense
 
 
+@pytest.mark.fresh_process
 def test_resume_across_a_change_of_num_ps_restores_tables_and_slots(data, tmp_path):
     checkpoints = tmp_path / 'checkpoints'
     saved = None
@@ -194,6 +197,7 @@ def _warm_started(data, num_ps, base_dir, tmp_path) -> dict:
         }
 
 
+@pytest.mark.fresh_process
 def test_warm_start_from_an_export_of_another_num_ps(data, tmp_path):
     trained, base_dir = _train_and_export(data, tmp_path)
     for num_ps in (1, 3):
@@ -203,6 +207,7 @@ def test_warm_start_from_an_export_of_another_num_ps(data, tmp_path):
             np.testing.assert_array_equal(value, trained[name], err_msg=name)
 
 
+@pytest.mark.fresh_process
 def test_export_of_a_sharded_model_is_plain_and_scores_as_it(data, tmp_path):
     model_run = str(tmp_path / 'model_run')
     serving_dir = str(tmp_path / 'serving')
