@@ -37,3 +37,25 @@ lint: setup
 # Re-resolve the lock after editing requirements.in.
 lock: setup
 	$(VENV)/bin/uv pip compile requirements.in -o requirements.lock --python $(PY) --python-version 3.10
+
+# The TFX 1.21 / Python 3.13 line (issue 46), inside a Debian 13 root (glibc 2.41: TFX 1.21's ML
+# Metadata and TFDV need 2.39) that tools/debian_root.sh builds once per machine under
+# ~/.cache/asynctrain. The checkout is mounted at the same path inside; the venv is .venv-tfx121.
+ROOT_RUN := bash tools/debian_root.sh run
+VENV_TFX121 := .venv-tfx121
+TFX121_ENV := env TF_USE_LEGACY_KERAS=1 GRPC_FAIL_FAST=use_caller
+TEST_TFX121_ARGS ?= -n 3 --dist loadgroup --durations=25 --junitxml=runs/test-results-tfx121.xml
+
+.PHONY: setup-tfx121 test-tfx121 lock-tfx121 run-tfx121
+
+setup-tfx121:
+	@$(ROOT_RUN) bash tools/setup_env_tfx121.sh
+
+test-tfx121: setup-tfx121
+	$(ROOT_RUN) $(TFX121_ENV) $(VENV_TFX121)/bin/python -m pytest $(TEST_TFX121_ARGS) $(SEED_ARGS)
+
+run-tfx121: setup-tfx121
+	$(ROOT_RUN) $(TFX121_ENV) $(VENV_TFX121)/bin/asynctrain run $(ARGS)
+
+lock-tfx121: setup-tfx121
+	$(ROOT_RUN) $(VENV_TFX121)/bin/uv pip compile requirements-tfx121.in -o requirements-tfx121.lock --python $(VENV_TFX121)/bin/python --python-version 3.13

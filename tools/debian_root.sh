@@ -48,6 +48,7 @@ in_root() {
     mount --bind "$checkout" "$dir$checkout"
     cd "$dir$checkout"
     exec chroot "$dir" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" \
+      SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       /bin/sh -c "cd \"\$0\" && exec \"\$@\"" "$checkout" "$@"
   ' in_root "$dir" "$CHECKOUT" "$@"
