@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 
-from asynctrain.components.shared import tf_environment
+from asynctrain.components.shared import tf_environment, versions
 
 tf_environment.configure()
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
@@ -85,7 +85,19 @@ def _start_order(item: pytest.Item) -> tuple[int, int]:
     return 4, 0
 
 
+def _skip_other_lines(item: pytest.Item) -> None:
+    """A test marked `only_line(line, reason)` is skipped, with its reason, on the other line."""
+    for marker in item.iter_markers('only_line'):
+        line, reason = marker.args
+        if line not in ('tfx116', 'tfx121'):
+            raise pytest.UsageError(f"{item.nodeid}: only_line's line is 'tfx116' or 'tfx121'")
+        if line != versions.LINE:
+            item.add_marker(pytest.mark.skip(reason=f'{line} line only: {reason}'))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        _skip_other_lines(item)
     # A stable sort over pytest-randomly's shuffle (which runs first): the order is random within
     # each tier and reproducible from the seed; tests of one module stay together, so module
     # fixtures are still set up once.

@@ -62,9 +62,22 @@ def register_filesystems(values: Iterable[str]) -> bool:
     `S3_USE_HTTPS` and `AWS_*` variables. A process that used it aborts at exit ("pure virtual
     method called"), so its entry point must end with `os._exit` (as `asynctrain train` and the
     Kubeflow steps' entrypoint do). `gs://` is built into TensorFlow.
+
+    Raises:
+      ValueError: on the TFX 1.21 line, which has no `s3://` filesystem for TensorFlow
+        (`versions.HAS_TENSORFLOW_S3`), so that the step fails at once with the reason rather
+        than at its first read with TensorFlow's "File system scheme 's3' not implemented".
     """
     if not any('s3://' in value for value in values):
         return False
+    from asynctrain.components.shared import versions
+
+    if not versions.HAS_TENSORFLOW_S3:
+        raise ValueError(
+            f'an s3:// URI was given, but on the {versions.LINE_NAME} line '
+            'TensorFlow has no s3:// filesystem (tensorflow-io, which provides it, stops at '
+            'TensorFlow 2.16): use a local, gs:// or mounted path there, or the TFX 1.16 line'
+        )
     import tensorflow_io  # noqa: F401 (its import registers the filesystem)
 
     return True
