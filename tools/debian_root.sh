@@ -38,6 +38,9 @@ in_root() {
   local dir=$1; shift
   unshare -m -- /bin/sh -euc '
     dir=$1; checkout=$2; shift 2
+    # The root a mount point of its own: a task of `run --compiled` makes the mounts of its pod in a
+    # private namespace (mount / MS_PRIVATE), which the kernel refuses (EINVAL) on a plain folder.
+    mount --bind "$dir" "$dir"
     mount -t proc proc "$dir/proc"
     mount --rbind /dev "$dir/dev"
     mount --rbind /sys "$dir/sys"

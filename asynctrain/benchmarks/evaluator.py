@@ -129,11 +129,12 @@ def _evaluate(variant, model_uri, eval_config_json, pattern, output_dir, queue) 
     import apache_beam as beam
     import tensorflow_model_analysis as tfma
     from google.protobuf import json_format
+    from tensorflow_model_analysis.proto import config_pb2
     from tfx.types import standard_artifacts
 
     from asynctrain.components.evaluator import component, executor
 
-    eval_config = json_format.Parse(eval_config_json, tfma.EvalConfig())
+    eval_config = json_format.Parse(eval_config_json, config_pb2.EvalConfig())
     start = time.perf_counter()
     if variant == 'stock':
         tfma.run_model_analysis(

@@ -23,6 +23,7 @@ import datetime
 import json
 
 import tensorflow_model_analysis as tfma
+from tensorflow_model_analysis.proto import config_pb2
 
 # TFX's components, DSL and protos from their own modules, not `tfx.v1`: that also imports the
 # Vertex AI client (`google.cloud.aiplatform`) and every extension, seconds of start-up that a
@@ -165,27 +166,29 @@ def range_config(config: PipelineConfig) -> range_config_pb2.RangeConfig | None:
     )
 
 
-def _metric_config(metric: str, threshold: tfma.MetricThreshold | None = None) -> tfma.MetricConfig:
+def _metric_config(
+    metric: str, threshold: config_pb2.MetricThreshold | None = None
+) -> config_pb2.MetricConfig:
     class_name, name = TFMA_METRICS[metric]
-    return tfma.MetricConfig(
+    return config_pb2.MetricConfig(
         class_name=class_name, config=json.dumps({'name': name}), threshold=threshold
     )
 
 
-def _options(settings: EvaluationSettings) -> tfma.Options | None:
+def _options(settings: EvaluationSettings) -> config_pb2.Options | None:
     """TFMA's options for the confidence intervals; the jackknife, TFMA's default method, is left
     unset so that the eval_config (and the Evaluator's cache key) stays as it was before the
     choice existed."""
     if not settings.confidence_intervals:
         return None
-    options = tfma.Options(compute_confidence_intervals={'value': True})
+    options = config_pb2.Options(compute_confidence_intervals={'value': True})
     method = CONFIDENCE_INTERVAL_METHODS[settings.confidence_interval_method]
     if method != 'JACKKNIFE':
-        options.confidence_intervals.method = getattr(tfma.ConfidenceIntervalOptions, method)
+        options.confidence_intervals.method = getattr(config_pb2.ConfidenceIntervalOptions, method)
     return options
 
 
-def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> tfma.EvalConfig:
+def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> config_pb2.EvalConfig:
     """Evaluates on raw examples: `transform_features` derives the label, `serving_default` scores.
 
     The blessing metric follows the label's task (AUC, accuracy, RMSE, or `evaluation.metric`)
@@ -206,34 +209,38 @@ def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> tfma.EvalConfig:
     threshold = _threshold(upper, settings.max_value if upper else settings.min_value)
     if settings.baseline == 'latest_blessed':
         threshold.change_threshold.CopyFrom(_change_threshold(upper, settings.max_regression))
-    slicing_specs = [tfma.SlicingSpec(feature_keys=list(keys)) for keys in settings.slices]
+    slicing_specs = [config_pb2.SlicingSpec(feature_keys=list(keys)) for keys in settings.slices]
     if slicing_specs:
         # TFMA checks a metric's `threshold` on every slice (metrics_validator.validate_metrics),
         # so the whole-split gate is a per-slice threshold of the overall slice alone.
         gates = [
-            tfma.PerSliceMetricThreshold(slicing_specs=[tfma.SlicingSpec()], threshold=threshold)
+            config_pb2.PerSliceMetricThreshold(
+                slicing_specs=[config_pb2.SlicingSpec()], threshold=threshold
+            )
         ]
         if slice_bound is not None or settings.slice_max_regression is not None:
             slice_threshold = (
                 _threshold(upper, slice_bound)
                 if slice_bound is not None
-                else tfma.MetricThreshold()
+                else config_pb2.MetricThreshold()
             )
             if settings.slice_max_regression is not None:
                 slice_threshold.change_threshold.CopyFrom(
                     _change_threshold(upper, settings.slice_max_regression)
                 )
             gates.append(
-                tfma.PerSliceMetricThreshold(slicing_specs=slicing_specs, threshold=slice_threshold)
+                config_pb2.PerSliceMetricThreshold(
+                    slicing_specs=slicing_specs, threshold=slice_threshold
+                )
             )
         gated = _metric_config(metric)
         gated.per_slice_thresholds.extend(gates)
     else:
         gated = _metric_config(metric, threshold)
     reported = [m for m in _REPORTED[label.task] if m != metric]
-    return tfma.EvalConfig(
+    return config_pb2.EvalConfig(
         model_specs=[
-            tfma.ModelSpec(
+            config_pb2.ModelSpec(
                 signature_name=SERVING_SIGNATURE,
                 label_key=label.key,
                 prediction_key=PREDICTIONS if label.task == fc.REGRESSION else PROBABILITIES,
@@ -241,19 +248,19 @@ def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> tfma.EvalConfig:
                 example_weight_key=settings.example_weight,
             )
         ],
-        slicing_specs=[tfma.SlicingSpec(), *slicing_specs],
+        slicing_specs=[config_pb2.SlicingSpec(), *slicing_specs],
         options=_options(settings),
         metrics_specs=[
-            tfma.MetricsSpec(
-                example_weights=tfma.ExampleWeightOptions(weighted=True, unweighted=True)
+            config_pb2.MetricsSpec(
+                example_weights=config_pb2.ExampleWeightOptions(weighted=True, unweighted=True)
                 if settings.example_weight
                 else None,
                 metrics=[
-                    tfma.MetricConfig(class_name='ExampleCount'),
+                    config_pb2.MetricConfig(class_name='ExampleCount'),
                     *(_metric_config(m) for m in reported),
                     gated,
                     *(
-                        tfma.MetricConfig(class_name=name)
+                        config_pb2.MetricConfig(class_name=name)
                         for name in (_PLOTS[label.task] if settings.plots else ())
                     ),
                 ],
@@ -262,17 +269,17 @@ def eval_config(config: PipelineConfig, label: fc.LabelSpec) -> tfma.EvalConfig:
     )
 
 
-def _threshold(upper: bool, bound: float | None) -> tfma.MetricThreshold:
-    return tfma.MetricThreshold(
-        value_threshold=tfma.GenericValueThreshold(
+def _threshold(upper: bool, bound: float | None) -> config_pb2.MetricThreshold:
+    return config_pb2.MetricThreshold(
+        value_threshold=config_pb2.GenericValueThreshold(
             upper_bound={'value': bound} if upper else None,
             lower_bound=None if upper else {'value': bound},
         )
     )
 
 
-def _change_threshold(upper: bool, max_regression: float) -> tfma.GenericChangeThreshold:
-    return tfma.GenericChangeThreshold(
+def _change_threshold(upper: bool, max_regression: float) -> config_pb2.GenericChangeThreshold:
+    return config_pb2.GenericChangeThreshold(
         direction=tfma.MetricDirection.LOWER_IS_BETTER
         if upper
         else tfma.MetricDirection.HIGHER_IS_BETTER,

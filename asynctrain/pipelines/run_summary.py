@@ -192,7 +192,7 @@ def _metric_name(metric_config) -> str:
 
 
 def gated_metric_names(eval_config) -> list[str]:
-    """Names of the metrics that carry a threshold in `eval_config` (a `tfma.EvalConfig`)."""
+    """Names of the metrics that carry a threshold in `eval_config` (a `config_pb2.EvalConfig`)."""
     return [
         _metric_name(metric)
         for spec in eval_config.metrics_specs

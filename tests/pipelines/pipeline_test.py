@@ -4,6 +4,7 @@ import json
 
 import pytest
 import tensorflow_model_analysis as tfma
+from tensorflow_model_analysis.proto import config_pb2
 
 from asynctrain.components.evaluator import results as evaluator_results
 from asynctrain.components.example_gen import spec as example_gen_spec
@@ -471,14 +472,14 @@ def test_slices_gate_each_slice_and_the_whole_split_apart(tmp_path):
         },
     )
     eval_config = pipeline_lib.eval_config(config, fc.ColumnLabel('tips', 'binary'))
-    specs = [tfma.SlicingSpec(feature_keys=['payment_type'])]
-    specs.append(tfma.SlicingSpec(feature_keys=['payment_type', 'trip_start_hour']))
-    assert list(eval_config.slicing_specs) == [tfma.SlicingSpec(), *specs]
+    specs = [config_pb2.SlicingSpec(feature_keys=['payment_type'])]
+    specs.append(config_pb2.SlicingSpec(feature_keys=['payment_type', 'trip_start_hour']))
+    assert list(eval_config.slicing_specs) == [config_pb2.SlicingSpec(), *specs]
     (gated,) = [m for m in eval_config.metrics_specs[0].metrics if m.per_slice_thresholds]
     # TFMA checks a `threshold` on every slice: the whole split's gate is the overall slice's.
     assert not gated.HasField('threshold')
     overall, sliced = gated.per_slice_thresholds
-    assert list(overall.slicing_specs) == [tfma.SlicingSpec()]
+    assert list(overall.slicing_specs) == [config_pb2.SlicingSpec()]
     assert overall.threshold.value_threshold.lower_bound.value == 0.8
     assert overall.threshold.change_threshold.absolute.value == -0.01
     assert list(sliced.slicing_specs) == specs
@@ -520,7 +521,7 @@ def test_confidence_intervals_ask_tfma_for_its_default_jackknife(tmp_path):
     assert eval_config.options.compute_confidence_intervals.value
     with_defaults = tfma.utils.update_eval_config_with_defaults(eval_config)
     method = with_defaults.options.confidence_intervals.method
-    assert method == tfma.ConfidenceIntervalOptions.JACKKNIFE
+    assert method == config_pb2.ConfidenceIntervalOptions.JACKKNIFE
 
 
 def test_confidence_interval_method_bootstrap_asks_tfma_for_its_poisson_bootstrap(tmp_path):
@@ -531,7 +532,7 @@ def test_confidence_interval_method_bootstrap_asks_tfma_for_its_poisson_bootstra
     eval_config = pipeline_lib.eval_config(config, fc.ColumnLabel('tips', 'binary'))
     assert eval_config.options.compute_confidence_intervals.value
     method = eval_config.options.confidence_intervals.method
-    assert method == tfma.ConfidenceIntervalOptions.POISSON_BOOTSTRAP
+    assert method == config_pb2.ConfidenceIntervalOptions.POISSON_BOOTSTRAP
     # Our Evaluator takes it, with TFMA's 20 samples.
     evaluator = _components(config)['Evaluator']
     options = json.loads(evaluator.exec_properties['eval_config'])['options']

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-import tensorflow_model_analysis as tfma
+from tensorflow_model_analysis.proto import config_pb2
 from tfx.dsl.components.base import base_beam_component, executor_spec
 from tfx.types import channel, standard_artifacts
 
@@ -32,11 +32,11 @@ class Evaluator(base_beam_component.BaseBeamComponent):
         examples=example_gen.outputs['examples'],
         model=trainer.outputs['model'],
         baseline_model=latest_blessed_model.outputs['model'],
-        eval_config=tfma.EvalConfig(...))
+        eval_config=config_pb2.EvalConfig(...))
     pusher = Pusher(model=..., model_blessing=evaluator.outputs['blessing'], ...)
     ```
 
-    `eval_config` is a `tfma.EvalConfig` within what the pipeline asks of it: TFMA's slices and
+    `eval_config` is a `config_pb2.EvalConfig` within what the pipeline asks of it: TFMA's slices and
     cross slices, example weights, the metrics in `metrics.SUPPORTED_METRICS` each with its
     name, TFMA's jackknife or Poisson bootstrap confidence intervals, and every model spec with
     one preprocessing function (`transform_features`) that returns the label. Anything else is
@@ -57,7 +57,7 @@ class Evaluator(base_beam_component.BaseBeamComponent):
         self,
         examples: channel.BaseChannel,
         model: channel.BaseChannel,
-        eval_config: tfma.EvalConfig,
+        eval_config: config_pb2.EvalConfig,
         baseline_model: channel.BaseChannel | None = None,
         example_splits: list[str] | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,

@@ -13,6 +13,7 @@ import apache_beam as beam
 import tensorflow as tf
 import tensorflow_model_analysis as tfma
 from absl import logging
+from tensorflow_model_analysis.proto import config_pb2
 from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
 from tfx import types
 from tfx.components.evaluator import constants
@@ -24,7 +25,7 @@ from asynctrain.components.evaluator import metrics, results, scoring, slicing, 
 from asynctrain.components.shared import drift_properties
 
 
-def check_model_specs(eval_config: tfma.EvalConfig) -> None:
+def check_model_specs(eval_config: config_pb2.EvalConfig) -> None:
     """ValueError naming the field a model spec lacks for this Evaluator."""
     if not eval_config.model_specs:
         raise ValueError('eval_config.model_specs: expected the candidate model spec, got none')
@@ -44,7 +45,7 @@ def check_model_specs(eval_config: tfma.EvalConfig) -> None:
 
 
 def models_to_score(
-    eval_config: tfma.EvalConfig, model: types.Artifact, baseline: types.Artifact | None
+    eval_config: config_pb2.EvalConfig, model: types.Artifact, baseline: types.Artifact | None
 ) -> list[scoring.ModelToScore]:
     """The models of `eval_config` (with TFMA's defaults applied), each with its SavedModel path."""
     out = []
@@ -70,7 +71,7 @@ def models_to_score(
 def evaluate_and_write(
     states: dict,
     output_dir: str,
-    eval_config: tfma.EvalConfig,
+    eval_config: config_pb2.EvalConfig,
     specs: tuple[metrics.MetricSpec, ...],
     model_locations: dict[str, str],
     data_location: str,
@@ -95,7 +96,7 @@ def add_evaluation(
     pipeline: beam.Pipeline,
     file_patterns: Sequence[str],
     models: Sequence[scoring.ModelToScore],
-    eval_config: tfma.EvalConfig,
+    eval_config: config_pb2.EvalConfig,
     output_dir: str,
     batch_size: int,
 ) -> None:
@@ -153,7 +154,7 @@ class Executor(evaluator_executor.Executor):
             raise ValueError(f'baseline_model: expected at most one model, got {len(baselines)}')
         # The empty model `LatestBlessedModel` hands on before the first push is no baseline.
         baseline = baselines[0] if baselines and _holds_model(baselines[0]) else None
-        eval_config = tfma.EvalConfig()
+        eval_config = config_pb2.EvalConfig()
         proto_utils.json_to_proto(exec_properties[spec.EVAL_CONFIG_KEY], eval_config)
         check_model_specs(eval_config)
         # As stock: with no baseline yet, change thresholds are dropped ("rubber stamp").

@@ -1,6 +1,6 @@
 """The Evaluator's metrics, computed as TFMA computes them, from states that add up.
 
-Each metric of the pipeline's `tfma.EvalConfig` keeps the state its tf-keras or TFMA metric
+Each metric of the pipeline's `config_pb2.EvalConfig` keeps the state its tf-keras or TFMA metric
 would keep, as NumPy sums (`metric_states`: totals and counts, TFMA's calibration histogram, the
 multi-class confusion matrix), so a worker's state for its batches and the state of the whole
 split differ only by addition: `Accumulator.update` per batch, `merge_states` across bundles and
@@ -85,7 +85,7 @@ class MetricSpec:
 
 
 def metric_specs(eval_config) -> tuple[MetricSpec, ...]:
-    """The metrics of `eval_config` (a `tfma.EvalConfig`); ValueError names what is unsupported
+    """The metrics of `eval_config` (a `config_pb2.EvalConfig`); ValueError names what is unsupported
     (the slices' own refusals are `slicing.slice_specs`')."""
     specs = []
     for index, metrics_spec in enumerate(eval_config.metrics_specs):

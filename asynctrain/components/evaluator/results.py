@@ -48,7 +48,7 @@ SliceKey = tuple
 def keyed_values(
     specs: tuple[metrics.MetricSpec, ...],
     states: Mapping[str, metrics.State],
-    eval_config: tfma.EvalConfig,
+    eval_config: config_pb2.EvalConfig,
 ) -> dict[tfma.metrics.MetricKey, float]:
     """{MetricKey: value} of one slice for every model (no diffs yet)."""
     values = {}
@@ -84,7 +84,7 @@ def _applies(slice_key: SliceKey, slicing_specs) -> bool:
 
 def _cross_slice_values(
     per_slice: Mapping[SliceKey, Mapping[tfma.metrics.MetricKey, float]],
-    eval_config: tfma.EvalConfig,
+    eval_config: config_pb2.EvalConfig,
 ) -> dict[tuple, dict[tfma.metrics.MetricKey, float]]:
     """TFMA's cross slices (`_AddCrossSliceMetrics`): for each cross spec, every slice of its
     baseline spec against every slice of its comparison specs (every slice not of the baseline
@@ -111,7 +111,7 @@ def _cross_slice_values(
 def sliced_values(
     specs: tuple[metrics.MetricSpec, ...],
     states: Mapping[SliceKey, Mapping[str, metrics.State]],
-    eval_config: tfma.EvalConfig,
+    eval_config: config_pb2.EvalConfig,
 ) -> dict[tuple, dict[tfma.metrics.MetricKey, float]]:
     """{slice key or cross slice key: {MetricKey: value}}, with the candidate's diffs against
     the baseline for every slice and cross slice when there is a baseline."""
@@ -123,7 +123,7 @@ def sliced_values(
     return {key: _with_diffs(values, baseline) for key, values in per_slice.items()}
 
 
-def num_jackknife_partitions(eval_config: tfma.EvalConfig) -> int:
+def num_jackknife_partitions(eval_config: config_pb2.EvalConfig) -> int:
     """TFMA's number of jackknife partitions for `eval_config` (with its defaults): 20 when it
     asks for confidence intervals by the jackknife (its default method), else 0."""
     params = tfma_evaluator._get_confidence_interval_params(  # pylint: disable=protected-access
@@ -132,7 +132,7 @@ def num_jackknife_partitions(eval_config: tfma.EvalConfig) -> int:
     return params.num_jackknife_samples
 
 
-def num_bootstrap_samples(eval_config: tfma.EvalConfig) -> int:
+def num_bootstrap_samples(eval_config: config_pb2.EvalConfig) -> int:
     """TFMA's number of Poisson bootstrap samples for `eval_config`: its evaluator's fixed 20
     when it asks for confidence intervals by `POISSON_BOOTSTRAP` (no field sets it), else 0."""
     params = tfma_evaluator._get_confidence_interval_params(  # pylint: disable=protected-access
@@ -144,7 +144,7 @@ def num_bootstrap_samples(eval_config: tfma.EvalConfig) -> int:
 def evaluate(
     specs: tuple[metrics.MetricSpec, ...],
     states: Mapping[tuple, Mapping[str, metrics.State]],
-    eval_config: tfma.EvalConfig,
+    eval_config: config_pb2.EvalConfig,
     num_partitions: int,
     num_bootstrap_samples: int = 0,
 ) -> dict[tuple, dict]:
@@ -232,7 +232,8 @@ def _merged(by_slice, exclude: int | None) -> dict[SliceKey, dict[str, metrics.S
 
 
 def validate(
-    values: Mapping[tuple, Mapping[tfma.metrics.MetricKey, float]], eval_config: tfma.EvalConfig
+    values: Mapping[tuple, Mapping[tfma.metrics.MetricKey, float]],
+    eval_config: config_pb2.EvalConfig,
 ) -> validation_result_pb2.ValidationResult:
     """TFMA's threshold checks of every slice and cross slice, combined as TFMA's writer combines
     them (`CombineValidations`: a failing slice fails the whole; a gated slice spec that matched
@@ -292,7 +293,7 @@ def failures(validation: validation_result_pb2.ValidationResult) -> list[str]:
 
 def write_evaluation(
     output_dir: str,
-    eval_config: tfma.EvalConfig,
+    eval_config: config_pb2.EvalConfig,
     values: Mapping[tuple, Mapping[tfma.metrics.MetricKey, float]],
     validation: validation_result_pb2.ValidationResult,
     model_locations: Mapping[str, str],

@@ -37,7 +37,7 @@ BOOTSTRAP_SEED = 0
 
 @dataclasses.dataclass(frozen=True)
 class ModelToScore:
-    """One model of the evaluation, as its `tfma.ModelSpec` names it.
+    """One model of the evaluation, as its `config_pb2.ModelSpec` names it.
 
     Attributes:
       name: The model's name in the evaluation ('' alone; 'candidate' and 'baseline' together).

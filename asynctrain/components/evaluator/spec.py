@@ -6,7 +6,7 @@ Stock Evaluator's keys are reused as they are (`examples`, `model`, `baseline_mo
 else that reads an Evaluator's outputs read these unchanged.
 """
 
-import tensorflow_model_analysis as tfma
+from tensorflow_model_analysis.proto import config_pb2
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter, ComponentSpec, ExecutionParameter
 from tfx.types.system_executions import Evaluate
@@ -30,7 +30,7 @@ class EvaluatorSpec(ComponentSpec):
     """Raw examples and the exported model (and the baseline model) in; evaluation and blessing out."""
 
     PARAMETERS = {
-        EVAL_CONFIG_KEY: ExecutionParameter(type=tfma.EvalConfig),
+        EVAL_CONFIG_KEY: ExecutionParameter(type=config_pb2.EvalConfig),
         EXAMPLE_SPLITS_KEY: ExecutionParameter(type=str),
         BATCH_SIZE_KEY: ExecutionParameter(type=int),
     }

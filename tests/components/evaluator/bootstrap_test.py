@@ -18,6 +18,7 @@ import tensorflow_model_analysis as tfma
 from scipy import stats
 from tensorflow_model_analysis import constants as tfma_constants
 from tensorflow_model_analysis.api import types as tfma_types
+from tensorflow_model_analysis.proto import config_pb2
 from tensorflow_model_analysis.slicer import slicer_lib
 from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
 
@@ -28,16 +29,18 @@ ROWS, BATCH = 900, 300
 CITY = (('city', 'Chicago'),)
 
 
-def _eval_config() -> tfma.EvalConfig:
-    config = tfma.EvalConfig(
-        model_specs=[tfma.ModelSpec(label_key='y', example_weight_key='w')],
-        slicing_specs=[tfma.SlicingSpec(), tfma.SlicingSpec(feature_keys=['city'])],
+def _eval_config() -> config_pb2.EvalConfig:
+    config = config_pb2.EvalConfig(
+        model_specs=[config_pb2.ModelSpec(label_key='y', example_weight_key='w')],
+        slicing_specs=[config_pb2.SlicingSpec(), config_pb2.SlicingSpec(feature_keys=['city'])],
         metrics_specs=[
-            tfma.MetricsSpec(
+            config_pb2.MetricsSpec(
                 metrics=[
-                    tfma.MetricConfig(class_name='ExampleCount'),
+                    config_pb2.MetricConfig(class_name='ExampleCount'),
                     *(
-                        tfma.MetricConfig(class_name=class_name, config=json.dumps({'name': name}))
+                        config_pb2.MetricConfig(
+                            class_name=class_name, config=json.dumps({'name': name})
+                        )
                         for class_name, name in [
                             ('AUC', 'auc'),
                             ('BinaryAccuracy', 'accuracy'),
@@ -45,13 +48,13 @@ def _eval_config() -> tfma.EvalConfig:
                         ]
                     ),
                 ],
-                example_weights=tfma.ExampleWeightOptions(weighted=True, unweighted=True),
+                example_weights=config_pb2.ExampleWeightOptions(weighted=True, unweighted=True),
             )
         ],
     )
     config.options.compute_confidence_intervals.value = True
     config.options.confidence_intervals.method = (
-        tfma.proto.config_pb2.ConfidenceIntervalOptions.POISSON_BOOTSTRAP
+        config_pb2.ConfidenceIntervalOptions.POISSON_BOOTSTRAP
     )
     return tfma.utils.update_eval_config_with_defaults(config)
 

@@ -16,6 +16,7 @@ import apache_beam as beam
 import pytest
 import tensorflow as tf
 import tensorflow_model_analysis as tfma
+from tensorflow_model_analysis.proto import config_pb2
 from tensorflow_model_analysis.slicer import slicer_lib
 from tfx.types import standard_artifacts
 
@@ -52,22 +53,22 @@ def _more_slices(eval_config, metric):
     (PR and ROC curves) plots."""
     eval_config.slicing_specs.extend(
         [
-            tfma.SlicingSpec(
+            config_pb2.SlicingSpec(
                 feature_keys=['trip_start_hour'], feature_values={'payment_type': 'Cash'}
             ),
-            tfma.SlicingSpec(feature_values={'trip_start_hour': '2'}),
-            tfma.SlicingSpec(feature_keys=[data.LABEL]),
+            config_pb2.SlicingSpec(feature_values={'trip_start_hour': '2'}),
+            config_pb2.SlicingSpec(feature_keys=[data.LABEL]),
         ]
     )
-    cross = tfma.CrossSlicingSpec(
-        baseline_spec=tfma.SlicingSpec(),
-        slicing_specs=[tfma.SlicingSpec(feature_keys=['payment_type'])],
+    cross = config_pb2.CrossSlicingSpec(
+        baseline_spec=config_pb2.SlicingSpec(),
+        slicing_specs=[config_pb2.SlicingSpec(feature_keys=['payment_type'])],
     )
     eval_config.cross_slicing_specs.append(cross)
     eval_config.metrics_specs[0].metrics.extend(
         [
-            tfma.MetricConfig(class_name='CalibrationPlot'),
-            tfma.MetricConfig(class_name='ConfusionMatrixPlot'),
+            config_pb2.MetricConfig(class_name='CalibrationPlot'),
+            config_pb2.MetricConfig(class_name='ConfusionMatrixPlot'),
         ]
     )
     (config,) = [
@@ -77,10 +78,10 @@ def _more_slices(eval_config, metric):
         if json.loads(m.config or '{}').get('name') == metric
     ]
     config.cross_slice_thresholds.append(
-        tfma.CrossSliceMetricThreshold(
+        config_pb2.CrossSliceMetricThreshold(
             cross_slicing_specs=[cross],
-            threshold=tfma.MetricThreshold(
-                value_threshold=tfma.GenericValueThreshold(upper_bound={'value': 0.1})
+            threshold=config_pb2.MetricThreshold(
+                value_threshold=config_pb2.GenericValueThreshold(upper_bound={'value': 0.1})
             ),
         )
     )
@@ -115,10 +116,10 @@ def _run_both(
             model_spec.example_weight_key = data.WEIGHT
     raw_config.options.compute_confidence_intervals.value = confidence_intervals
     raw_config.options.confidence_intervals.method = getattr(
-        tfma.proto.config_pb2.ConfidenceIntervalOptions, interval_method
+        config_pb2.ConfidenceIntervalOptions, interval_method
     )
     raw_config.metrics_specs[0].metrics.extend(
-        tfma.MetricConfig(class_name=name) for name in extra_metrics
+        config_pb2.MetricConfig(class_name=name) for name in extra_metrics
     )
     if weights == 'both':
         for metrics_spec in raw_config.metrics_specs:

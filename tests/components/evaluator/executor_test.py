@@ -8,6 +8,7 @@ import os
 import pytest
 import tensorflow_model_analysis as tfma
 from google.protobuf import json_format
+from tensorflow_model_analysis.proto import config_pb2
 from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
 from tfx.types import channel, standard_artifacts
 
@@ -208,7 +209,7 @@ def test_both_of_tfmas_confidence_interval_methods_are_accepted(tmp_path, method
     eval_config = _eval_config(tmp_path, {'min_value': 0.5})
     eval_config.options.compute_confidence_intervals.value = True
     eval_config.options.confidence_intervals.method = getattr(
-        tfma.proto.config_pb2.ConfidenceIntervalOptions, method
+        config_pb2.ConfidenceIntervalOptions, method
     )
     component.Evaluator(
         examples=channel.Channel(type=standard_artifacts.Examples),

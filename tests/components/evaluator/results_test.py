@@ -14,21 +14,22 @@ import numpy as np
 import pytest
 import tensorflow_model_analysis as tfma
 from tensorflow_model_analysis.api import types as tfma_types
+from tensorflow_model_analysis.proto import config_pb2
 
 from asynctrain.components.evaluator import metrics, results
 
 PARTITIONS = 20
 
 
-def _eval_config(compute_confidence_intervals: bool = True) -> tfma.EvalConfig:
-    config = tfma.EvalConfig(
-        model_specs=[tfma.ModelSpec(label_key='y')],
-        slicing_specs=[tfma.SlicingSpec(), tfma.SlicingSpec(feature_keys=['city'])],
+def _eval_config(compute_confidence_intervals: bool = True) -> config_pb2.EvalConfig:
+    config = config_pb2.EvalConfig(
+        model_specs=[config_pb2.ModelSpec(label_key='y')],
+        slicing_specs=[config_pb2.SlicingSpec(), config_pb2.SlicingSpec(feature_keys=['city'])],
         metrics_specs=[
-            tfma.MetricsSpec(
+            config_pb2.MetricsSpec(
                 metrics=[
-                    tfma.MetricConfig(class_name='ExampleCount'),
-                    tfma.MetricConfig(
+                    config_pb2.MetricConfig(class_name='ExampleCount'),
+                    config_pb2.MetricConfig(
                         class_name='MeanSquaredError', config=json.dumps({'name': 'mse'})
                     ),
                 ]

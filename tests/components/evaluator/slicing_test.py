@@ -10,7 +10,7 @@ feature of the same name.
 import numpy as np
 import pytest
 import tensorflow as tf
-import tensorflow_model_analysis as tfma
+from tensorflow_model_analysis.proto import config_pb2
 from tensorflow_model_analysis.slicer import slice_accessor, slicer_lib
 
 from asynctrain.components.evaluator import slicing
@@ -23,16 +23,16 @@ ROWS = [
     {'payment': [b'Cash', b'Card'], 'hour': [7]},
 ]
 SPECS = [
-    tfma.SlicingSpec(),
-    tfma.SlicingSpec(feature_keys=['payment']),
-    tfma.SlicingSpec(feature_keys=['payment', 'company']),
-    tfma.SlicingSpec(feature_keys=['company'], feature_values={'hour': '3'}),
-    tfma.SlicingSpec(feature_values={'payment': 'Cash'}),
-    tfma.SlicingSpec(feature_keys=['fare']),
-    tfma.SlicingSpec(feature_keys=['hour']),
+    config_pb2.SlicingSpec(),
+    config_pb2.SlicingSpec(feature_keys=['payment']),
+    config_pb2.SlicingSpec(feature_keys=['payment', 'company']),
+    config_pb2.SlicingSpec(feature_keys=['company'], feature_values={'hour': '3'}),
+    config_pb2.SlicingSpec(feature_values={'payment': 'Cash'}),
+    config_pb2.SlicingSpec(feature_keys=['fare']),
+    config_pb2.SlicingSpec(feature_keys=['hour']),
     # The same keys as `hour` for hour 7: an example is counted once per key.
-    tfma.SlicingSpec(feature_values={'hour': '7'}),
-    tfma.SlicingSpec(feature_keys=['absent']),
+    config_pb2.SlicingSpec(feature_values={'hour': '7'}),
+    config_pb2.SlicingSpec(feature_keys=['absent']),
 ]
 KINDS = {
     'payment': 'bytes_list',
@@ -79,7 +79,7 @@ def _raw_features_per_row():
 
 
 def test_slices_of_a_batch_are_tfmas():
-    specs = slicing.slice_specs(tfma.EvalConfig(slicing_specs=SPECS))
+    specs = slicing.slice_specs(config_pb2.EvalConfig(slicing_specs=SPECS))
     columns = slicing.RawFeatureParser(slicing.feature_names(specs)).parse(_serialized())
     ours = _ours(specs, columns)
     assert ours == _tfma_rows(specs, _raw_features_per_row())
@@ -95,12 +95,12 @@ def test_slices_of_a_batch_are_tfmas():
 def test_transformed_features_hide_raw_ones_and_cross_specs_add_theirs():
     # The preprocessing signature outputs `hour` (bucketized): TFMA slices on that, not the raw
     # hour; the cross spec's comparison spec (`company`) is sliced too.
-    eval_config = tfma.EvalConfig(
-        slicing_specs=[tfma.SlicingSpec(feature_keys=['hour'])],
+    eval_config = config_pb2.EvalConfig(
+        slicing_specs=[config_pb2.SlicingSpec(feature_keys=['hour'])],
         cross_slicing_specs=[
-            tfma.CrossSlicingSpec(
-                baseline_spec=tfma.SlicingSpec(),
-                slicing_specs=[tfma.SlicingSpec(feature_keys=['company'])],
+            config_pb2.CrossSlicingSpec(
+                baseline_spec=config_pb2.SlicingSpec(),
+                slicing_specs=[config_pb2.SlicingSpec(feature_keys=['company'])],
             )
         ],
     )

@@ -4,6 +4,7 @@ source (kubeflow/pipelines `backend/src/v2/`, at the profile's tag) it was read 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 
 import pytest
 
@@ -80,6 +81,8 @@ def test_ml_metadata_parameters_downloads_and_caching():
 
 
 def test_every_field_is_documented():
-    doc = kfp_profiles.KfpProfile.__doc__
+    # cleandoc: Python 3.13's compiler strips a docstring's common indentation itself, 3.10's
+    # does not (https://docs.python.org/3.13/whatsnew/3.13.html#other-language-changes).
+    doc = inspect.cleandoc(kfp_profiles.KfpProfile.__doc__)
     for field in dataclasses.fields(kfp_profiles.KfpProfile):
-        assert f'      {field.name}: ' in doc, field.name
+        assert f'\n  {field.name}: ' in doc, field.name
