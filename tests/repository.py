@@ -5,7 +5,16 @@ through the installed package."""
 import os
 import pathlib
 
+from asynctrain.components.shared import versions
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+# The lock of each supported line (docs/support.md).
+LOCK_FILES = {'tfx116': 'requirements.lock', 'tfx121': 'requirements-tfx121.lock'}
+
+
+def lock_file() -> pathlib.Path:
+    """The lock of the line this interpreter runs."""
+    return REPO_ROOT / LOCK_FILES[versions.LINE]
 
 
 def child_environment() -> dict:

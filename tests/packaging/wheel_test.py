@@ -2,8 +2,8 @@
 
 Builds the wheel from the project's own files, checks that it installs no top-level name but
 `asynctrain` and that it carries the bundled data, installs it into a fresh virtual environment
-outside the checkout (the same lock, then the wheel without dependencies, as the image does), and
-from a temporary directory outside the checkout runs:
+outside the checkout (the lock of the line under test, then the wheel without dependencies, as
+the image does), and from a temporary directory outside the checkout runs:
 
 - `asynctrain run` on the bundled data (TFX's taxi sample, our bundled `taxi` schema and feature
   config: package data found through the package), trained briefly; it must exit 0 and push a
@@ -27,7 +27,7 @@ import zipfile
 import pytest
 import yaml
 
-from tests.repository import REPO_ROOT
+from tests.repository import REPO_ROOT, lock_file
 
 pytestmark = pytest.mark.e2e
 
@@ -86,7 +86,7 @@ def installed(wheel, tmp_path_factory) -> str:
     cwd = str(venv.parent)
     _checked(_run([UV, 'venv', '--quiet', '--python', sys.executable, str(venv)], cwd=cwd))
     python = str(venv / 'bin' / 'python')
-    lock = str(REPO_ROOT / 'requirements.lock')
+    lock = str(lock_file())  # this line's
     _checked(_run([UV, 'pip', 'sync', '--quiet', '--python', python, lock], cwd=cwd))
     _checked(
         _run([UV, 'pip', 'install', '--quiet', '--no-deps', '--python', python, wheel], cwd=cwd)
