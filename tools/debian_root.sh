@@ -37,7 +37,7 @@ die() { say "error: $*"; exit 1; }
 # a fresh /tmp, the host's resolver, and the checkout at the same path.
 in_root() {
   local dir=$1; shift
-  unshare -m -- /bin/sh -euc '
+  ${EXEC:-} unshare -m -- /bin/sh -euc '
     dir=$1; checkout=$2; shift 2
     # The root a mount point of its own: a task of `run --compiled` makes the mounts of its pod in a
     # private namespace (mount / MS_PRIVATE), which the kernel refuses (EINVAL) on a plain folder.
@@ -109,7 +109,9 @@ case "${1:-}" in
     shift
     [ $# -gt 0 ] || die "run needs a command, e.g. tools/debian_root.sh run python3 --version"
     build
-    in_root "$ROOT" "$@"
+    # exec: the command's exit status is this script's, and a crash is reported by the shell
+    # that ran this script, in one line, not with the text of in_root.
+    EXEC=exec in_root "$ROOT" "$@"
     ;;
   path) echo "$ROOT" ;;
   *) die "usage: $0 build | run CMD... | path" ;;

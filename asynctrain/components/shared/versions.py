@@ -29,3 +29,13 @@ LINE_NAME: Final[str] = {'tfx116': 'TFX 1.16', 'tfx121': 'TFX 1.21'}[LINE]
 # TensorFlow 2.21 (https://pypi.org/project/tensorflow-io/0.37.1/#files): on the 1.21 line
 # TensorFlow cannot open `s3://` at all, so only the 1.16 line registers it.
 HAS_TENSORFLOW_S3: Final[bool] = LINE == 'tfx116'
+
+# The module of TensorBoard's profile plugin that converts a captured trace (XSpace) for its tools
+# (`xspace_to_tool_data`), which tests use to open `trainer.profile`'s traces as TensorBoard would.
+# tensorboard-plugin-profile 2.17 (the 1.16 lock) holds it; from 2.19 the plugin is a shim over
+# `xprof` (its tensorboard_plugin_profile/__init__.py: "Passthrough __init__.py pointing to
+# xprof"), where it lives as xprof/convert/raw_to_tool_data.py (2.22.1 in the 1.21 lock).
+PROFILE_CONVERTER_MODULE: Final[str] = {
+    'tfx116': 'tensorboard_plugin_profile.convert.raw_to_tool_data',
+    'tfx121': 'xprof.convert.raw_to_tool_data',
+}[LINE]

@@ -5,12 +5,14 @@ opens it, and the verdict follows TF's thresholds."""
 from __future__ import annotations
 
 import collections
+import importlib
 import json
 import os
 
 import pytest
 import tensorflow as tf
 
+from asynctrain.components.shared import versions
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer.cluster import servers as cluster_lib
 from asynctrain.components.trainer.training import loop, profiling, task, tasks
@@ -127,7 +129,7 @@ def test_in_process_trace_holds_the_train_step_and_the_input_pipeline(multiclass
     assert profile['transfers_per_step'] >= 2 * len(trainer.model.trainable_variables)
 
     # TensorBoard's profile plugin converts the trace for its trace viewer.
-    from tensorboard_plugin_profile.convert import raw_to_tool_data
+    raw_to_tool_data = importlib.import_module(versions.PROFILE_CONVERTER_MODULE)
 
     data, content_type = raw_to_tool_data.xspace_to_tool_data(paths, 'trace_viewer^', {})
     assert content_type == 'application/json'
