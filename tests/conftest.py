@@ -53,7 +53,7 @@ SLOWEST_FILES = {
     'tests/components/trainer/kubernetes/local_test.py': 122,
     'tests/components/trainer/cluster/recovery_test.py': 111,
     'tests/benchmarks/input_pipeline_bench_test.py': 103,
-    'tests/benchmarks/spark_cluster_test.py': 109,  # 2026-12-04, alone -n 0, load average 10-11
+    'tests/testing/spark/cluster_test.py': 109,  # 2026-12-04, alone -n 0, load average 10-11
     'tests/components/trainer/executor_test.py': 96,
     'tests/components/transform/transform_component_test.py': 94,
     'tests/components/trainer/training/model_module_test.py': 77,

@@ -25,7 +25,7 @@ import os
 import sys
 import time
 
-from asynctrain.benchmarks.memory import run_in_child
+from asynctrain.testing import child_runs
 
 DEFAULT_ROWS = 100_000
 DEFAULT_OUTPUT = os.path.join('bench_out', 'batcher')
@@ -53,7 +53,7 @@ def _log(message: str) -> None:
 def prepare(rows: int, data_dir: str) -> tuple[str, str]:
     """The examples (an Examples URI, Span-1) and a transform graph URI, written once per
     `data_dir`."""
-    from asynctrain.benchmarks import transform_runs as runs
+    from asynctrain.testing import transform_runs as runs
 
     examples_uri = os.path.join(data_dir, 'examples', 'Span-1')
     graph = os.path.join(data_dir, 'analyzed', 'transform_graph')
@@ -86,9 +86,9 @@ def _write(path: str, examples_uri: str, graph: str, output_dir: str, beam_args,
     from tfx.dsl.components.base import base_beam_executor
     from tfx.types import standard_artifacts
 
-    from asynctrain.benchmarks import transform_runs as runs
     from asynctrain.components.example_batcher import executor, spec
     from asynctrain.components.shared import columnar_records
+    from asynctrain.testing import transform_runs as runs
 
     executor.ONE_PROCESS_MAX_SOURCE_BYTES = 0 if path == 'beam' else None
     graph_artifact = standard_artifacts.TransformGraph()
@@ -141,7 +141,9 @@ def run(args: argparse.Namespace) -> int:
     written = {}
     for path in paths:
         output_dir = os.path.join(output, 'written', f'rows-{args.rows}', path)
-        measured = run_in_child(_write, (path, examples_uri, graph, output_dir, args.beam_args))
+        measured = child_runs.run_spawned(
+            _write, (path, examples_uri, graph, output_dir, args.beam_args)
+        )
         if measured is None:
             _log(f'{path}: the child process failed')
             return 1

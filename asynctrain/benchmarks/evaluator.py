@@ -11,14 +11,15 @@ confusion matrices at 1,000 thresholds; `--confidence-intervals` adds the jackkn
 Then, for each of `--rows`, that many examples (the bundled sample resampled, as raw
 `tf.Example`s in GZIP TFRecords, both splits) are evaluated twice, each in a fresh child process:
 
-- `stock`: `tfma.run_model_analysis`, the engine inside TFX's Evaluator;
+- `stock`: `tfma.run_model_analysis`, the engine inside TFX's Evaluator (the test kit's
+  `evaluation_outputs.run_stock`);
 - `ours`: the Evaluator's Beam pipeline (`executor.add_evaluation`) with the component's batch
   size.
 
 Both on Beam's DirectRunner in memory. Reported per size: wall seconds, the peak resident set of
 each child's process tree (sampled from here), the slices evaluated, and every disagreement of
-ours with stock (`evaluation_outputs.differences`: slices, metric keys, values within 1e-6,
-plots, failed checks); exit status 1 when there is any.
+ours with stock (`asynctrain.testing.evaluation_outputs.differences`: slices, metric keys,
+values within 1e-6, plots, failed checks); exit status 1 when there is any.
 
     asynctrain bench evaluator [--rows N,N] [--train-rows N] [--train-steps N]
                                [--confidence-intervals] [--output DIR]
@@ -34,7 +35,7 @@ import sys
 import time
 
 from asynctrain.benchmarks import report
-from asynctrain.benchmarks.memory import run_in_child
+from asynctrain.testing import child_runs
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'evaluator')
 DEFAULT_ROWS = '100000'
@@ -89,12 +90,12 @@ def train(output: str, rows: int, steps: int, confidence_intervals: bool) -> tup
     import tensorflow_model_analysis as tfma
     from google.protobuf import json_format
 
-    from asynctrain.benchmarks import examplegen
     from asynctrain.pipelines.config import load_config
     from asynctrain.pipelines.local_runner import run_local
+    from asynctrain.testing import taxi_data
 
     data_dir = os.path.join(output, 'train_data')
-    examplegen.generate_csv(rows, os.path.join(data_dir, 'data.csv'))
+    taxi_data.generate_csv(rows, os.path.join(data_dir, 'data.csv'))
     config = load_config(
         data=data_dir,
         work_dir=os.path.join(output, 'work'),
@@ -114,8 +115,8 @@ def train(output: str, rows: int, steps: int, confidence_intervals: bool) -> tup
 
 def write_examples(directory: str, rows: int) -> str:
     """`rows` taxi examples resampled from the bundled sample; returns their file pattern."""
-    from asynctrain.benchmarks import transform_runs as runs
     from asynctrain.components.shared.feature_types import load_schema
+    from asynctrain.testing import transform_runs as runs
 
     if not os.path.exists(os.path.join(directory, 'done')):
         table = runs.read_taxi_table(load_schema(str(runs.TAXI_SCHEMA)))
@@ -132,17 +133,13 @@ def _evaluate(variant, model_uri, eval_config_json, pattern, output_dir, queue) 
     from tfx.types import standard_artifacts
 
     from asynctrain.components.evaluator import component, executor
+    from asynctrain.testing import evaluation_outputs
 
     eval_config = json_format.Parse(eval_config_json, tfma.EvalConfig())
     start = time.perf_counter()
     if variant == 'stock':
-        tfma.run_model_analysis(
-            eval_shared_model=tfma.default_eval_shared_model(
-                os.path.join(model_uri, 'Format-Serving'), eval_config=eval_config
-            ),
-            eval_config=eval_config,
-            data_location=pattern,
-            output_path=output_dir,
+        evaluation_outputs.run_stock(
+            eval_config, {'': os.path.join(model_uri, 'Format-Serving')}, pattern, output_dir
         )
     else:
         model = standard_artifacts.Model()
@@ -157,7 +154,9 @@ def _evaluate(variant, model_uri, eval_config_json, pattern, output_dir, queue) 
 
 def measure(variant: str, model_uri: str, eval_config_json: str, pattern: str, output_dir: str):
     """One evaluation in a fresh child process: {seconds, peak_rss_mb}, or None if it failed."""
-    measured = run_in_child(_evaluate, (variant, model_uri, eval_config_json, pattern, output_dir))
+    measured = child_runs.run_spawned(
+        _evaluate, (variant, model_uri, eval_config_json, pattern, output_dir)
+    )
     if measured is None:
         _log(f'{variant}: the child process failed')
         return None
@@ -210,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    from asynctrain.benchmarks import evaluation_outputs
+    from asynctrain.testing import evaluation_outputs
 
     output = os.path.abspath(args.output)
     os.makedirs(output, exist_ok=True)

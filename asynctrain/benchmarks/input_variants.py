@@ -115,8 +115,8 @@ def make_transformed_examples(
     import tensorflow as tf
     from tfx_bsl.coders import example_coder
 
-    from asynctrain.benchmarks import transform_runs as runs
     from asynctrain.components.transform import feature_config as fc
+    from asynctrain.testing import transform_runs as runs
 
     started = time.monotonic()
     config = fc.load_feature_config(str(runs.TAXI_FEATURES), str(runs.TAXI_SCHEMA))
@@ -402,8 +402,8 @@ def tfx_dataset(task, data: TransformedExamples):
     from tfx.components.util import tfxio_utils
     from tfx_bsl.public import tfxio
 
-    from asynctrain.benchmarks import transform_runs as runs
     from asynctrain.components.trainer.training import data as data_lib
+    from asynctrain.testing import transform_runs as runs
 
     factory = tfxio_utils.get_tf_dataset_factory_from_artifact(
         [runs.examples_artifact(data.examples_dir, 1)], []

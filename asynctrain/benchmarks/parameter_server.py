@@ -137,7 +137,6 @@ def run_config(
     alternating (ours, fit, ours, fit...) so that both see the same load; each variant's best
     round is reported. Returns what the Trainer measured, fit's under `fit`, ours / fit under
     `vs_fit`, and with `held_out` batches both trained models' mean loss on them."""
-    from asynctrain.benchmarks import input_pipeline
     from asynctrain.benchmarks import parameter_server_fit as fit_lib
     from asynctrain.components.trainer import config as config_lib
     from asynctrain.components.trainer.training import loop as train_lib
@@ -158,7 +157,7 @@ def run_config(
             server_threads=server_threads,
         ),
     )
-    task = input_pipeline.make_task(data, trainer_config=config)
+    task = input_variants.make_task(data, trainer_config=config)
     started = time.monotonic()
     trainer = train_lib.Trainer(task, cluster, data.examples_dir, run_dir)
     # Untimed: one closure per worker traces the step and starts each worker's dataset. The
@@ -304,11 +303,10 @@ def run(args: argparse.Namespace) -> int:
         if transform_output
         else f'transforming {args.sample_rows:,} taxi rows, resampling to {args.examples:,} examples'
     )
-    from asynctrain.benchmarks import input_pipeline
     from asynctrain.components.trainer import config as config_lib
     from asynctrain.components.trainer.cluster import servers as cluster_lib
 
-    data = input_pipeline.make_transformed_examples(
+    data = input_variants.make_transformed_examples(
         os.path.join(output, 'data'),
         args.examples,
         args.sample_rows,
@@ -318,7 +316,7 @@ def run(args: argparse.Namespace) -> int:
     from asynctrain.benchmarks import parameter_server_fit as fit_lib
 
     held_out = fit_lib.held_out_batches(
-        input_pipeline.make_task(data, batch_size=args.batch_size), data.examples_dir
+        input_variants.make_task(data, batch_size=args.batch_size), data.examples_dir
     )
     configs = []
     for num_workers in args.workers:

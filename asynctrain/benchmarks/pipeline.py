@@ -16,14 +16,14 @@ the other's imports or TensorFlow state:
 Per-component wall time is read from ML Metadata (an execution's creation to its last update:
 driver, executor and publisher); the total is the runner's wall time. Peak memory per component
 is the largest resident set of the variant's process tree (its Trainer cluster and Beam workers
-included) sampled within that same interval (`asynctrain.benchmarks.memory`). Both train the same number
-of steps with the same batch size.
+included) sampled within that same interval (`asynctrain.testing.child_runs`). Both train the same
+number of steps with the same batch size.
 
 Beam arguments after `--` replace the pipeline config's (none: the DirectRunner in memory, one
 worker) in both pipelines. `--spark-workers N` (with `--stock-from`) starts a Spark standalone
-cluster of N Workers on this machine with Beam's Spark job server (`spark_cluster`) and runs
-ours' Beam stages on it; its memory is then the whole tree of this process, the cluster's JVMs
-and Python SDK workers included.
+cluster of N Workers on this machine with Beam's Spark job server (`asynctrain.testing.spark`) and
+runs ours' Beam stages on it; its memory is then the whole tree of this process, the cluster's
+JVMs and Python SDK workers included.
 
 At sizes where stock would take hours, `--stock-from RESULT.json` runs ours alone and takes
 stock's times from an earlier run of this bench, scaled by the rows (its measured cost per row,
@@ -41,13 +41,13 @@ import contextlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
 
-from asynctrain.benchmarks import memory, report
+from asynctrain.benchmarks import report
 from asynctrain.components.shared import tf_environment
+from asynctrain.testing import child_runs
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'pipeline')
 DEFAULT_ROWS = 15000
@@ -271,7 +271,7 @@ def run_variant(
 ) -> dict:
     """Runs one pipeline in this process; returns its total and per-component seconds."""
     config = bench_config(input_dir, work_dir, train_steps, f'bench-{variant}', beam_args, dataset)
-    sampler = memory.TreeRssSampler().start()
+    sampler = child_runs.TreeRssSampler().start()
     started, started_wall = time.monotonic(), time.time()
     if variant == 'ours':
         from asynctrain.pipelines.local_runner import run_local
@@ -303,7 +303,7 @@ def run_variant(
     return {
         'total_seconds': total,
         'component_seconds': {name: end - start for name, (start, end) in intervals.items()},
-        'component_peak_mb': memory.component_peaks_mb(samples, intervals),
+        'component_peak_mb': child_runs.component_peaks_mb(samples, intervals),
         'component_order': sorted(intervals, key=lambda name: intervals[name][0]),
         'beam_pipeline_args': list(config.beam_pipeline_args),
         'baseline_mb': round(samples.rss[0] / (1 << 20), 1),
@@ -315,10 +315,7 @@ def run_variant(
 
 
 def _run_in_child(variant: str, args: argparse.Namespace, output: str) -> dict | None:
-    command = [
-        sys.executable,
-        '-m',
-        'asynctrain.benchmarks.pipeline',
+    argv = [
         '--variant',
         variant,
         '--rows',
@@ -332,18 +329,17 @@ def _run_in_child(variant: str, args: argparse.Namespace, output: str) -> dict |
     ]
     env = tf_environment.configure(dict(os.environ))
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
-    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    done = child_runs.run_module('asynctrain.benchmarks.pipeline', argv, env=env)
     for line in done.stderr.splitlines():
         if line.startswith('['):  # The component progress lines.
             _log(f'{variant} {line}')
-    if done.returncode != 0:
+    if done.result is None:
         _log(f'{variant} failed:\n{done.stderr[-3000:]}')
-        return None
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return done.result
 
 
 def _with_cluster_memory(
-    ours: dict, samples: memory.Samples, args: argparse.Namespace, output: str, dataset
+    ours: dict, samples: child_runs.Samples, args: argparse.Namespace, output: str, dataset
 ) -> None:
     """Replaces ours' memory figures, sampled in the pipeline's process tree, by those of this
     process's tree: the pipeline's process and the Spark cluster's (Master, Workers and their
@@ -357,7 +353,7 @@ def _with_cluster_memory(
         dataset,
     )
     intervals = component_intervals(config)
-    ours['component_peak_mb'] = memory.component_peaks_mb(samples, intervals)
+    ours['component_peak_mb'] = child_runs.component_peaks_mb(samples, intervals)
     ours['baseline_mb'] = round(samples.rss[0] / (1 << 20), 1)
     ours['peak_mb'] = round(max(samples.rss) / (1 << 20), 1)
     ours['memory_of'] = 'the pipeline and the Spark cluster'
@@ -456,7 +452,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result))
         return 0
 
-    from asynctrain.benchmarks import examplegen
+    from asynctrain.testing import taxi_data
 
     shutil.rmtree(output, ignore_errors=True)
     if features:
@@ -466,7 +462,7 @@ def run(args: argparse.Namespace) -> int:
             print(e, file=sys.stderr)
             return 2
     _log(f'generating {args.rows:,} taxi-like CSV rows')
-    examplegen.generate_csv(args.rows, os.path.join(input_dir, 'data.csv'))
+    taxi_data.generate_csv(args.rows, os.path.join(input_dir, 'data.csv'))
     variants = {}
     reference = None
     if args.stock_from:
@@ -492,7 +488,7 @@ def run(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         cluster_sampler = None
         if args.spark_workers:
-            from asynctrain.benchmarks.spark_cluster import SparkCluster
+            from asynctrain.testing.spark.cluster import SparkCluster
 
             _log(f'starting a Spark cluster of {args.spark_workers} Workers')
             cluster = stack.enter_context(
@@ -505,7 +501,7 @@ def run(args: argparse.Namespace) -> int:
                 )
             )
             args.beam_args = cluster.beam_pipeline_args
-            cluster_sampler = memory.TreeRssSampler().start()
+            cluster_sampler = child_runs.TreeRssSampler().start()
         for variant in VARIANTS:
             if variant in variants:
                 continue

@@ -36,8 +36,9 @@ import time
 
 import numpy as np
 
-from asynctrain.benchmarks import examplegen, report
+from asynctrain.benchmarks import report
 from asynctrain.components.shared import console
+from asynctrain.testing import executor_inputs, taxi_data
 
 DEFAULT_ROWS = 100_000
 DEFAULT_OUTPUT = os.path.join('bench_out', 'preprocess')
@@ -72,13 +73,14 @@ def _example_gen(input_dir: str, output_dir: str, parquet: bool):
     from tfx.types import standard_artifacts
 
     from asynctrain.components.example_gen import executor, spec
+    from asynctrain.testing import transform_runs as runs
 
     outputs = {spec.EXAMPLES_KEY: [standard_artifacts.Examples()]}
     if parquet:
         outputs[spec.PARQUET_EXAMPLES_KEY] = [standard_artifacts.Examples()]
     for key, (artifact,) in outputs.items():
         artifact.uri = os.path.join(output_dir, key)
-    props = examplegen._exec_properties(input_dir, examplegen.SCHEMA)  # noqa: SLF001
+    props = executor_inputs.csv_example_gen_properties(input_dir, str(runs.TAXI_SCHEMA))
     started = time.perf_counter()
     executor.Executor().Do({}, outputs, props)
     seconds = time.perf_counter() - started
@@ -111,7 +113,7 @@ def _batch(examples, transform_graph: str, output_dir: str, transform: bool) -> 
 def _run_path(path: str, examples, analyzed, schema, config, output: str) -> dict:
     """One path from raw examples to records (Transform analyzing `analyzed`, the examples or
     their Parquet copy); its seconds per stage and its records' URI."""
-    from asynctrain.benchmarks import transform_runs as runs
+    from asynctrain.testing import transform_runs as runs
 
     started = time.perf_counter()
     transformed = runs.run_transform(
@@ -219,12 +221,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, output: str) -> int:
     _log(f'generating {args.rows:,} taxi-like CSV rows')
-    examplegen.generate_csv(args.rows, os.path.join(output, 'input', 'data.csv'))
+    taxi_data.generate_csv(args.rows, os.path.join(output, 'input', 'data.csv'))
     import tensorflow_transform as tft
 
-    from asynctrain.benchmarks import transform_runs as runs
     from asynctrain.components.example_gen import spec
     from asynctrain.components.transform import feature_config as fc
+    from asynctrain.testing import transform_runs as runs
 
     inputs = {}
     for parquet in (False, True):

@@ -21,6 +21,7 @@ import shutil
 import sys
 
 from asynctrain.benchmarks import report
+from asynctrain.testing import taxi_data
 
 DEFAULT_WINDOW = 7
 DEFAULT_ROWS_PER_SPAN = 20000
@@ -102,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
     window = args.window
     spans = window + 1
     _progress('loading TensorFlow Transform and TFX')
-    from asynctrain.benchmarks import transform_runs as runs
     from asynctrain.components.transform import feature_config as fc
+    from asynctrain.testing import transform_runs as runs
 
     config = fc.load_feature_config(str(runs.TAXI_FEATURES), str(runs.TAXI_SCHEMA))
     if args.features:
@@ -126,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     schema_proto = fc.load_schema(str(runs.TAXI_SCHEMA))
 
     table = runs.read_taxi_table(schema_proto)
-    _progress(f'read {table.num_rows} rows of {runs.taxi_csv_path()}')
+    _progress(f'read {table.num_rows} rows of {taxi_data.taxi_csv_path()}')
     examples = {}
     for span in range(1, spans + 1):
         uri = runs.write_span(
