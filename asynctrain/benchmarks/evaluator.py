@@ -80,6 +80,7 @@ def _log(message: str) -> None:
 
 
 def _newest(pipeline_root: str, component: str, output: str) -> str:
+    """The URI of a component's newest output artifact of that name."""
     uris = glob.glob(os.path.join(pipeline_root, component, output, '*'))
     return max(uris, key=lambda uri: int(os.path.basename(uri)))
 
@@ -165,6 +166,7 @@ def measure(variant: str, model_uri: str, eval_config_json: str, pattern: str, o
 
 
 def write_chart(result: dict, path: str) -> None:
+    """Wall time and peak memory of stock and ours at every size."""
     import matplotlib
 
     matplotlib.use('Agg')
@@ -197,20 +199,56 @@ def write_chart(result: dict, path: str) -> None:
     plt.close(figure)
 
 
-def run(args: argparse.Namespace) -> int:
+def parse_sizes(args: argparse.Namespace) -> list[int] | None:
+    """The numbers of examples `--rows` asks for; None when an argument is out of range."""
     try:
         sizes = [int(n) for n in args.rows.split(',') if n.strip()]
     except ValueError:
         sizes = []
     if not sizes or min(sizes) < 100 or args.train_rows < 100 or args.train_steps < 1:
+        return None
+    return sizes
+
+
+def evaluate_size(rows: int, output: str, model_uri: str, eval_config_json: str) -> dict | None:
+    """Stock and ours on `rows` examples, and how ours differs; None when a child failed."""
+    from asynctrain.testing import evaluation_outputs
+
+    _log(f'writing {rows:,} examples')
+    pattern = write_examples(os.path.join(output, 'data', f'rows-{rows}'), rows)
+    run_result = {'rows': rows}
+    dirs = {}
+    for variant in VARIANTS:
+        dirs[variant] = os.path.join(output, 'evaluations', f'rows-{rows}', variant)
+        _log(f'{rows:,} rows: {variant}')
+        measured = measure(variant, model_uri, eval_config_json, pattern, dirs[variant])
+        if measured is None:
+            return None
+        run_result[variant] = measured
+        _log(f'{rows:,} rows: {variant}: {measured}')
+    differences = evaluation_outputs.differences(dirs['stock'], dirs['ours'])
+    for line in differences[:20]:
+        _log(f'differs: {line}')
+    values = evaluation_outputs.values(dirs['ours'])
+    run_result.update(
+        slices_evaluated=sum(1 for key in values if key),
+        speedup=round(run_result['stock']['seconds'] / run_result['ours']['seconds'], 2),
+        differences=len(differences),
+        failed_slices=len(evaluation_outputs.failures(dirs['ours'])[1]),
+    )
+    return run_result
+
+
+def run(args: argparse.Namespace) -> int:
+    """The bench: train the model once, then evaluate every size both ways; write the report."""
+    sizes = parse_sizes(args)
+    if sizes is None:
         print(
             '--rows: comma-separated integers, each at least 100; --train-rows: at least 100; '
             '--train-steps: at least 1',
             file=sys.stderr,
         )
         return 2
-    from asynctrain.testing import evaluation_outputs
-
     output = os.path.abspath(args.output)
     os.makedirs(output, exist_ok=True)
     _log(f'training a model on {args.train_rows:,} rows ({args.train_steps} steps)')
@@ -227,32 +265,12 @@ def run(args: argparse.Namespace) -> int:
         'train_steps': args.train_steps,
         'runs': [],
     }
-    agree = True
     for rows in sizes:
-        _log(f'writing {rows:,} examples')
-        pattern = write_examples(os.path.join(output, 'data', f'rows-{rows}'), rows)
-        run_result = {'rows': rows}
-        dirs = {}
-        for variant in VARIANTS:
-            dirs[variant] = os.path.join(output, 'evaluations', f'rows-{rows}', variant)
-            _log(f'{rows:,} rows: {variant}')
-            measured = measure(variant, model_uri, eval_config_json, pattern, dirs[variant])
-            if measured is None:
-                return 1
-            run_result[variant] = measured
-            _log(f'{rows:,} rows: {variant}: {measured}')
-        differences = evaluation_outputs.differences(dirs['stock'], dirs['ours'])
-        for line in differences[:20]:
-            _log(f'differs: {line}')
-        values = evaluation_outputs.values(dirs['ours'])
-        run_result.update(
-            slices_evaluated=sum(1 for key in values if key),
-            speedup=round(run_result['stock']['seconds'] / run_result['ours']['seconds'], 2),
-            differences=len(differences),
-            failed_slices=len(evaluation_outputs.failures(dirs['ours'])[1]),
-        )
-        agree = agree and not differences
+        run_result = evaluate_size(rows, output, model_uri, eval_config_json)
+        if run_result is None:
+            return 1
         result['runs'].append(run_result)
+    agree = all(r['differences'] == 0 for r in result['runs'])
     result.update(agree=agree, machine=report.machine(), finished_at=report.finished_at())
     result_path, chart_path = report.write_result(output, result, 'evaluator.png', write_chart)
     print(json.dumps(result, indent=2))

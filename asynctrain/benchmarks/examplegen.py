@@ -168,6 +168,7 @@ def _canonical_splits(uri: str, already_canonical: bool = False) -> dict:
 
 
 def _chart(results: dict, path: str) -> None:
+    """Rows/s and peak memory of each variant."""
     import matplotlib  # pylint: disable=g-import-not-at-top
 
     matplotlib.use('Agg')
@@ -193,6 +194,7 @@ def _chart(results: dict, path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """The bench (or, with `--variant`, one variant of it in this child process)."""
     output = os.path.abspath(args.output)
     input_dir = os.path.join(output, 'input')
     if args.variant:  # Child process: one variant, result as JSON on stdout.
@@ -215,8 +217,20 @@ def run(args: argparse.Namespace) -> int:
         'ours_types': 'inferred' if args.infer_types else 'schema',
         'variants': {},
     }
-    variants = [v for v in VARIANTS if not (args.skip_stock and v == 'stock')]
-    for variant in variants:
+    if not _measure_variants(args, output, results['variants']):
+        return 1
+    _finish(results, output)
+    print(json.dumps(results, sort_keys=True))
+    if results.get('outputs_agree') is False:
+        _log('stock and ours DISAGREE')
+        return 1
+    return 0
+
+
+def _measure_variants(args: argparse.Namespace, output: str, variants: dict) -> bool:
+    """Runs each variant (in a child unless `--in-process`) into `variants`; False if one failed."""
+    input_dir = os.path.join(output, 'input')
+    for variant in [v for v in VARIANTS if not (args.skip_stock and v == 'stock')]:
         _log(f'running {variant}')
         shutil.rmtree(os.path.join(output, variant), ignore_errors=True)
         if args.in_process:
@@ -226,20 +240,15 @@ def run(args: argparse.Namespace) -> int:
         else:
             measured = _run_in_child(args, variant, output)
             if measured is None:
-                return 1
+                return False
         measured['rows_per_second'] = round(args.rows / measured['seconds'])
         measured['seconds'] = round(measured['seconds'], 2)
-        results['variants'][variant] = measured
+        variants[variant] = measured
         _log(
             f'{variant}: {measured["seconds"]} s, {measured["rows_per_second"]:,} rows/s, '
             f'peak {measured["peak_rss_mb"]} MB'
         )
-    _finish(results, output)
-    print(json.dumps(results, sort_keys=True))
-    if results.get('outputs_agree') is False:
-        _log('stock and ours DISAGREE')
-        return 1
-    return 0
+    return True
 
 
 def _run_in_child(args: argparse.Namespace, variant: str, output: str):
