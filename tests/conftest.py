@@ -16,7 +16,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 # Tests marked `fresh_process` (those that start TensorFlow servers) run their body in a process of
 # their own; any other test that leaves TensorFlow's process-wide state behind fails by name.
-pytest_plugins = ['asynctrain.testing.pytest_fresh_process']
+pytest_plugins = ['tests.fresh_process_plugin']
 
 
 @pytest.fixture(scope='session', autouse=True)

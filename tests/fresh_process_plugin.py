@@ -1,7 +1,7 @@
 """A pytest plugin: tests marked `fresh_process` run their body in a fresh Python process, and no
 other test may start TensorFlow servers or connect the eager context in the pytest process.
 
-    pytest -p asynctrain.testing.pytest_fresh_process      # or pytest_plugins = [...] in conftest
+    pytest_plugins = ['tests.fresh_process_plugin']      # tests/conftest.py
 
     @pytest.mark.fresh_process
     def test_two_workers_train(transformed_data, tmp_path):
@@ -29,7 +29,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from asynctrain.testing import fresh_process
+from tests import fresh_process
 
 MARKER = 'fresh_process'
 # A child still running this long before pytest-timeout's limit prints its own stacks first.

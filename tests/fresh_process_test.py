@@ -1,4 +1,4 @@
-"""The `fresh_process` marker and the leak check (asynctrain.testing.pytest_fresh_process), run on
+"""The `fresh_process` marker and the leak check (tests/fresh_process_plugin.py), run on
 small test files by pytest's own `pytester`: where a marked body runs, what comes back of its
 outcome, and what the check says of a test that leaves TensorFlow's state behind."""
 
@@ -6,13 +6,21 @@ import os
 
 import pytest
 
-from asynctrain.testing import fresh_process
+from tests import fresh_process
+from tests.repository import REPO_ROOT
 
 pytest_plugins = ['pytester']
 
 _CONFTEST = """
-pytest_plugins = ['asynctrain.testing.pytest_fresh_process']
+pytest_plugins = ['tests.fresh_process_plugin']
 """
+
+
+@pytest.fixture
+def pytester(pytester, monkeypatch):
+    """pytest's own, its runs able to import this checkout's `tests` package."""
+    monkeypatch.setenv('PYTHONPATH', str(REPO_ROOT))
+    return pytester
 
 
 def _run(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
@@ -92,7 +100,7 @@ def test_output(capfd):
 
 _LEAK = """
 import pytest
-from asynctrain.testing.pytest_fresh_process import leaked_tensorflow_state
+from tests.fresh_process_plugin import leaked_tensorflow_state
 
 def _connect_and_leave():
     import tensorflow as tf

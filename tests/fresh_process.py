@@ -8,7 +8,7 @@ A test that starts servers in a pytest worker leaves that state to every later t
 the suite hung and failed that way, depending on which tests a worker had run before. A test whose
 body runs here starts from a process that has run nothing else.
 
-    parent (pytest worker)                     child (python -m asynctrain.testing.fresh_process)
+    parent (pytest worker)                     child (python -m tests.fresh_process)
     set up the test's fixtures                 import the test's module (asserts rewritten as
     pickle (function, fixture values) ──────▶  pytest does), call the function with the values
     wait; raise the child's failure  ◀──────  pickle the outcome: passed, skipped or the traceback
@@ -39,6 +39,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from asynctrain.components.trainer.cluster import servers
+from tests.repository import child_environment
 
 # The outcome the child writes before it calls the function: still there when the child exits
 # with faulthandler's status 1, it timed out; with any other status, it died.
@@ -154,8 +155,8 @@ def call(function: Callable[..., Any], kwargs: dict[str, Any], timeout: float) -
         outcome_path = os.path.join(scratch, 'outcome.pickle')
         with open(request_path, 'wb') as file:
             pickle.dump(request, file)
-        command = [sys.executable, '-m', __name__, request_path, outcome_path]
-        child = servers.spawn(command, dict(os.environ))
+        command = [sys.executable, '-m', 'tests.fresh_process', request_path, outcome_path]
+        child = servers.spawn(command, child_environment())
         returncode = child.wait()
         outcome = _read_outcome(outcome_path)
     _raise_outcome(request, outcome, returncode)
@@ -264,6 +265,6 @@ def main(request_path: str, outcome_path: str) -> int:
 
 if __name__ == '__main__':
     # Through the module's own name, so the request's classes are the ones `_run` checks for.
-    from asynctrain.testing import fresh_process
+    from tests import fresh_process
 
     sys.exit(fresh_process.main(*sys.argv[1:]))
