@@ -68,18 +68,14 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     if pyfuncitem.get_closest_marker(MARKER) is None:
         return None
     kwargs = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    # `from None`: the report shows the child's traceback alone, not this frame's too.
     try:
         fresh_process.call(pyfuncitem.obj, kwargs, timeout=_timeout_s(pyfuncitem))
     except fresh_process.FreshProcessSkip as skipped:
-        reason = str(skipped)
+        raise pytest.skip.Exception(str(skipped)) from None
     except fresh_process.FreshProcessError as failed:
-        failure = str(failed)
-    else:
-        return True
-    # Outside the handlers: the report shows the child's traceback alone, not this frame's too.
-    if 'failure' in locals():
-        pytest.fail(failure, pytrace=False)
-    pytest.skip(reason)
+        raise pytest.fail.Exception(str(failed), pytrace=False) from None
+    return True
 
 
 def _refusal(what: str):
