@@ -15,7 +15,7 @@ tf_environment.configure()
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 # Tests marked `fresh_process` (those that start TensorFlow servers) run their body in a process of
-# their own; any other test that leaves TensorFlow's process-wide state behind fails by name.
+# their own; any other test that starts a server or connects the eager context is refused.
 pytest_plugins = ['tests.fresh_process_plugin']
 
 
