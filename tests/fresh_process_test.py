@@ -139,7 +139,9 @@ def test_state_made_before_tensorflow_loaded_fails_the_test_that_left_it(pyteste
     source = source.replace(
         'EXPECTED', "['the eager context is connected to a cluster', leaked_tensorflow_state()[1]]"
     )
-    result = _run(pytester, source)
+    # -rN: no short summary, whose copy of the message is cut to the terminal's width, so the
+    # count below is of the reports themselves whatever COLUMNS the run inherits.
+    result = _run(pytester, source, '-rN')
     result.assert_outcomes(passed=2, errors=1)
     out = result.stdout.str()
     assert 'ERROR at teardown of test_a_connects_and_leaves' in out
