@@ -15,8 +15,8 @@ tf_environment.configure()
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 # Tests marked `fresh_process` (those that start TensorFlow servers) run their body in a process of
-# their own; any other test that leaves TensorFlow's process-wide state behind fails by name.
-pytest_plugins = ['asynctrain.testing.pytest_fresh_process']
+# their own; any other test that starts a server or connects the eager context is refused.
+pytest_plugins = ['tests.fresh_process_plugin']
 
 
 @pytest.fixture(scope='session', autouse=True)
@@ -53,7 +53,7 @@ SLOWEST_FILES = {
     'tests/components/trainer/kubernetes/local_test.py': 122,
     'tests/components/trainer/cluster/recovery_test.py': 111,
     'tests/benchmarks/input_pipeline_bench_test.py': 103,
-    'tests/benchmarks/spark_cluster_test.py': 109,  # 2026-12-04, alone -n 0, load average 10-11
+    'tests/testing/spark/cluster_test.py': 109,  # 2026-12-04, alone -n 0, load average 10-11
     'tests/components/trainer/executor_test.py': 96,
     'tests/components/transform/transform_component_test.py': 94,
     'tests/components/trainer/training/model_module_test.py': 77,

@@ -11,7 +11,9 @@ Reports, and exits 1 on any of the first three:
 - imports against the layers: `asynctrain.components` never imports `asynctrain.pipelines` or
   `asynctrain.benchmarks` (code both share, like the console, lives in the components' shared
   home), neither components nor pipelines import `asynctrain.docs_generation` (nothing a run
-  does needs it), and the trainer keeps its one direction (kubernetes -> cluster -> training):
+  does needs it) or the test kit `asynctrain.testing` (a run never needs a test's scaffolding),
+  the test kit never imports `asynctrain.benchmarks` (benches import the kit, not the reverse),
+  and the trainer keeps its one direction (kubernetes -> cluster -> training):
   `asynctrain/components/trainer/training/` imports neither `asynctrain.components.trainer.cluster`
   nor `asynctrain.components.trainer.kubernetes`, and `asynctrain/components/trainer/cluster/`
   never imports `asynctrain.components.trainer.kubernetes`;
@@ -42,13 +44,16 @@ SIZE_CHECKED = ('asynctrain.components', 'asynctrain.pipelines')
 MAX_LINES = 450
 WARN_LINES = 400
 # (importing package, imported package it must never reach): components below the pipeline layer
-# and the benchmarks, docs generation above both (nothing a run does imports it), then the
-# trainer's one direction.
+# and the benchmarks, docs generation and the test kit above both (nothing a run does imports
+# them), the benches above the test kit, then the trainer's one direction.
 DIRECTION_RULES = (
     ('asynctrain.components', 'asynctrain.pipelines'),
     ('asynctrain.components', 'asynctrain.benchmarks'),
     ('asynctrain.components', 'asynctrain.docs_generation'),
     ('asynctrain.pipelines', 'asynctrain.docs_generation'),
+    ('asynctrain.components', 'asynctrain.testing'),
+    ('asynctrain.pipelines', 'asynctrain.testing'),
+    ('asynctrain.testing', 'asynctrain.benchmarks'),
     ('asynctrain.components.trainer.training', 'asynctrain.components.trainer.cluster'),
     ('asynctrain.components.trainer.training', 'asynctrain.components.trainer.kubernetes'),
     ('asynctrain.components.trainer.cluster', 'asynctrain.components.trainer.kubernetes'),

@@ -25,7 +25,7 @@ import os
 import sys
 import time
 
-from asynctrain.benchmarks.memory import run_in_child
+from asynctrain.testing import child_runs
 
 DEFAULT_ROWS = 100_000
 DEFAULT_OUTPUT = os.path.join('bench_out', 'batcher')
@@ -53,7 +53,7 @@ def _log(message: str) -> None:
 def prepare(rows: int, data_dir: str) -> tuple[str, str]:
     """The examples (an Examples URI, Span-1) and a transform graph URI, written once per
     `data_dir`."""
-    from asynctrain.benchmarks import transform_runs as runs
+    from asynctrain.testing import transform_runs as runs
 
     examples_uri = os.path.join(data_dir, 'examples', 'Span-1')
     graph = os.path.join(data_dir, 'analyzed', 'transform_graph')
@@ -86,9 +86,9 @@ def _write(path: str, examples_uri: str, graph: str, output_dir: str, beam_args,
     from tfx.dsl.components.base import base_beam_executor
     from tfx.types import standard_artifacts
 
-    from asynctrain.benchmarks import transform_runs as runs
     from asynctrain.components.example_batcher import executor, spec
     from asynctrain.components.shared import columnar_records
+    from asynctrain.testing import transform_runs as runs
 
     executor.ONE_PROCESS_MAX_SOURCE_BYTES = 0 if path == 'beam' else None
     graph_artifact = standard_artifacts.TransformGraph()
@@ -116,11 +116,40 @@ def _write(path: str, examples_uri: str, graph: str, output_dir: str, beam_args,
 
 
 def _contents(output_dir: str) -> dict[str, bytes]:
+    """The bytes of every file of both splits, by path under `output_dir`."""
     files = sorted(glob.glob(os.path.join(output_dir, 'Split-*', '*')))
     return {os.path.relpath(f, output_dir): open(f, 'rb').read() for f in files}
 
 
+def write_each_path(
+    paths: list[str], examples_uri: str, graph: str, output: str, args: argparse.Namespace
+) -> tuple[dict, dict] | None:
+    """Each path's writing in a child process: its figures and its files' bytes, by path; None
+    when a child failed."""
+    measured_paths, written = {}, {}
+    for path in paths:
+        output_dir = os.path.join(output, 'written', f'rows-{args.rows}', path)
+        measured = child_runs.run_spawned(
+            _write, (path, examples_uri, graph, output_dir, args.beam_args)
+        )
+        if measured is None:
+            _log(f'{path}: the child process failed')
+            return None
+        (seconds, cpu_seconds), peak_mb = measured
+        measured_paths[path] = {
+            'seconds': round(seconds, 1),
+            # This process's CPU (Beam's multi-process workers not counted): steadier than the
+            # wall time on a shared machine.
+            'cpu_seconds': round(cpu_seconds, 1),
+            'peak_rss_mb': round(peak_mb, 1),
+        }
+        _log(f'{path}: {measured_paths[path]}')
+        written[path] = _contents(output_dir)
+    return measured_paths, written
+
+
 def run(args: argparse.Namespace) -> int:
+    """The bench: prepare the data, write it by each path, compare the files, write the result."""
     paths = [p.strip() for p in args.paths.split(',') if p.strip()]
     unknown = sorted(set(paths) - set(PATHS))
     if unknown or not paths:
@@ -138,23 +167,11 @@ def run(args: argparse.Namespace) -> int:
         'source_mb': round(source_mb, 1),
         'beam_args': list(args.beam_args or []),
     }
-    written = {}
-    for path in paths:
-        output_dir = os.path.join(output, 'written', f'rows-{args.rows}', path)
-        measured = run_in_child(_write, (path, examples_uri, graph, output_dir, args.beam_args))
-        if measured is None:
-            _log(f'{path}: the child process failed')
-            return 1
-        (seconds, cpu_seconds), peak_mb = measured
-        result[path] = {
-            'seconds': round(seconds, 1),
-            # This process's CPU (Beam's multi-process workers not counted): steadier than the
-            # wall time on a shared machine.
-            'cpu_seconds': round(cpu_seconds, 1),
-            'peak_rss_mb': round(peak_mb, 1),
-        }
-        _log(f'{path}: {result[path]}')
-        written[path] = _contents(output_dir)
+    measured = write_each_path(paths, examples_uri, graph, output, args)
+    if measured is None:
+        return 1
+    measured_paths, written = measured
+    result.update(measured_paths)
     same = all(files == written[paths[0]] for files in written.values())
     result['byte_identical'] = same
     print(json.dumps(result, indent=2))

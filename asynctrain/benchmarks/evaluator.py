@@ -11,14 +11,15 @@ confusion matrices at 1,000 thresholds; `--confidence-intervals` adds the jackkn
 Then, for each of `--rows`, that many examples (the bundled sample resampled, as raw
 `tf.Example`s in GZIP TFRecords, both splits) are evaluated twice, each in a fresh child process:
 
-- `stock`: `tfma.run_model_analysis`, the engine inside TFX's Evaluator;
+- `stock`: `tfma.run_model_analysis`, the engine inside TFX's Evaluator (the test kit's
+  `evaluation_outputs.run_stock`);
 - `ours`: the Evaluator's Beam pipeline (`executor.add_evaluation`) with the component's batch
   size.
 
 Both on Beam's DirectRunner in memory. Reported per size: wall seconds, the peak resident set of
 each child's process tree (sampled from here), the slices evaluated, and every disagreement of
-ours with stock (`evaluation_outputs.differences`: slices, metric keys, values within 1e-6,
-plots, failed checks); exit status 1 when there is any.
+ours with stock (`asynctrain.testing.evaluation_outputs.differences`: slices, metric keys,
+values within 1e-6, plots, failed checks); exit status 1 when there is any.
 
     asynctrain bench evaluator [--rows N,N] [--train-rows N] [--train-steps N]
                                [--confidence-intervals] [--output DIR]
@@ -34,7 +35,7 @@ import sys
 import time
 
 from asynctrain.benchmarks import report
-from asynctrain.benchmarks.memory import run_in_child
+from asynctrain.testing import child_runs
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'evaluator')
 DEFAULT_ROWS = '100000'
@@ -79,6 +80,7 @@ def _log(message: str) -> None:
 
 
 def _newest(pipeline_root: str, component: str, output: str) -> str:
+    """The URI of a component's newest output artifact of that name."""
     uris = glob.glob(os.path.join(pipeline_root, component, output, '*'))
     return max(uris, key=lambda uri: int(os.path.basename(uri)))
 
@@ -89,12 +91,12 @@ def train(output: str, rows: int, steps: int, confidence_intervals: bool) -> tup
     import tensorflow_model_analysis as tfma
     from google.protobuf import json_format
 
-    from asynctrain.benchmarks import examplegen
     from asynctrain.pipelines.config import load_config
     from asynctrain.pipelines.local_runner import run_local
+    from asynctrain.testing import taxi_data
 
     data_dir = os.path.join(output, 'train_data')
-    examplegen.generate_csv(rows, os.path.join(data_dir, 'data.csv'))
+    taxi_data.generate_csv(rows, os.path.join(data_dir, 'data.csv'))
     config = load_config(
         data=data_dir,
         work_dir=os.path.join(output, 'work'),
@@ -114,8 +116,8 @@ def train(output: str, rows: int, steps: int, confidence_intervals: bool) -> tup
 
 def write_examples(directory: str, rows: int) -> str:
     """`rows` taxi examples resampled from the bundled sample; returns their file pattern."""
-    from asynctrain.benchmarks import transform_runs as runs
     from asynctrain.components.shared.feature_types import load_schema
+    from asynctrain.testing import transform_runs as runs
 
     if not os.path.exists(os.path.join(directory, 'done')):
         table = runs.read_taxi_table(load_schema(str(runs.TAXI_SCHEMA)))
@@ -133,17 +135,13 @@ def _evaluate(variant, model_uri, eval_config_json, pattern, output_dir, queue) 
     from tfx.types import standard_artifacts
 
     from asynctrain.components.evaluator import component, executor
+    from asynctrain.testing import evaluation_outputs
 
     eval_config = json_format.Parse(eval_config_json, config_pb2.EvalConfig())
     start = time.perf_counter()
     if variant == 'stock':
-        tfma.run_model_analysis(
-            eval_shared_model=tfma.default_eval_shared_model(
-                os.path.join(model_uri, 'Format-Serving'), eval_config=eval_config
-            ),
-            eval_config=eval_config,
-            data_location=pattern,
-            output_path=output_dir,
+        evaluation_outputs.run_stock(
+            eval_config, {'': os.path.join(model_uri, 'Format-Serving')}, pattern, output_dir
         )
     else:
         model = standard_artifacts.Model()
@@ -158,7 +156,9 @@ def _evaluate(variant, model_uri, eval_config_json, pattern, output_dir, queue) 
 
 def measure(variant: str, model_uri: str, eval_config_json: str, pattern: str, output_dir: str):
     """One evaluation in a fresh child process: {seconds, peak_rss_mb}, or None if it failed."""
-    measured = run_in_child(_evaluate, (variant, model_uri, eval_config_json, pattern, output_dir))
+    measured = child_runs.run_spawned(
+        _evaluate, (variant, model_uri, eval_config_json, pattern, output_dir)
+    )
     if measured is None:
         _log(f'{variant}: the child process failed')
         return None
@@ -167,6 +167,7 @@ def measure(variant: str, model_uri: str, eval_config_json: str, pattern: str, o
 
 
 def write_chart(result: dict, path: str) -> None:
+    """Wall time and peak memory of stock and ours at every size."""
     import matplotlib
 
     matplotlib.use('Agg')
@@ -199,20 +200,56 @@ def write_chart(result: dict, path: str) -> None:
     plt.close(figure)
 
 
-def run(args: argparse.Namespace) -> int:
+def parse_sizes(args: argparse.Namespace) -> list[int] | None:
+    """The numbers of examples `--rows` asks for; None when an argument is out of range."""
     try:
         sizes = [int(n) for n in args.rows.split(',') if n.strip()]
     except ValueError:
         sizes = []
     if not sizes or min(sizes) < 100 or args.train_rows < 100 or args.train_steps < 1:
+        return None
+    return sizes
+
+
+def evaluate_size(rows: int, output: str, model_uri: str, eval_config_json: str) -> dict | None:
+    """Stock and ours on `rows` examples, and how ours differs; None when a child failed."""
+    from asynctrain.testing import evaluation_outputs
+
+    _log(f'writing {rows:,} examples')
+    pattern = write_examples(os.path.join(output, 'data', f'rows-{rows}'), rows)
+    run_result = {'rows': rows}
+    dirs = {}
+    for variant in VARIANTS:
+        dirs[variant] = os.path.join(output, 'evaluations', f'rows-{rows}', variant)
+        _log(f'{rows:,} rows: {variant}')
+        measured = measure(variant, model_uri, eval_config_json, pattern, dirs[variant])
+        if measured is None:
+            return None
+        run_result[variant] = measured
+        _log(f'{rows:,} rows: {variant}: {measured}')
+    differences = evaluation_outputs.differences(dirs['stock'], dirs['ours'])
+    for line in differences[:20]:
+        _log(f'differs: {line}')
+    values = evaluation_outputs.values(dirs['ours'])
+    run_result.update(
+        slices_evaluated=sum(1 for key in values if key),
+        speedup=round(run_result['stock']['seconds'] / run_result['ours']['seconds'], 2),
+        differences=len(differences),
+        failed_slices=len(evaluation_outputs.failures(dirs['ours'])[1]),
+    )
+    return run_result
+
+
+def run(args: argparse.Namespace) -> int:
+    """The bench: train the model once, then evaluate every size both ways; write the report."""
+    sizes = parse_sizes(args)
+    if sizes is None:
         print(
             '--rows: comma-separated integers, each at least 100; --train-rows: at least 100; '
             '--train-steps: at least 1',
             file=sys.stderr,
         )
         return 2
-    from asynctrain.benchmarks import evaluation_outputs
-
     output = os.path.abspath(args.output)
     os.makedirs(output, exist_ok=True)
     _log(f'training a model on {args.train_rows:,} rows ({args.train_steps} steps)')
@@ -229,32 +266,12 @@ def run(args: argparse.Namespace) -> int:
         'train_steps': args.train_steps,
         'runs': [],
     }
-    agree = True
     for rows in sizes:
-        _log(f'writing {rows:,} examples')
-        pattern = write_examples(os.path.join(output, 'data', f'rows-{rows}'), rows)
-        run_result = {'rows': rows}
-        dirs = {}
-        for variant in VARIANTS:
-            dirs[variant] = os.path.join(output, 'evaluations', f'rows-{rows}', variant)
-            _log(f'{rows:,} rows: {variant}')
-            measured = measure(variant, model_uri, eval_config_json, pattern, dirs[variant])
-            if measured is None:
-                return 1
-            run_result[variant] = measured
-            _log(f'{rows:,} rows: {variant}: {measured}')
-        differences = evaluation_outputs.differences(dirs['stock'], dirs['ours'])
-        for line in differences[:20]:
-            _log(f'differs: {line}')
-        values = evaluation_outputs.values(dirs['ours'])
-        run_result.update(
-            slices_evaluated=sum(1 for key in values if key),
-            speedup=round(run_result['stock']['seconds'] / run_result['ours']['seconds'], 2),
-            differences=len(differences),
-            failed_slices=len(evaluation_outputs.failures(dirs['ours'])[1]),
-        )
-        agree = agree and not differences
+        run_result = evaluate_size(rows, output, model_uri, eval_config_json)
+        if run_result is None:
+            return 1
         result['runs'].append(run_result)
+    agree = all(r['differences'] == 0 for r in result['runs'])
     result.update(agree=agree, machine=report.machine(), finished_at=report.finished_at())
     result_path, chart_path = report.write_result(output, result, 'evaluator.png', write_chart)
     print(json.dumps(result, indent=2))

@@ -16,9 +16,7 @@ import glob
 import hashlib
 import json
 import os
-import resource
 import shutil
-import subprocess
 import sys
 import time
 
@@ -26,8 +24,8 @@ import numpy as np
 
 from asynctrain.components.shared import tf_environment
 from asynctrain.pipelines.config import BUNDLED_SCHEMAS
+from asynctrain.testing import child_runs, executor_inputs, taxi_data
 
-TAXI_CSV = ('tfx', 'examples', 'chicago_taxi_pipeline', 'data', 'simple', 'data.csv')
 SCHEMA = str(BUNDLED_SCHEMAS / 'taxi' / 'schema.pbtxt')
 VARIANTS = ('stock', 'ours', 'raw')
 RAW_COMPRESSION_LEVEL = 1  # The same zlib level our writer uses.
@@ -73,46 +71,6 @@ def _log(message: str) -> None:
     print(f'[bench examplegen {time.strftime("%H:%M:%S")}] {message}', file=sys.stderr, flush=True)
 
 
-def _taxi_csv_path() -> str:
-    import tfx  # pylint: disable=g-import-not-at-top
-
-    return os.path.join(os.path.dirname(os.path.dirname(tfx.__file__)), *TAXI_CSV)
-
-
-def generate_csv(rows: int, path: str, seed: int = 0) -> int:
-    """Writes `rows` rows sampled (with replacement) from the taxi sample; returns its bytes."""
-    with open(_taxi_csv_path(), 'rb') as f:
-        header = f.readline()
-        lines = [line if line.endswith(b'\n') else line + b'\n' for line in f if line.strip()]
-    rng = np.random.default_rng(seed)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, 'wb') as f:
-        f.write(header)
-        for start in range(0, rows, 100_000):
-            picks = rng.integers(0, len(lines), min(100_000, rows - start))
-            f.write(b''.join(lines[i] for i in picks))
-    return os.path.getsize(path)
-
-
-def _peak_rss_mb() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return round(max(own, children) / 1024, 1)
-
-
-def _exec_properties(input_dir: str, schema_path):
-    from tfx.utils import proto_utils  # pylint: disable=g-import-not-at-top
-
-    from asynctrain.components.example_gen import component  # pylint: disable=g-import-not-at-top
-
-    props = dict(
-        component.CsvExampleGen(input_base=input_dir, schema_path=schema_path).exec_properties
-    )
-    return {
-        k: proto_utils.proto_to_json(v) if hasattr(v, 'DESCRIPTOR') else v for k, v in props.items()
-    }
-
-
 def _run_variant(
     variant: str, input_dir: str, output_dir: str, beam_args, infer_types: bool = False
 ) -> dict:
@@ -125,8 +83,8 @@ def _run_variant(
     if variant == 'raw':
         start = time.monotonic()
         _raw_limit(os.path.join(input_dir, 'data.csv'), output_dir)
-        return {'seconds': time.monotonic() - start, 'peak_rss_mb': _peak_rss_mb()}
-    props = _exec_properties(input_dir, None if infer_types else SCHEMA)
+        return {'seconds': time.monotonic() - start, 'peak_rss_mb': child_runs.own_peak_rss_mb()}
+    props = executor_inputs.csv_example_gen_properties(input_dir, None if infer_types else SCHEMA)
     if variant == 'stock':
         from tfx.components.example_gen.csv_example_gen import executor as stock  # pylint: disable=g-import-not-at-top
 
@@ -142,7 +100,7 @@ def _run_variant(
     )
     start = time.monotonic()
     executor_class(context).Do({}, {'examples': [examples]}, props)
-    return {'seconds': time.monotonic() - start, 'peak_rss_mb': _peak_rss_mb()}
+    return {'seconds': time.monotonic() - start, 'peak_rss_mb': child_runs.own_peak_rss_mb()}
 
 
 def _raw_limit(csv_path: str, output_dir: str) -> None:
@@ -210,6 +168,7 @@ def _canonical_splits(uri: str, already_canonical: bool = False) -> dict:
 
 
 def _chart(results: dict, path: str) -> None:
+    """Rows/s and peak memory of each variant."""
     import matplotlib  # pylint: disable=g-import-not-at-top
 
     matplotlib.use('Agg')
@@ -235,6 +194,7 @@ def _chart(results: dict, path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """The bench (or, with `--variant`, one variant of it in this child process)."""
     output = os.path.abspath(args.output)
     input_dir = os.path.join(output, 'input')
     if args.variant:  # Child process: one variant, result as JSON on stdout.
@@ -249,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     _log(f'generating {args.rows:,} taxi-like rows')
-    size = generate_csv(args.rows, os.path.join(input_dir, 'data.csv'))
+    size = taxi_data.generate_csv(args.rows, os.path.join(input_dir, 'data.csv'))
     results = {
         'rows': args.rows,
         'csv_bytes': size,
@@ -257,8 +217,20 @@ def run(args: argparse.Namespace) -> int:
         'ours_types': 'inferred' if args.infer_types else 'schema',
         'variants': {},
     }
-    variants = [v for v in VARIANTS if not (args.skip_stock and v == 'stock')]
-    for variant in variants:
+    if not _measure_variants(args, output, results['variants']):
+        return 1
+    _finish(results, output)
+    print(json.dumps(results, sort_keys=True))
+    if results.get('outputs_agree') is False:
+        _log('stock and ours DISAGREE')
+        return 1
+    return 0
+
+
+def _measure_variants(args: argparse.Namespace, output: str, variants: dict) -> bool:
+    """Runs each variant (in a child unless `--in-process`) into `variants`; False if one failed."""
+    input_dir = os.path.join(output, 'input')
+    for variant in [v for v in VARIANTS if not (args.skip_stock and v == 'stock')]:
         _log(f'running {variant}')
         shutil.rmtree(os.path.join(output, variant), ignore_errors=True)
         if args.in_process:
@@ -268,47 +240,26 @@ def run(args: argparse.Namespace) -> int:
         else:
             measured = _run_in_child(args, variant, output)
             if measured is None:
-                return 1
+                return False
         measured['rows_per_second'] = round(args.rows / measured['seconds'])
         measured['seconds'] = round(measured['seconds'], 2)
-        results['variants'][variant] = measured
+        variants[variant] = measured
         _log(
             f'{variant}: {measured["seconds"]} s, {measured["rows_per_second"]:,} rows/s, '
             f'peak {measured["peak_rss_mb"]} MB'
         )
-    _finish(results, output)
-    print(json.dumps(results, sort_keys=True))
-    if results.get('outputs_agree') is False:
-        _log('stock and ours DISAGREE')
-        return 1
-    return 0
+    return True
 
 
 def _run_in_child(args: argparse.Namespace, variant: str, output: str):
     """Runs one variant in a fresh interpreter, so its peak memory is its own."""
-    command = [
-        sys.executable,
-        '-m',
-        'asynctrain.benchmarks.examplegen',
-        '--rows',
-        str(args.rows),
-        '--output',
-        output,
-        '--variant',
-        variant,
-    ]
-    command += [f'--beam-arg={a}' for a in args.beam_args]
-    command += ['--infer-types'] if args.infer_types else []
-    done = subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
+    argv = ['--rows', str(args.rows), '--output', output, '--variant', variant]
+    argv += [f'--beam-arg={a}' for a in args.beam_args]
+    argv += ['--infer-types'] if args.infer_types else []
+    done = child_runs.run_module('asynctrain.benchmarks.examplegen', argv)
+    if done.result is None:
         _log(f'{variant} failed:\n{done.stderr[-3000:]}')
-        return None
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return done.result
 
 
 def _finish(results: dict, output: str) -> None:

@@ -47,7 +47,8 @@ the same CPU cores, so they can overlap only as far as cores are idle.
     asynctrain bench input [--examples N] [--steps N] [--batch-size N] [--output DIR]
                            [--transformed-examples DIR --transform-graph DIR]
 
-The data, the batched writer's check and the variants' runners live in `input_variants`.
+The data lives in `transformed_examples`; the batched writer, its check and the variants' runners
+in `input_variants`; the result, the chart and the printed summary in `input_report`.
 """
 
 from __future__ import annotations
@@ -58,19 +59,13 @@ import shutil
 import sys
 import time
 
-from asynctrain.benchmarks import report
+from asynctrain.benchmarks import input_report, report
 from asynctrain.benchmarks.input_variants import (
-    BATCH_SIZE,
-    DEFAULT_SAMPLE_ROWS,
-    STEPS_PER_EXECUTION,
-    TransformedExamples,
-    add_transform_output_arguments,
+    BenchData,
     cached_dataset,
     in_memory_batches,
     in_memory_dataset,
     input_only_rate,
-    make_task,
-    make_transformed_examples,
     model_parameters,
     naive_input_only_rate,
     same_examples,
@@ -78,8 +73,18 @@ from asynctrain.benchmarks.input_variants import (
     train_in_loop,
     train_naive,
     train_with_fit,
-    transform_output_from_args,
     write_batched_examples,
+)
+from asynctrain.benchmarks.transformed_examples import (
+    BATCH_SIZE,
+    DEFAULT_SAMPLE_ROWS,
+    TransformedExamples,
+    TransformOutput,
+    add_transform_output_arguments,
+    describe_source,
+    make_task,
+    make_transformed_examples,
+    transform_output_from_args,
 )
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'input')
@@ -90,7 +95,6 @@ DEFAULT_STEPS = 500
 # it runs fewer (reported as its own `steps`) to keep the bench within minutes.
 DEFAULT_NAIVE_STEPS = 5  # 10,240 examples at the default batch
 DEFAULT_ROUNDS = 3
-VARIANTS = ('upper_bound', 'ours', 'ours_cached', 'per_example', 'tfx', 'naive')
 # Hidden layers of the sweep, small (input-bound) to large (compute-bound). The first is the
 # Trainer's default model.
 SWEEP = ((64, 32), (256, 128), (1024, 512), (2048, 1024))
@@ -159,10 +163,178 @@ def _log(message: str) -> None:
     print(f'[bench input {time.strftime("%H:%M:%S")}] {message}', flush=True)
 
 
+def parse_arguments(
+    args: argparse.Namespace,
+) -> tuple[list[tuple[int, ...]], TransformOutput | None]:
+    """The sweep's hidden widths and the earlier Transform output to resample, once checked.
+
+    Raises:
+      ValueError: an argument is out of range or malformed; the message names it.
+    """
+    if (
+        min(args.steps, args.rounds, args.batch_size) < 1
+        or args.examples < args.batch_size
+        or args.sample_rows < 10
+    ):
+        raise ValueError(
+            '--batch-size, --steps, --rounds: at least 1; --examples: at least --batch-size; '
+            '--sample-rows: at least 10'
+        )
+    try:
+        widths = [tuple(int(u) for u in w.split(',')) for w in args.sweep]
+    except ValueError:
+        raise ValueError(
+            f'--sweep: expected comma-separated integers per model, got {args.sweep}'
+        ) from None
+    return widths, transform_output_from_args(args)
+
+
+def prepare_data(
+    args: argparse.Namespace, transform_output: TransformOutput | None, output: str
+) -> BenchData:
+    """Empties `output`, makes the examples and their pre-batched copy, and checks the copy."""
+    shutil.rmtree(output, ignore_errors=True)
+    os.makedirs(output)
+    _log(describe_source(transform_output, args.examples, args.sample_rows))
+    from asynctrain.components.shared import tf_environment
+
+    # As the Trainer traces its step: AutoGraph leaves tf-keras' own code unconverted, for every
+    # variant alike (`model.fit` too). Tracing is outside the timed steps either way.
+    tf_environment.configure_autograph()
+
+    data = make_transformed_examples(
+        os.path.join(output, 'data'),
+        args.examples,
+        args.sample_rows,
+        transform_output=transform_output,
+    )
+    _log(
+        f'data: {data.num_examples:,} examples, {data.bytes / 2**20:.0f} MiB in '
+        f'{data.num_files} GZIP files, {data.seconds:.1f} s'
+    )
+    task = make_task(data, batch_size=args.batch_size)
+    batched = write_batched_examples(data, os.path.join(output, 'data', 'batched'), task)
+    batched_same = same_examples(data, batched, task)
+    _log(
+        f'pre-batched: {batched.records:,} records of {batched.examples_per_record}, '
+        f'{batched.bytes / 2**20:.0f} MiB, written in {batched.write_seconds:.1f} s; same '
+        f'examples as the source: {batched_same}'
+    )
+    return BenchData(data, batched, task, batched_same)
+
+
+def run_rounds(bench: BenchData, steps: int, rounds: int) -> dict:
+    """Upper bound, ours and per_example in alternating rounds; the best round of each counts."""
+    from asynctrain.components.trainer.training import data as data_lib
+
+    task, data, batched = bench.task, bench.data, bench.batched
+    # (inputs, eval split's examples) of each variant, each round from a fresh dataset (the
+    # first epoch).
+    sources = {
+        'upper_bound': lambda: (in_memory_batches(task, data), None),
+        'ours': lambda: (
+            task.build_inputs(batched.examples_dir, data_lib.TRAIN_SPLIT, training=True),
+            batched.examples_dir,
+        ),
+        'per_example': lambda: (
+            task.build_inputs(data.examples_dir, data_lib.TRAIN_SPLIT, training=True),
+            data.examples_dir,
+        ),
+    }
+    measured = {name: [] for name in sources}
+    for index in range(rounds):
+        _log(
+            f'round {index + 1}/{rounds}: upper bound (in-memory tensors), ours '
+            "(pre-batched examples), per_example (Transform's one tf.Example per record)"
+        )
+        for name, source in sources.items():
+            inputs, eval_dir = source()
+            measured[name].append(train_in_loop(task, inputs, steps, eval_examples_dir=eval_dir))
+    return {
+        name: dict(
+            max(runs, key=lambda m: m['examples_per_sec']),
+            rounds_examples_per_sec=[m['examples_per_sec'] for m in runs],
+        )
+        for name, runs in measured.items()
+    }
+
+
+def run_ours_cached(bench: BenchData, steps: int, batch_size: int) -> dict:
+    """Ours with `input.cache: memory`, timed after the first epoch, which fills the cache."""
+    _log('ours, input.cache: memory (one epoch to fill the cache, then timed)')
+    epoch_steps = -(-bench.data.num_examples // batch_size)
+    measured = train_in_loop(
+        bench.task,
+        cached_dataset(bench.task, bench.batched.examples_dir),
+        steps,
+        warmup_steps=epoch_steps,
+        eval_examples_dir=bench.batched.examples_dir,
+    )
+    measured['first_epoch_examples_per_sec'] = measured.pop('warmup_examples_per_sec')
+    measured['first_epoch_steps'] = measured.pop('warmup_steps')
+    return measured
+
+
+def run_tfx(bench: BenchData, steps: int) -> dict:
+    """`model.fit` on stock's dataset; its stall derived from the same fit on in-memory batches."""
+    _log('tfx: tf_dataset_factory + model.fit')
+    fit = train_with_fit(bench.task, tfx_dataset(bench.task, bench.data), steps)
+    fit_in_memory = train_with_fit(bench.task, in_memory_dataset(bench.task, bench.data), steps)
+    fit['input_stall_fraction'] = max(
+        0.0, 1 - fit['examples_per_sec'] / fit_in_memory['examples_per_sec']
+    )
+    fit['stall_method'] = 'derived from model.fit on the in-memory batches'
+    fit['fit_in_memory_examples_per_sec'] = fit_in_memory['examples_per_sec']
+    return fit
+
+
+def run_variants(bench: BenchData, args: argparse.Namespace) -> dict:
+    """Every variant's training figures, each with its ratio to the upper bound."""
+    variants = run_rounds(bench, args.steps, args.rounds)
+    variants['ours_cached'] = run_ours_cached(bench, args.steps, args.batch_size)
+    variants['tfx'] = run_tfx(bench, args.steps)
+    _log('naive: per-example parse, no prefetch, eager step')
+    variants['naive'] = train_naive(bench.task, bench.data, args.naive_steps)
+    upper = variants['upper_bound']['examples_per_sec']
+    for name, measured in variants.items():
+        measured['ratio_to_upper_bound'] = measured['examples_per_sec'] / upper
+        _log(
+            f'{name}: {measured["examples_per_sec"]:,.0f} examples/s, '
+            f'{measured["ratio_to_upper_bound"]:.2f} of the upper bound, input stall '
+            f'{measured["input_stall_fraction"]:.1%}'
+        )
+    return variants
+
+
+def measure_input_only(bench: BenchData, steps: int, batch_size: int, naive_steps: int) -> dict:
+    """Each input pipeline's examples/s on its own, no model: where the crossover should be."""
+    from asynctrain.components.trainer.training import data as data_lib
+
+    _log('input pipelines alone (no model)')
+    task = bench.task
+    input_steps = max(1, steps // 2)
+    input_only = {
+        'ours': input_only_rate(
+            task.build_inputs(bench.batched.examples_dir, data_lib.TRAIN_SPLIT, training=True),
+            input_steps,
+            batch_size,
+        ),
+        'per_example': input_only_rate(
+            task.build_inputs(bench.data.examples_dir, data_lib.TRAIN_SPLIT, training=True),
+            input_steps,
+            batch_size,
+        ),
+        'tfx': input_only_rate(tfx_dataset(task, bench.data), input_steps, batch_size),
+        'naive': naive_input_only_rate(task, bench.data, naive_steps),
+    }
+    _log('input alone: ' + ', '.join(f'{k} {v:,.0f}/s' for k, v in input_only.items()))
+    return input_only
+
+
 def run_sweep(
     data: TransformedExamples,
     ours_dir: str,
-    widths,
+    widths: list[tuple[int, ...]],
     steps: int,
     ours_input_rate: float,
     batch_size: int,
@@ -212,289 +384,36 @@ def run_sweep(
     }
 
 
-def write_chart(result: dict, path: str) -> None:
-    import matplotlib
-
-    matplotlib.use('Agg')
-    from matplotlib import pyplot as plt
-
-    variants = result['variants']
-    names = [v for v in VARIANTS if v in variants]
-    figure, (bars_axes, sweep_axes) = plt.subplots(1, 2, figsize=(13, 4.5))
-    bars = bars_axes.bar(
-        names,
-        [variants[n]['examples_per_sec'] for n in names],
-        color=['#9e9e9e', '#1f77b4', '#2ca02c', '#8c564b', '#ff7f0e', '#d62728'][: len(names)],
-    )
-    bars_axes.bar_label(
-        bars,
-        labels=[
-            f'{variants[n]["ratio_to_upper_bound"]:.2f}x\nstall {variants[n]["input_stall_fraction"]:.0%}'
-            for n in names
-        ],
-    )
-    bars_axes.tick_params(axis='x', labelsize=8)
-    bars_axes.set_ylabel('training examples/s')
-    bars_axes.set_title(
-        f'{result["steps"]} steps of batch {result["batch_size"]}, '
-        f'{result["data"]["examples"]:,} examples'
-    )
-    bars_axes.margins(y=0.25)
-    points = result['model_sweep']['points']
-    params = [p['parameters'] for p in points]
-    sweep_axes.plot(
-        params,
-        [p['upper_bound_examples_per_sec'] for p in points],
-        'o-',
-        color='#9e9e9e',
-        label='upper bound (in memory)',
-    )
-    sweep_axes.plot(
-        params, [p['ours_examples_per_sec'] for p in points], 'o-', color='#1f77b4', label='ours'
-    )
-    sweep_axes.axhline(
-        result['input_only_examples_per_sec']['ours'],
-        color='#1f77b4',
-        linestyle=':',
-        label='our input alone',
-    )
-    sweep_axes.set_xscale('log')
-    sweep_axes.set_yscale('log')
-    sweep_axes.set_xlabel('model parameters')
-    sweep_axes.set_ylabel('examples/s')
-    sweep_axes.set_title('small (input-bound) to large (compute-bound)')
-    sweep_axes.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-
-
 def run(args: argparse.Namespace) -> int:
-    if (
-        min(args.steps, args.rounds, args.batch_size) < 1
-        or args.examples < args.batch_size
-        or args.sample_rows < 10
-    ):
-        print(
-            '--batch-size, --steps, --rounds: at least 1; --examples: at least --batch-size; '
-            '--sample-rows: at least 10',
-            file=sys.stderr,
-        )
-        return 2
+    """The bench: prepare the data, run every variant, the input alone and the sweep; report."""
     try:
-        widths = [tuple(int(u) for u in w.split(',')) for w in args.sweep]
-    except ValueError:
-        print(
-            f'--sweep: expected comma-separated integers per model, got {args.sweep}',
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        transform_output = transform_output_from_args(args)
+        widths, transform_output = parse_arguments(args)
     except ValueError as error:
         print(error, file=sys.stderr)
         return 2
     output = os.path.abspath(args.output)
-    shutil.rmtree(output, ignore_errors=True)
-    os.makedirs(output)
-    _log(
-        f'resampling {transform_output.transformed_examples} to {args.examples:,} examples'
-        if transform_output
-        else f'transforming {args.sample_rows:,} taxi rows, resampling to {args.examples:,} examples'
-    )
-    from asynctrain.components.shared import tf_environment
-    from asynctrain.components.trainer.training import data as data_lib
-
-    # As the Trainer traces its step: AutoGraph leaves tf-keras' own code unconverted, for every
-    # variant alike (`model.fit` too). Tracing is outside the timed steps either way.
-    tf_environment.configure_autograph()
-
-    data = make_transformed_examples(
-        os.path.join(output, 'data'),
-        args.examples,
-        args.sample_rows,
-        transform_output=transform_output,
-    )
-    _log(
-        f'data: {data.num_examples:,} examples, {data.bytes / 2**20:.0f} MiB in '
-        f'{data.num_files} GZIP files, {data.seconds:.1f} s'
-    )
-    task = make_task(data, batch_size=args.batch_size)
-    batched = write_batched_examples(data, os.path.join(output, 'data', 'batched'), task)
-    batched_same = same_examples(data, batched, task)
-    _log(
-        f'pre-batched: {batched.records:,} records of {batched.examples_per_record}, '
-        f'{batched.bytes / 2**20:.0f} MiB, written in {batched.write_seconds:.1f} s; same '
-        f'examples as the source: {batched_same}'
-    )
-    if not batched_same:
+    bench = prepare_data(args, transform_output, output)
+    if not bench.same_examples:
         print('the pre-batched examples differ from the source examples', file=sys.stderr)
         return 1
-    steps = args.steps
-    variants = {}
-    # (inputs, eval split's examples) of the variants run in alternating rounds, each round
-    # from a fresh dataset (the first epoch); the best round of each counts.
-    sources = {
-        'upper_bound': lambda: (in_memory_batches(task, data), None),
-        'ours': lambda: (
-            task.build_inputs(batched.examples_dir, data_lib.TRAIN_SPLIT, training=True),
-            batched.examples_dir,
-        ),
-        'per_example': lambda: (
-            task.build_inputs(data.examples_dir, data_lib.TRAIN_SPLIT, training=True),
-            data.examples_dir,
-        ),
-    }
-    rounds = {name: [] for name in sources}
-    for index in range(args.rounds):
-        _log(
-            f'round {index + 1}/{args.rounds}: upper bound (in-memory tensors), ours '
-            "(pre-batched examples), per_example (Transform's one tf.Example per record)"
-        )
-        for name, source in sources.items():
-            inputs, eval_dir = source()
-            rounds[name].append(train_in_loop(task, inputs, steps, eval_examples_dir=eval_dir))
-    for name, measured in rounds.items():
-        variants[name] = dict(
-            max(measured, key=lambda m: m['examples_per_sec']),
-            rounds_examples_per_sec=[m['examples_per_sec'] for m in measured],
-        )
-    _log('ours, input.cache: memory (one epoch to fill the cache, then timed)')
-    epoch_steps = -(-data.num_examples // args.batch_size)
-    variants['ours_cached'] = train_in_loop(
-        task,
-        cached_dataset(task, batched.examples_dir),
-        steps,
-        warmup_steps=epoch_steps,
-        eval_examples_dir=batched.examples_dir,
-    )
-    variants['ours_cached']['first_epoch_examples_per_sec'] = variants['ours_cached'].pop(
-        'warmup_examples_per_sec'
-    )
-    variants['ours_cached']['first_epoch_steps'] = variants['ours_cached'].pop('warmup_steps')
-    _log('tfx: tf_dataset_factory + model.fit')
-    fit = train_with_fit(task, tfx_dataset(task, data), steps)
-    fit_in_memory = train_with_fit(task, in_memory_dataset(task, data), steps)
-    fit['input_stall_fraction'] = max(
-        0.0, 1 - fit['examples_per_sec'] / fit_in_memory['examples_per_sec']
-    )
-    fit['stall_method'] = 'derived from model.fit on the in-memory batches'
-    fit['fit_in_memory_examples_per_sec'] = fit_in_memory['examples_per_sec']
-    variants['tfx'] = fit
-    _log('naive: per-example parse, no prefetch, eager step')
-    variants['naive'] = train_naive(task, data, args.naive_steps)
-    upper = variants['upper_bound']['examples_per_sec']
-    for name, measured in variants.items():
-        measured['ratio_to_upper_bound'] = measured['examples_per_sec'] / upper
-        _log(
-            f'{name}: {measured["examples_per_sec"]:,.0f} examples/s, '
-            f'{measured["ratio_to_upper_bound"]:.2f} of the upper bound, input stall '
-            f'{measured["input_stall_fraction"]:.1%}'
-        )
-
-    _log('input pipelines alone (no model)')
-    input_steps = max(1, steps // 2)
-    input_only = {
-        'ours': input_only_rate(
-            task.build_inputs(batched.examples_dir, data_lib.TRAIN_SPLIT, training=True),
-            input_steps,
-            args.batch_size,
-        ),
-        'per_example': input_only_rate(
-            task.build_inputs(data.examples_dir, data_lib.TRAIN_SPLIT, training=True),
-            input_steps,
-            args.batch_size,
-        ),
-        'tfx': input_only_rate(tfx_dataset(task, data), input_steps, args.batch_size),
-        'naive': naive_input_only_rate(task, data, args.naive_steps),
-    }
-    _log('input alone: ' + ', '.join(f'{k} {v:,.0f}/s' for k, v in input_only.items()))
+    variants = run_variants(bench, args)
+    input_only = measure_input_only(bench, args.steps, args.batch_size, args.naive_steps)
     _log(f'model sweep over hidden widths {[list(w) for w in widths]}')
     sweep = run_sweep(
-        data,
-        batched.examples_dir,
+        bench.data,
+        bench.batched.examples_dir,
         widths,
-        max(1, steps // 8),
+        max(1, args.steps // 8),
         input_only['ours'],
         args.batch_size,
     )
-
-    result = {
-        'benchmark': 'input',
-        'steps': steps,
-        'batch_size': args.batch_size,
-        'steps_per_execution': STEPS_PER_EXECUTION,
-        'model_hidden_units': list(task.config.model.hidden_units),
-        'model_parameters': model_parameters(task),
-        'data': {
-            'examples': data.num_examples,
-            'files': data.num_files,
-            'bytes': data.bytes,
-            # Taxi rows this run transformed, or the earlier Transform output it resampled.
-            'sample_rows_transformed': None if transform_output else args.sample_rows,
-            'transformed_examples': transform_output.transformed_examples
-            if transform_output
-            else None,
-            'generation_seconds': data.seconds,
-        },
-        # The ExampleBatcher's artifact of the same train split (and of the eval split, whose
-        # size and time are included in write_seconds only).
-        'batched': {
-            'examples_per_record': batched.examples_per_record,
-            'records': batched.records,
-            'bytes': batched.bytes,
-            'bytes_vs_source': batched.bytes / data.bytes,
-            'write_seconds': batched.write_seconds,
-            'write_examples_per_sec': data.num_examples / batched.write_seconds,
-            'same_examples_as_source': batched_same,
-        },
-        'variants': variants,
-        'ours_vs_tfx': variants['ours']['examples_per_sec'] / variants['tfx']['examples_per_sec'],
-        'ours_cached_vs_tfx': (
-            variants['ours_cached']['examples_per_sec'] / variants['tfx']['examples_per_sec']
-        ),
-        'ours_vs_per_example': (
-            variants['ours']['examples_per_sec'] / variants['per_example']['examples_per_sec']
-        ),
-        # What the memory cache still adds over the pre-batched records, after its first epoch.
-        'ours_cached_vs_ours': (
-            variants['ours_cached']['examples_per_sec'] / variants['ours']['examples_per_sec']
-        ),
-        'eval_auc_ours_minus_per_example': (
-            variants['ours']['eval_auc'] - variants['per_example']['eval_auc']
-        ),
-        'input_only_examples_per_sec': input_only,
-        'model_sweep': sweep,
-        'machine': report.machine(),
-        'finished_at': report.finished_at(),
-    }
-    result_path, chart_path = report.write_result(output, result, 'input_pipeline.png', write_chart)
+    result = input_report.build_result(args, transform_output, bench, variants, input_only, sweep)
+    result_path, chart_path = report.write_result(
+        output, result, 'input_pipeline.png', input_report.write_chart
+    )
     # The data is regenerated on every run; only the report stays.
     shutil.rmtree(os.path.join(output, 'data'), ignore_errors=True)
-
-    print(f'\n{"pipeline":<14}{"examples/s":>12}{"vs upper":>10}{"input stall":>13}')
-    for name in VARIANTS:
-        measured = variants[name]
-        print(
-            f'{name:<14}{measured["examples_per_sec"]:>12,.0f}'
-            f'{measured["ratio_to_upper_bound"]:>10.2f}{measured["input_stall_fraction"]:>13.1%}'
-        )
-    print(
-        f'ours_cached after its first epoch '
-        f'({variants["ours_cached"]["first_epoch_examples_per_sec"]:,.0f} examples/s): '
-        f'{variants["ours_cached"]["ratio_to_upper_bound"]:.2f} of the upper bound'
-    )
-    print(
-        f'ours / tfx = {result["ours_vs_tfx"]:.2f}; ours / per_example = '
-        f'{result["ours_vs_per_example"]:.2f}; eval AUC ours - per_example = '
-        f'{result["eval_auc_ours_minus_per_example"]:+.4f}; first width with our stall under '
-        f'5%: {sweep["first_width_with_stall_under_5pct"]}'
-    )
-    print(
-        f'pre-batched: {batched.bytes / data.bytes:.2f}x the source bytes, written at '
-        f'{data.num_examples / batched.write_seconds:,.0f} examples/s'
-    )
-    print(f'wrote {result_path} and {chart_path}')
+    input_report.print_summary(result, result_path, chart_path)
     return 0
 
 

@@ -1,198 +1,26 @@
-"""The data and the input pipelines that `asynctrain bench input` compares (see
-`asynctrain.benchmarks.input_pipeline` for what is measured and how to read it).
+"""The input pipelines that `asynctrain bench input` compares (see
+`asynctrain.benchmarks.input_pipeline` for what is measured and how to read it), and the
+ExampleBatcher's copy of their data.
 
-The data: transformed taxi examples as Transform writes them (one `tf.Example` per record),
-resampled to any size, and the same examples written once more by the ExampleBatcher's writer
-(`columnar_records`: shuffled, many examples per record, column by column), with its disk size,
-its write time and a check that it reads back as the same examples.
+The data (`transformed_examples`): transformed taxi examples as Transform writes them (one
+`tf.Example` per record), resampled to any size. Here they are written once more by the
+ExampleBatcher's writer (`columnar_records`: shuffled, many examples per record, column by
+column), with its disk size, its write time and a check that it reads back as the same examples;
+and each variant's runner trains our model on its pipeline, or pulls its batches with no model.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import os
-import shutil
 import time
+from typing import Any
 
-DEFAULT_SAMPLE_ROWS = 6000
-# The bench's default batch: the Trainer's default (`training.batch_size`).
-BATCH_SIZE = 2048
-STEPS_PER_EXECUTION = 50
+from asynctrain.benchmarks.transformed_examples import STEPS_PER_EXECUTION, TransformedExamples
+
+# The variants, in the order the bench reports them.
+VARIANTS = ('upper_bound', 'ours', 'ours_cached', 'per_example', 'tfx', 'naive')
 # In-memory batches `model.fit` cycles through to derive the tfx variant's stall.
 FIT_IN_MEMORY_BATCHES = 16
-
-
-@dataclasses.dataclass(frozen=True)
-class TransformedExamples:
-    """Transformed taxi examples laid out as Transform writes them.
-
-    Attributes:
-      examples_dir: `Split-train/` (the resampled shards) and `Split-eval/`.
-      transform_graph: Transform's output: transform_fn, transformed_metadata, metadata.
-      label_key: The transformed label.
-      num_examples: Examples in `Split-train/`.
-      num_files: Shards in `Split-train/`.
-      bytes: Size of `Split-train/` on disk.
-      seconds: Time to make all of it (Transform and resampling).
-    """
-
-    examples_dir: str
-    transform_graph: str
-    label_key: str
-    num_examples: int
-    num_files: int
-    bytes: int
-    seconds: float
-
-
-@dataclasses.dataclass(frozen=True)
-class TransformOutput:
-    """An earlier Transform run's output, to resample instead of running Transform again.
-
-    Attributes:
-      transformed_examples: Its `transformed_examples` artifact's directory (`Split-train/` and
-        `Split-eval/`, GZIP TFRecords of transformed tf.Examples).
-      transform_graph: Its `transform_graph` artifact's directory (`transform_fn/`,
-        `transformed_metadata/` and the raw `metadata/`).
-    """
-
-    transformed_examples: str
-    transform_graph: str
-
-
-def add_transform_output_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--transformed-examples` and `--transform-graph`: the benches' data from an earlier
-    Transform run (a pipeline run's, say) instead of `--sample-rows` rows transformed afresh."""
-    for flag, what in (
-        ('--transformed-examples', 'transformed examples (Split-train/, Split-eval/)'),
-        ('--transform-graph', 'transform graph'),
-    ):
-        parser.add_argument(
-            flag,
-            metavar='DIR',
-            help=f"an earlier Transform's {what} of the taxi features: resampled instead of "
-            'transforming --sample-rows taxi rows; give both flags or neither',
-        )
-
-
-def transform_output_from_args(args: argparse.Namespace) -> TransformOutput | None:
-    """The `TransformOutput` the two flags name, or None when neither is given.
-
-    Raises:
-      ValueError: only one of the flags is given, or a directory is missing.
-    """
-    examples, graph = args.transformed_examples, args.transform_graph
-    if examples is None and graph is None:
-        return None
-    if examples is None or graph is None:
-        raise ValueError('--transformed-examples and --transform-graph: give both or neither')
-    for flag, path in (('--transformed-examples', examples), ('--transform-graph', graph)):
-        if not os.path.isdir(path):
-            raise ValueError(f'{flag}: no directory at {path}')
-    return TransformOutput(os.path.abspath(examples), os.path.abspath(graph))
-
-
-def make_transformed_examples(
-    output_dir: str,
-    num_examples: int,
-    sample_rows: int = DEFAULT_SAMPLE_ROWS,
-    num_files: int = 8,
-    seed: int = 0,
-    transform_output: TransformOutput | None = None,
-) -> TransformedExamples:
-    """Transforms `sample_rows` taxi rows with the stock Transform executor and our
-    `preprocessing_fn`, then writes `num_examples` rows resampled from its train split.
-
-    With `transform_output`, its train split is resampled instead (no Transform run; it is only
-    read) and its eval split copied, and `sample_rows` is unused.
-
-    Resampling is vectorized (Arrow `take`, tfx-bsl's C++ encoder), so a million examples take
-    seconds rather than the minutes a Beam run over a million raw rows would.
-    """
-    import numpy as np
-    import pyarrow as pa
-    import tensorflow as tf
-    from tfx_bsl.coders import example_coder
-
-    from asynctrain.benchmarks import transform_runs as runs
-    from asynctrain.components.transform import feature_config as fc
-
-    started = time.monotonic()
-    config = fc.load_feature_config(str(runs.TAXI_FEATURES), str(runs.TAXI_SCHEMA))
-    if transform_output is None:
-        raw_uri = runs.write_span(
-            os.path.join(output_dir, 'raw'),
-            1,
-            runs.resample_span(
-                runs.read_taxi_table(fc.load_schema(str(runs.TAXI_SCHEMA))), 1, sample_rows, seed
-            ),
-        )
-        transform = runs.run_transform(
-            [runs.examples_artifact(raw_uri, 1)],
-            runs.schema_artifact(runs.TAXI_SCHEMA, os.path.join(output_dir, 'schema')),
-            os.path.join(output_dir, 'transform'),
-            config,
-            disable_analyzer_cache=True,
-            disable_statistics=True,
-        )
-        transform_output = TransformOutput(
-            transform.transformed_examples[0], transform.transform_graph
-        )
-    transformed = transform_output.transformed_examples
-    sample = example_coder.ExamplesToRecordBatchDecoder().DecodeBatch(
-        runs.read_tfrecord_gzip(os.path.join(transformed, 'Split-train', '*'))
-    )
-
-    examples_dir = os.path.join(output_dir, 'examples')
-    train_dir = os.path.join(examples_dir, 'Split-train')
-    os.makedirs(train_dir)
-    shutil.copytree(
-        os.path.join(transformed, 'Split-eval'), os.path.join(examples_dir, 'Split-eval')
-    )
-    rng = np.random.default_rng(seed)
-    # zlib level 1 keeps generation fast; reading (inflate) costs about the same at any level.
-    options = tf.io.TFRecordOptions(compression_type='GZIP', compression_level=1)
-    per_file = -(-num_examples // num_files)
-    for index in range(num_files):
-        count = min(per_file, num_examples - index * per_file)
-        path = os.path.join(train_dir, f'data_tfrecord-{index:05d}-of-{num_files:05d}.gz')
-        with tf.io.TFRecordWriter(path, options) as writer:
-            for start in range(0, count, 100_000):
-                picks = rng.integers(0, sample.num_rows, min(100_000, count - start))
-                for record in example_coder.RecordBatchToExamples(sample.take(pa.array(picks))):
-                    writer.write(record)
-    size = sum(os.path.getsize(os.path.join(train_dir, f)) for f in os.listdir(train_dir))
-    return TransformedExamples(
-        examples_dir=examples_dir,
-        transform_graph=transform_output.transform_graph,
-        label_key=config.label.name,
-        num_examples=num_examples,
-        num_files=num_files,
-        bytes=size,
-        seconds=time.monotonic() - started,
-    )
-
-
-def make_task(
-    data: TransformedExamples,
-    hidden_units: tuple[int, ...] = (64, 32),
-    trainer_config=None,
-    batch_size: int = BATCH_SIZE,
-):
-    """Our task (model, optimizer, step, inputs) over `data`, with the Trainer's defaults."""
-    from asynctrain.components.trainer import config as config_lib
-    from asynctrain.components.trainer.training import task as task_lib
-    from asynctrain.components.trainer.training import tasks
-
-    schema = task_lib.load_transformed_schema(data.transform_graph, data.label_key)
-    config = trainer_config or config_lib.TrainerConfig(
-        model=config_lib.ModelConfig(hidden_units=tuple(hidden_units)),
-        training=config_lib.TrainingConfig(
-            batch_size=batch_size, steps_per_execution=STEPS_PER_EXECUTION
-        ),
-    )
-    return tasks.BinaryClassificationTask(schema, config)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,6 +40,23 @@ class BatchedExamples:
     records: int
     bytes: int
     write_seconds: float
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchData:
+    """What every variant of the bench reads, made once.
+
+    Attributes:
+      data: The resampled transformed examples, as Transform writes them.
+      batched: The ExampleBatcher's copy of `data`.
+      task: Our task (model, optimizer, step, inputs) over `data`, at the bench's batch size.
+      same_examples: Whether `batched` reads back as the same examples as `data`.
+    """
+
+    data: TransformedExamples
+    batched: BatchedExamples
+    task: Any
+    same_examples: bool
 
 
 def write_batched_examples(data: TransformedExamples, output_dir: str, task) -> BatchedExamples:
@@ -317,7 +162,36 @@ def train_in_loop(
     import tensorflow as tf
 
     keras_model = task.build_model()
-    optimizer = task.build_optimizer()
+    run_steps = _step_loop(task, inputs, keras_model, task.build_optimizer())
+    per_call = task.config.training.steps_per_execution
+    batch_size = task.config.training.batch_size
+    run_steps(tf.constant(per_call)).numpy()
+    result = {}
+    if warmup_steps:
+        warmup_seconds, _ = _timed_steps(run_steps, warmup_steps, per_call)
+        result = {
+            'warmup_steps': warmup_steps,
+            'warmup_examples_per_sec': _rate(warmup_steps, warmup_seconds, batch_size),
+        }
+    seconds, waited = _timed_steps(run_steps, steps, per_call)
+    if eval_examples_dir:
+        from asynctrain.components.trainer.training import evaluation
+
+        result['eval_auc'] = evaluation.evaluate(task, keras_model, eval_examples_dir)['auc']
+    return {
+        'examples_per_sec': _rate(steps, seconds, batch_size),
+        'seconds': seconds,
+        'steps': steps,
+        'input_stall_fraction': min(waited / seconds, 1.0),
+        'stall_method': 'measured',
+        **result,
+    }
+
+
+def _step_loop(task, inputs, keras_model, optimizer):
+    """A `tf.function(num_steps)` running our train step on `inputs`; it returns the input wait."""
+    import tensorflow as tf
+
     in_memory = not isinstance(inputs, tf.data.Dataset)
     iterator = None if in_memory else iter(inputs)
 
@@ -341,39 +215,20 @@ def train_in_loop(
             task.train_step(features, labels, keras_model, optimizer)
         return wait
 
-    per_call = task.config.training.steps_per_execution
-    batch_size = task.config.training.batch_size
+    return run_steps
 
-    def timed(total: int) -> tuple[float, float]:
-        waited, done = 0.0, 0
-        started = time.perf_counter()
-        while done < total:
-            n = min(per_call, total - done)
-            waited += float(run_steps(tf.constant(n)))
-            done += n
-        return time.perf_counter() - started, waited
 
-    run_steps(tf.constant(per_call)).numpy()
-    result = {}
-    if warmup_steps:
-        warmup_seconds, _ = timed(warmup_steps)
-        result = {
-            'warmup_steps': warmup_steps,
-            'warmup_examples_per_sec': _rate(warmup_steps, warmup_seconds, batch_size),
-        }
-    seconds, waited = timed(steps)
-    if eval_examples_dir:
-        from asynctrain.components.trainer.training import evaluation
+def _timed_steps(run_steps, total: int, per_call: int) -> tuple[float, float]:
+    """Runs `total` steps, `per_call` per call of `run_steps`: (wall seconds, seconds waited)."""
+    import tensorflow as tf
 
-        result['eval_auc'] = evaluation.evaluate(task, keras_model, eval_examples_dir)['auc']
-    return {
-        'examples_per_sec': _rate(steps, seconds, batch_size),
-        'seconds': seconds,
-        'steps': steps,
-        'input_stall_fraction': min(waited / seconds, 1.0),
-        'stall_method': 'measured',
-        **result,
-    }
+    waited, done = 0.0, 0
+    started = time.perf_counter()
+    while done < total:
+        n = min(per_call, total - done)
+        waited += float(run_steps(tf.constant(n)))
+        done += n
+    return time.perf_counter() - started, waited
 
 
 def train_with_fit(task, dataset, steps: int) -> dict:
@@ -402,8 +257,8 @@ def tfx_dataset(task, data: TransformedExamples):
     from tfx.components.util import tfxio_utils
     from tfx_bsl.public import tfxio
 
-    from asynctrain.benchmarks import transform_runs as runs
     from asynctrain.components.trainer.training import data as data_lib
+    from asynctrain.testing import transform_runs as runs
 
     factory = tfxio_utils.get_tf_dataset_factory_from_artifact(
         [runs.examples_artifact(data.examples_dir, 1)], []
@@ -495,4 +350,5 @@ def naive_input_only_rate(task, data: TransformedExamples, steps: int) -> float:
 
 
 def model_parameters(task) -> int:
+    """The number of parameters of `task`'s model (a fresh build)."""
     return int(task.build_model().count_params())

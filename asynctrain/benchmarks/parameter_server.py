@@ -33,13 +33,12 @@ per shard) that more machines would not remove.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import shutil
 import sys
 import time
 
-from asynctrain.benchmarks import input_variants, report
+from asynctrain.benchmarks import parameter_server_report, report, transformed_examples
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'ps')
 DEFAULT_STEPS = 200
@@ -99,7 +98,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_SAMPLE_ROWS,
         help=f'taxi rows transformed, then resampled (default {DEFAULT_SAMPLE_ROWS})',
     )
-    input_variants.add_transform_output_arguments(parser)
+    transformed_examples.add_transform_output_arguments(parser)
     parser.add_argument(
         '--output',
         default=DEFAULT_OUTPUT,
@@ -112,38 +111,25 @@ def _log(message: str) -> None:
     print(f'[bench ps {time.strftime("%H:%M:%S")}] {message}', flush=True)
 
 
-def layout_name(num_ps: int, partitioner: str) -> str:
-    return f'{num_ps} ps' if num_ps == 1 else f'{num_ps} ps {partitioner}'
-
-
 def _variable_shards(keras_model) -> int:
     """Pieces the model's variables are split into on the parameter servers."""
     return sum(len(getattr(v, 'variables', [v])) for v in keras_model.variables)
 
 
-def run_config(
-    data,
+def _trainer_config(
     cluster,
-    run_dir: str,
+    warm: int,
     steps: int,
+    repeats: int,
     steps_per_execution: int,
     partitioner: str,
-    server_threads: int = 0,
-    batch_size: int = BATCH_SIZE,
-    held_out: list | None = None,
-    repeats: int = 1,
-) -> dict:
-    """Our loop and `model.fit` on a running cluster, `repeats` timed rounds of `steps` each,
-    alternating (ours, fit, ours, fit...) so that both see the same load; each variant's best
-    round is reported. Returns what the Trainer measured, fit's under `fit`, ours / fit under
-    `vs_fit`, and with `held_out` batches both trained models' mean loss on them."""
-    from asynctrain.benchmarks import input_pipeline
-    from asynctrain.benchmarks import parameter_server_fit as fit_lib
+    server_threads: int,
+    batch_size: int,
+):
+    """The Trainer's config for one bench config: no checkpoint, one summary at the very end."""
     from asynctrain.components.trainer import config as config_lib
-    from asynctrain.components.trainer.training import loop as train_lib
 
-    warm = steps_per_execution * cluster.num_workers
-    config = config_lib.TrainerConfig(
+    return config_lib.TrainerConfig(
         training=config_lib.TrainingConfig(
             train_steps=warm + steps,
             batch_size=batch_size,
@@ -158,47 +144,71 @@ def run_config(
             server_threads=server_threads,
         ),
     )
-    task = input_pipeline.make_task(data, trainer_config=config)
+
+
+def run_config(
+    data: transformed_examples.TransformedExamples,
+    cluster,
+    run_dir: str,
+    steps: int,
+    steps_per_execution: int,
+    partitioner: str,
+    server_threads: int = 0,
+    batch_size: int = BATCH_SIZE,
+    held_out: list | None = None,
+    repeats: int = 1,
+) -> dict:
+    """Our loop and `model.fit` on a running cluster, `repeats` timed rounds of `steps` each,
+    alternating (ours, fit, ours, fit...) so that both see the same load; each variant's best
+    round is reported. Returns what the Trainer measured, fit's under `fit`, ours / fit under
+    `vs_fit`, and with `held_out` batches both trained models' mean loss on them."""
+    from asynctrain.benchmarks import parameter_server_fit as fit_lib
+    from asynctrain.components.trainer.training import loop as train_lib
+
+    warm = steps_per_execution * cluster.num_workers
+    config = _trainer_config(
+        cluster, warm, steps, repeats, steps_per_execution, partitioner, server_threads, batch_size
+    )
+    task = transformed_examples.make_task(data, trainer_config=config)
     started = time.monotonic()
     trainer = train_lib.Trainer(task, cluster, data.examples_dir, run_dir)
-    # Untimed: one closure per worker traces the step and starts each worker's dataset. The
-    # Trainer trains up to its config's train_steps, so each round raises the target.
-
-    def train_to(target: int) -> dict:
-        trainer.config = dataclasses.replace(
-            config, training=dataclasses.replace(config.training, train_steps=target)
-        )
-        return trainer.train()
-
-    train_to(warm)
-    ours_wall = time.monotonic() - started
+    # Untimed: one closure per worker traces the step and starts each worker's dataset.
+    fit_lib.train_to(trainer, warm)
+    wall_seconds = {'ours': time.monotonic() - started}
     started = time.monotonic()
     keras_model, creator = fit_lib.prepare_fit(task, cluster, data.examples_dir, warm)
-    fit_wall = time.monotonic() - started
+    wall_seconds['fit'] = time.monotonic() - started
     rounds, fit_rounds = [], []
     for i in range(repeats):
         started = time.monotonic()
-        rounds.append(train_to(warm + (i + 1) * steps))
-        ours_wall += time.monotonic() - started
+        rounds.append(fit_lib.train_to(trainer, warm + (i + 1) * steps))
+        wall_seconds['ours'] += time.monotonic() - started
         started = time.monotonic()
         fit_rounds.append(fit_lib.timed_fit(keras_model, creator, steps, batch_size))
-        fit_wall += time.monotonic() - started
-    for measured in rounds:
-        measured['steps_per_sec'] = measured['steps_this_run'] / measured['seconds']
-    measured = max(rounds, key=lambda r: r['steps_per_sec'])
-    fit = max(fit_rounds, key=lambda r: r['steps_per_sec'])
+        wall_seconds['fit'] += time.monotonic() - started
     losses = {}
     if held_out is not None:
         losses = {
             'held_out_loss': fit_lib.held_out_loss(task, trainer.model, held_out),
             'fit_held_out_loss': fit_lib.held_out_loss(task, keras_model, held_out),
         }
-    return {
+    figures = {
         'steps_per_execution': steps_per_execution,
         'num_workers': cluster.num_workers,
         'num_ps': cluster.num_ps,
         'partitioner': partitioner,
         'variable_shards': _variable_shards(trainer.model),
+    }
+    return {**figures, **best_rounds(rounds, fit_rounds, wall_seconds), **losses}
+
+
+def best_rounds(rounds: list[dict], fit_rounds: list[dict], wall_seconds: dict) -> dict:
+    """Each variant's best round of a config, ours / fit, and every round's steps/s."""
+    for measured in rounds:
+        measured['steps_per_sec'] = measured['steps_this_run'] / measured['seconds']
+    measured = max(rounds, key=lambda r: r['steps_per_sec'])
+    fit = max(fit_rounds, key=lambda r: r['steps_per_sec'])
+    return {
         'steps': measured['steps_this_run'],
         'seconds': measured['seconds'],
         'steps_per_sec': measured['steps_per_sec'],
@@ -215,111 +225,58 @@ def run_config(
             'ours': [r['steps_per_sec'] for r in rounds],
             'fit': [r['steps_per_sec'] for r in fit_rounds],
         },
-        'wall_seconds': {'ours': ours_wall, 'fit': fit_wall},
-        **losses,
+        'wall_seconds': wall_seconds,
     }
 
 
-def write_chart(result: dict, path: str) -> None:
-    import matplotlib
+def parse_arguments(args: argparse.Namespace) -> transformed_examples.TransformOutput | None:
+    """The earlier Transform output to resample (None: transform afresh), once checked.
 
-    matplotlib.use('Agg')
-    from matplotlib import pyplot as plt
-
-    configs = result['configs']
-    groups = []
-    for c in configs:
-        key = (c['num_workers'], layout_name(c['num_ps'], c['partitioner']))
-        if key not in groups:
-            groups.append(key)
-    spes = sorted({c['steps_per_execution'] for c in configs})
-    figure, (speed, versus, staleness) = plt.subplots(1, 3, figsize=(18, 4.5))
-    width = 0.8 / len(spes)
-    for i, spe in enumerate(spes):
-        rates, fit_rates, ratios, stale = [], [], [], []
-        for workers, layout in groups:
-            match = [
-                c
-                for c in configs
-                if c['steps_per_execution'] == spe
-                and (c['num_workers'], layout_name(c['num_ps'], c['partitioner']))
-                == (workers, layout)
-            ]
-            rates.append(match[0]['steps_per_sec'] if match else 0)
-            fit_rates.append(match[0]['fit']['steps_per_sec'] if match else 0)
-            ratios.append(match[0]['vs_fit'] if match else 0)
-            stale.append(match[0]['staleness_mean'] if match else 0)
-        positions = [g + (i - (len(spes) - 1) / 2) * width for g in range(len(groups))]
-        speed.bar(positions, rates, width, label=f'steps_per_execution {spe}')
-        speed.scatter(positions, fit_rates, marker='_', s=300, color='black', zorder=3)
-        versus.bar(positions, ratios, width, label=f'steps_per_execution {spe}')
-        staleness.bar(positions, stale, width, label=f'steps_per_execution {spe}')
-    labels = [
-        f'{w} worker{"s" if w > 1 else ""}\n{layout}'.replace(' fixed_shards', '\nfixed').replace(
-            ' min_shard_size', '\nmin size'
-        )
-        for w, layout in groups
-    ]
-    versus.axhline(1.0, color='black', linewidth=0.8)
-    for axes, title in (
-        (speed, f'steps/s (x batch {result["batch_size"]} = examples/s); black: model.fit'),
-        (versus, 'ours / model.fit (steps/s)'),
-        (staleness, 'mean staleness (updates)'),
-    ):
-        axes.set_xticks(range(len(groups)))
-        axes.set_xticklabels(labels, fontsize=8)
-        axes.set_title(title)
-        axes.legend(fontsize=8)
-    figure.suptitle(
-        f'ParameterServerStrategy, in-process cluster on {result["machine"]["cpus"]} '
-        f'CPUs, {result["steps"]} timed steps per config'
-    )
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-
-
-def run(args: argparse.Namespace) -> int:
+    Raises:
+      ValueError: an argument is out of range or a directory missing; the message names it.
+    """
     if (
         min([args.steps, args.repeats, args.batch_size, *args.steps_per_execution, *args.workers])
         < 1
     ):
-        print(
-            '--steps, --repeats, --batch-size, --steps-per-execution and --workers: positive integers',
-            file=sys.stderr,
+        raise ValueError(
+            '--steps, --repeats, --batch-size, --steps-per-execution and --workers: positive integers'
         )
-        return 2
-    try:
-        transform_output = input_variants.transform_output_from_args(args)
-    except ValueError as error:
-        print(error, file=sys.stderr)
-        return 2
-    load_at_start = list(os.getloadavg())
-    output = os.path.abspath(args.output)
-    shutil.rmtree(output, ignore_errors=True)
-    os.makedirs(output)
-    started = time.monotonic()
-    _log(
-        f'resampling {transform_output.transformed_examples} to {args.examples:,} examples'
-        if transform_output
-        else f'transforming {args.sample_rows:,} taxi rows, resampling to {args.examples:,} examples'
-    )
-    from asynctrain.benchmarks import input_pipeline
-    from asynctrain.components.trainer import config as config_lib
-    from asynctrain.components.trainer.cluster import servers as cluster_lib
+    return transformed_examples.transform_output_from_args(args)
 
-    data = input_pipeline.make_transformed_examples(
+
+def prepare_data(
+    args: argparse.Namespace,
+    transform_output: transformed_examples.TransformOutput | None,
+    output: str,
+) -> tuple[transformed_examples.TransformedExamples, list]:
+    """The examples every config trains on, and the held-out batches both variants are scored on."""
+    from asynctrain.benchmarks import parameter_server_fit as fit_lib
+
+    _log(transformed_examples.describe_source(transform_output, args.examples, args.sample_rows))
+    data = transformed_examples.make_transformed_examples(
         os.path.join(output, 'data'),
         args.examples,
         args.sample_rows,
         transform_output=transform_output,
     )
     _log(f'data: {data.num_examples:,} examples in {data.seconds:.1f} s')
-    from asynctrain.benchmarks import parameter_server_fit as fit_lib
-
     held_out = fit_lib.held_out_batches(
-        input_pipeline.make_task(data, batch_size=args.batch_size), data.examples_dir
+        transformed_examples.make_task(data, batch_size=args.batch_size), data.examples_dir
     )
+    return data, held_out
+
+
+def run_configs(
+    args: argparse.Namespace,
+    data: transformed_examples.TransformedExamples,
+    held_out: list,
+    output: str,
+) -> list[dict]:
+    """Every config, on one in-process cluster per (workers, servers) shape."""
+    from asynctrain.components.trainer import config as config_lib
+    from asynctrain.components.trainer.cluster import servers as cluster_lib
+
     configs = []
     for num_workers in args.workers:
         for num_ps in sorted({n for n, _ in LAYOUTS}):
@@ -333,77 +290,65 @@ def run(args: argparse.Namespace) -> int:
                     num_workers=num_workers, num_ps=num_ps, server_threads=max(args.workers) + 1
                 )
             ) as cluster:
-                for partitioner in [p for n, p in LAYOUTS if n == num_ps]:
-                    for spe in args.steps_per_execution:
-                        run_dir = os.path.join(
-                            output, 'runs', f'{num_workers}w-{num_ps}ps-{partitioner}-spe{spe}'
-                        )
-                        measured = run_config(
-                            data,
-                            cluster,
-                            run_dir,
-                            args.steps,
-                            spe,
-                            partitioner,
-                            max(args.workers) + 1,
-                            args.batch_size,
-                            held_out,
-                            args.repeats,
-                        )
-                        configs.append(measured)
-                        _log(
-                            f'{num_workers} worker(s), {layout_name(num_ps, partitioner)} '
-                            f'({measured["variable_shards"]} shards), spe {spe}: '
-                            f'{measured["steps_per_sec"]:.1f} steps/s, '
-                            f'{measured["examples_per_sec"]:,.0f} examples/s, staleness mean '
-                            f'{measured["staleness_mean"]:.2f} max {measured["staleness_max"]}, '
-                            f'input wait {measured["input_wait_fraction"]:.1%}; model.fit '
-                            f'{measured["fit"]["steps_per_sec"]:.1f} steps/s, ours / fit '
-                            f'{measured["vs_fit"]:.2f}x; held-out loss ours '
-                            f'{measured["held_out_loss"]:.4f}, fit '
-                            f'{measured["fit_held_out_loss"]:.4f}; wall ours '
-                            f'{measured["wall_seconds"]["ours"]:.1f} s, fit '
-                            f'{measured["wall_seconds"]["fit"]:.1f} s'
-                        )
+                configs += run_cluster_configs(args, data, held_out, cluster, output)
+    return configs
 
-    result = {
-        'benchmark': 'ps',
-        'steps': args.steps,
-        'repeats': args.repeats,
-        'batch_size': args.batch_size,
-        'examples': data.num_examples,
-        # Taxi rows this run transformed, or the earlier Transform output it resampled.
-        'sample_rows_transformed': None if transform_output else args.sample_rows,
-        'transformed_examples': transform_output.transformed_examples if transform_output else None,
-        'model_hidden_units': list(config_lib.ModelConfig().hidden_units),
-        'configs': configs,
-        'held_out_batches': len(held_out),
-        # 1, 5 and 15-minute load averages: the machine's other work competes for its cores.
-        'load_average_start': load_at_start,
-        'load_average_end': list(os.getloadavg()),
-        'machine': report.machine(),
-        'seconds_total': time.monotonic() - started,
-        'finished_at': report.finished_at(),
-    }
+
+def run_cluster_configs(
+    args: argparse.Namespace,
+    data: transformed_examples.TransformedExamples,
+    held_out: list,
+    cluster,
+    output: str,
+) -> list[dict]:
+    """Every partitioner and steps_per_execution on one running cluster, each logged."""
+    num_workers, num_ps = cluster.num_workers, cluster.num_ps
+    configs = []
+    for partitioner in [p for n, p in LAYOUTS if n == num_ps]:
+        for spe in args.steps_per_execution:
+            run_dir = os.path.join(
+                output, 'runs', f'{num_workers}w-{num_ps}ps-{partitioner}-spe{spe}'
+            )
+            measured = run_config(
+                data,
+                cluster,
+                run_dir,
+                args.steps,
+                spe,
+                partitioner,
+                max(args.workers) + 1,
+                args.batch_size,
+                held_out,
+                args.repeats,
+            )
+            configs.append(measured)
+            _log(parameter_server_report.config_line(measured))
+    return configs
+
+
+def run(args: argparse.Namespace) -> int:
+    """The bench: prepare the data, run every config on its cluster, write and print the report."""
+    try:
+        transform_output = parse_arguments(args)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
+    load_at_start = list(os.getloadavg())
+    output = os.path.abspath(args.output)
+    shutil.rmtree(output, ignore_errors=True)
+    os.makedirs(output)
+    started = time.monotonic()
+    data, held_out = prepare_data(args, transform_output, output)
+    configs = run_configs(args, data, held_out, output)
+    result = parameter_server_report.build_result(
+        args, transform_output, data, configs, held_out, load_at_start, started
+    )
     result_path, chart_path = report.write_result(
-        output, result, 'parameter_server.png', write_chart
+        output, result, 'parameter_server.png', parameter_server_report.write_chart
     )
     shutil.rmtree(os.path.join(output, 'data'), ignore_errors=True)
     shutil.rmtree(os.path.join(output, 'runs'), ignore_errors=True)
-
-    print(
-        f'\n{"workers":>7} {"layout":<22}{"spe":>5}{"steps/s":>9}{"examples/s":>12}'
-        f'{"stale mean":>11}{"max":>5}{"input wait":>11}{"fit":>8}{"vs fit":>8}'
-    )
-    for c in configs:
-        print(
-            f'{c["num_workers"]:>7} {layout_name(c["num_ps"], c["partitioner"]):<22}'
-            f'{c["steps_per_execution"]:>5}{c["steps_per_sec"]:>9.1f}'
-            f'{c["examples_per_sec"]:>12,.0f}{c["staleness_mean"]:>11.2f}'
-            f'{c["staleness_max"]:>5}{c["input_wait_fraction"]:>11.1%}'
-            f'{c["fit"]["steps_per_sec"]:>8.1f}{c["vs_fit"]:>7.2f}x'
-        )
-    print(f'wrote {result_path} and {chart_path}')
+    parameter_server_report.print_summary(configs, result_path, chart_path)
     return 0
 
 

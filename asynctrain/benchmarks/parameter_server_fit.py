@@ -1,4 +1,5 @@
-"""The `model.fit` variant of `asynctrain bench ps`, and the check that both variants learn.
+"""The `model.fit` variant of `asynctrain bench ps` and `asynctrain bench recsys`, the check that
+both variants learn, and our loop's rounds (`train_to`).
 
 Keras `model.fit` is what a user of ParameterServerStrategy would pick: the same model, optimizer
 and loss, compiled with the same `steps_per_execution` under a ParameterServerStrategy with the
@@ -18,6 +19,7 @@ order), so the variants are compared on what they learned, not on their own runn
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import time
 
@@ -42,6 +44,18 @@ def held_out_loss(task, trained_model, batches: list) -> float:
         checkpoints.transfer_weights(trained_model, plain, scratch)
     losses = [float(task.loss(labels, plain(features))) for features, labels in batches]
     return sum(losses) / len(losses)
+
+
+def train_to(trainer, target: int, save: bool = True) -> dict:
+    """Trains our loop on until its global step reaches `target` (one round); its measurements.
+
+    The Trainer trains up to its config's `train_steps`, so each round raises that to `target`.
+    """
+    config = trainer.config
+    trainer.config = dataclasses.replace(
+        config, training=dataclasses.replace(config.training, train_steps=target)
+    )
+    return trainer.train(save=save)
 
 
 class _EpochTimer:

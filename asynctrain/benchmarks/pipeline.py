@@ -16,14 +16,14 @@ the other's imports or TensorFlow state:
 Per-component wall time is read from ML Metadata (an execution's creation to its last update:
 driver, executor and publisher); the total is the runner's wall time. Peak memory per component
 is the largest resident set of the variant's process tree (its Trainer cluster and Beam workers
-included) sampled within that same interval (`asynctrain.benchmarks.memory`). Both train the same number
-of steps with the same batch size.
+included) sampled within that same interval (`asynctrain.testing.child_runs`). Both train the same
+number of steps with the same batch size.
 
 Beam arguments after `--` replace the pipeline config's (none: the DirectRunner in memory, one
 worker) in both pipelines. `--spark-workers N` (with `--stock-from`) starts a Spark standalone
-cluster of N Workers on this machine with Beam's Spark job server (`spark_cluster`) and runs
-ours' Beam stages on it; its memory is then the whole tree of this process, the cluster's JVMs
-and Python SDK workers included.
+cluster of N Workers on this machine with Beam's Spark job server (`asynctrain.testing.spark`) and
+runs ours' Beam stages on it; its memory is then the whole tree of this process, the cluster's
+JVMs and Python SDK workers included.
 
 At sizes where stock would take hours, `--stock-from RESULT.json` runs ours alone and takes
 stock's times from an earlier run of this bench, scaled by the rows (its measured cost per row,
@@ -32,6 +32,8 @@ no stock memory or metric.
 
     asynctrain bench pipeline [--rows N] [--train-steps N] [--output DIR]
                               [--stock-from RESULT.json] [-- BEAM_ARGS...]
+
+The two pipelines, the config and dataset they share and each run live in `pipeline_variants`.
 """
 
 from __future__ import annotations
@@ -41,13 +43,12 @@ import contextlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
-from collections.abc import Sequence
 
-from asynctrain.benchmarks import memory, report
+from asynctrain.benchmarks import pipeline_variants, report
 from asynctrain.components.shared import tf_environment
+from asynctrain.testing import child_runs
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'pipeline')
 DEFAULT_ROWS = 15000
@@ -125,200 +126,9 @@ def _log(message: str) -> None:
     print(f'[bench pipeline {time.strftime("%H:%M:%S")}] {message}', flush=True)
 
 
-def bench_config(
-    input_dir: str,
-    work_dir: str,
-    train_steps: int,
-    name: str,
-    beam_args: Sequence[str] = (),
-    dataset: str | None = None,
-):
-    """The pipeline config both variants share (ours reads all of it, stock what applies)."""
-    from asynctrain.pipelines.config import load_config
-
-    return load_config(
-        None,
-        data=input_dir,
-        work_dir=work_dir,
-        pipeline_name=name,
-        dataset=dataset,
-        trainer={'training': {'train_steps': train_steps}},
-        beam_pipeline_args=list(beam_args) or None,
-    )
-
-
-def write_dataset(directory: str, features: Sequence[str]) -> str:
-    """The taxi dataset (schema and feature config) with only `features` transformed, written to
-    `directory`; a ValueError names any feature the taxi feature config lacks."""
-    import yaml
-
-    from asynctrain.pipelines.config import BUNDLED_SCHEMAS
-
-    taxi = BUNDLED_SCHEMAS / 'taxi'
-    spec = yaml.safe_load((taxi / 'features.yaml').read_text())
-    known = [f['name'] for f in spec['features']]
-    unknown = sorted(set(features) - set(known))
-    if unknown:
-        raise ValueError(
-            f'--features: {unknown} not in {taxi / "features.yaml"}; its features: {known}'
-        )
-    spec['features'] = [f for f in spec['features'] if f['name'] in features]
-    os.makedirs(directory, exist_ok=True)
-    shutil.copy(taxi / 'schema.pbtxt', os.path.join(directory, 'schema.pbtxt'))
-    with open(os.path.join(directory, 'features.yaml'), 'w') as f:
-        yaml.safe_dump(spec, f, sort_keys=False)
-    return directory
-
-
-def stock_pipeline(config, metadata_connection_config):
-    """Stock CsvExampleGen and Trainer (reference run_fn) in the graph `create_pipeline` wires."""
-    from tfx import v1 as tfx
-
-    from asynctrain.benchmarks import reference_trainer
-    from asynctrain.components.transform import feature_config as fc
-    from asynctrain.components.transform import preprocessing
-    from asynctrain.pipelines import pipeline as pipeline_lib
-
-    features = fc.load_feature_config(config.feature_config_path, config.schema_path)
-    label_key = features.label.key
-    example_gen = tfx.components.CsvExampleGen(
-        input_base=config.data_dir,
-        input_config=pipeline_lib.input_config(config),
-        output_config=pipeline_lib.output_config(config),
-    )
-    statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs['examples'])
-    schema_gen = tfx.components.ImportSchemaGen(schema_file=config.schema_path)
-    example_validator = tfx.components.ExampleValidator(
-        statistics=statistics_gen.outputs['statistics'], schema=schema_gen.outputs['schema']
-    )
-    transform = tfx.components.Transform(
-        examples=example_gen.outputs['examples'],
-        schema=schema_gen.outputs['schema'],
-        preprocessing_fn=pipeline_lib.PREPROCESSING_FN,
-        custom_config=preprocessing.config_to_custom_config(features),
-    )
-    training = config.trainer.training
-    trainer = tfx.components.Trainer(
-        run_fn='asynctrain.benchmarks.reference_trainer.run_fn',
-        examples=transform.outputs['transformed_examples'],
-        transform_graph=transform.outputs['transform_graph'],
-        schema=schema_gen.outputs['schema'],
-        train_args=tfx.proto.TrainArgs(num_steps=training.train_steps),
-        eval_args=tfx.proto.EvalArgs(num_steps=10),
-        custom_config={
-            reference_trainer.LABEL_KEY: label_key,
-            reference_trainer.BATCH_SIZE: training.batch_size,
-            reference_trainer.HIDDEN_UNITS: list(config.trainer.model.hidden_units),
-        },
-    )
-    evaluator = tfx.components.Evaluator(
-        examples=example_gen.outputs['examples'],
-        model=trainer.outputs['model'],
-        eval_config=pipeline_lib.eval_config(config, features.label),
-    )
-    pusher = tfx.components.Pusher(
-        model=trainer.outputs['model'],
-        model_blessing=evaluator.outputs['blessing'],
-        push_destination=tfx.proto.PushDestination(
-            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=config.serving_dir)
-        ),
-    )
-    return tfx.dsl.Pipeline(
-        pipeline_name=config.pipeline_name,
-        pipeline_root=config.pipeline_root,
-        components=[
-            example_gen,
-            statistics_gen,
-            schema_gen,
-            example_validator,
-            transform,
-            trainer,
-            evaluator,
-            pusher,
-        ],
-        enable_cache=False,
-        metadata_connection_config=metadata_connection_config,
-        beam_pipeline_args=list(config.beam_pipeline_args),
-    )
-
-
-def component_intervals(config) -> dict[str, tuple[float, float]]:
-    """Each component's execution, from its creation to its last update in ML Metadata (driver,
-    executor and publisher), as wall-clock (start, end) seconds."""
-    from tfx.orchestration import metadata
-
-    prefix = f'{config.pipeline_name}.'
-    intervals = {}
-    connection = metadata.sqlite_metadata_connection_config(config.metadata_path)
-    with metadata.Metadata(connection) as m:
-        for execution in m.store.get_executions():
-            for context in m.store.get_contexts_by_execution(execution.id):
-                if context.name.startswith(prefix):
-                    intervals[context.name[len(prefix) :]] = (
-                        execution.create_time_since_epoch / 1000.0,
-                        execution.last_update_time_since_epoch / 1000.0,
-                    )
-    return intervals
-
-
-def run_variant(
-    variant: str,
-    input_dir: str,
-    work_dir: str,
-    train_steps: int,
-    beam_args: Sequence[str] = (),
-    dataset: str | None = None,
-) -> dict:
-    """Runs one pipeline in this process; returns its total and per-component seconds."""
-    config = bench_config(input_dir, work_dir, train_steps, f'bench-{variant}', beam_args, dataset)
-    sampler = memory.TreeRssSampler().start()
-    started, started_wall = time.monotonic(), time.time()
-    if variant == 'ours':
-        from asynctrain.pipelines.local_runner import run_local
-
-        summary = run_local(config, out=sys.stderr)
-    else:
-        from tfx import v1 as tfx
-
-        from asynctrain.pipelines import local_runner
-
-        os.makedirs(config.work_dir, exist_ok=True)
-        pipeline = stock_pipeline(
-            config,
-            tfx.orchestration.metadata.sqlite_metadata_connection_config(config.metadata_path),
-        )
-        progress = local_runner.ComponentProgress([c.id for c in pipeline.components], sys.stderr)
-        os.makedirs(os.path.join(config.work_dir, 'logs'), exist_ok=True)
-        # The same log routing as `asynctrain run`: TFX's logs to a file, progress lines out.
-        with local_runner._component_logs(
-            os.path.join(config.work_dir, 'logs', 'run.log'), progress
-        ):
-            tfx.orchestration.LocalDagRunner().run(pipeline)
-        from asynctrain.pipelines import run_summary
-
-        summary = run_summary.read_summary(config, started_wall)
-    total = time.monotonic() - started
-    samples = sampler.stop()
-    intervals = component_intervals(config)
-    return {
-        'total_seconds': total,
-        'component_seconds': {name: end - start for name, (start, end) in intervals.items()},
-        'component_peak_mb': memory.component_peaks_mb(samples, intervals),
-        'component_order': sorted(intervals, key=lambda name: intervals[name][0]),
-        'beam_pipeline_args': list(config.beam_pipeline_args),
-        'baseline_mb': round(samples.rss[0] / (1 << 20), 1),
-        'peak_mb': round(max(samples.rss) / (1 << 20), 1),
-        'blessed': summary.blessed,
-        'eval_metric': summary.eval_metric,
-        'executed': len(summary.executed),
-    }
-
-
 def _run_in_child(variant: str, args: argparse.Namespace, output: str) -> dict | None:
-    command = [
-        sys.executable,
-        '-m',
-        'asynctrain.benchmarks.pipeline',
+    """One pipeline run by this bench in a fresh interpreter: its figures, or None if it failed."""
+    argv = [
         '--variant',
         variant,
         '--rows',
@@ -332,23 +142,22 @@ def _run_in_child(variant: str, args: argparse.Namespace, output: str) -> dict |
     ]
     env = tf_environment.configure(dict(os.environ))
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
-    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    done = child_runs.run_module('asynctrain.benchmarks.pipeline', argv, env=env)
     for line in done.stderr.splitlines():
         if line.startswith('['):  # The component progress lines.
             _log(f'{variant} {line}')
-    if done.returncode != 0:
+    if done.result is None:
         _log(f'{variant} failed:\n{done.stderr[-3000:]}')
-        return None
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return done.result
 
 
 def _with_cluster_memory(
-    ours: dict, samples: memory.Samples, args: argparse.Namespace, output: str, dataset
+    ours: dict, samples: child_runs.Samples, args: argparse.Namespace, output: str, dataset
 ) -> None:
     """Replaces ours' memory figures, sampled in the pipeline's process tree, by those of this
     process's tree: the pipeline's process and the Spark cluster's (Master, Workers and their
     executors, job server, SDK workers), where the Beam stages' work happens."""
-    config = bench_config(
+    config = pipeline_variants.bench_config(
         os.path.join(output, 'input'),
         os.path.join(output, 'ours'),
         args.train_steps,
@@ -356,8 +165,8 @@ def _with_cluster_memory(
         args.beam_args,
         dataset,
     )
-    intervals = component_intervals(config)
-    ours['component_peak_mb'] = memory.component_peaks_mb(samples, intervals)
+    intervals = pipeline_variants.component_intervals(config)
+    ours['component_peak_mb'] = child_runs.component_peaks_mb(samples, intervals)
     ours['baseline_mb'] = round(samples.rss[0] / (1 << 20), 1)
     ours['peak_mb'] = round(max(samples.rss) / (1 << 20), 1)
     ours['memory_of'] = 'the pipeline and the Spark cluster'
@@ -392,10 +201,12 @@ def component_names(result: dict) -> list[str]:
 
 
 def _beam_label(result: dict) -> str:
+    """The chart title's note of the Beam arguments, if any."""
     return f', Beam {" ".join(result["beam_args"])}' if result.get('beam_args') else ''
 
 
 def write_chart(result: dict, path: str) -> None:
+    """Each component's wall time and peak memory, stock beside ours, and the totals."""
     import matplotlib
 
     matplotlib.use('Agg')
@@ -436,89 +247,94 @@ def write_chart(result: dict, path: str) -> None:
     plt.close(figure)
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.rows < 10 or args.train_steps < 1:
-        print('--rows: at least 10; --train-steps: at least 1', file=sys.stderr)
-        return 2
-    output = os.path.abspath(args.output)
-    input_dir = os.path.join(output, 'input')
-    features = [name.strip() for name in (args.features or '').split(',') if name.strip()]
-    dataset = os.path.join(output, 'dataset') if features else None
-    if args.variant:  # Child process: one pipeline, the result as JSON on stdout.
-        result = run_variant(
-            args.variant,
-            input_dir,
-            os.path.join(output, args.variant),
-            args.train_steps,
-            args.beam_args,
-            dataset,
-        )
-        print(json.dumps(result))
-        return 0
+class UsageError(Exception):
+    """A command-line mistake found once the bench has begun: printed, and exit status 2."""
 
-    from asynctrain.benchmarks import examplegen
+
+def prepare_input(
+    args: argparse.Namespace, output: str, features: list[str], dataset: str | None
+) -> dict | None:
+    """Empties `output`, writes the dataset and the CSV; returns `--stock-from`'s result, if any.
+
+    Raises:
+      UsageError: an unknown feature, a reference of other train steps, or Spark without one.
+    """
+    from asynctrain.testing import taxi_data
 
     shutil.rmtree(output, ignore_errors=True)
     if features:
         try:
-            write_dataset(dataset, features)
+            pipeline_variants.write_dataset(dataset, features)
         except ValueError as e:
-            print(e, file=sys.stderr)
-            return 2
+            raise UsageError(str(e)) from e
     _log(f'generating {args.rows:,} taxi-like CSV rows')
-    examplegen.generate_csv(args.rows, os.path.join(input_dir, 'data.csv'))
-    variants = {}
+    taxi_data.generate_csv(args.rows, os.path.join(output, 'input', 'data.csv'))
     reference = None
     if args.stock_from:
         with open(args.stock_from, encoding='utf-8') as f:
             reference = json.load(f)
         if reference['train_steps'] != args.train_steps:
-            print(
+            raise UsageError(
                 f'--stock-from: {args.stock_from} trained {reference["train_steps"]} steps, '
-                f'not --train-steps {args.train_steps}',
-                file=sys.stderr,
+                f'not --train-steps {args.train_steps}'
             )
-            return 2
+    if args.spark_workers and reference is None:
+        raise UsageError('--spark-workers: needs --stock-from (stock is not run on the cluster)')
+    return reference
+
+
+def start_spark_cluster(
+    stack: contextlib.ExitStack, args: argparse.Namespace, output: str
+) -> child_runs.TreeRssSampler:
+    """Starts the Spark cluster ours runs on (in `stack`) and a sampler of this process tree."""
+    from asynctrain.testing.spark.cluster import SparkCluster
+
+    _log(f'starting a Spark cluster of {args.spark_workers} Workers')
+    cluster = stack.enter_context(
+        SparkCluster(
+            os.path.join(output, 'spark'),
+            num_workers=args.spark_workers,
+            memory_per_worker_mb=args.spark_worker_memory_mb,
+            # The JVMs' own defaults (full JIT, their collector): a bench of throughput.
+            jvm_options=(),
+        )
+    )
+    args.beam_args = cluster.beam_pipeline_args
+    return child_runs.TreeRssSampler().start()
+
+
+def run_variants(
+    args: argparse.Namespace, output: str, dataset: str | None, reference: dict | None
+) -> dict | None:
+    """Stock (or its extrapolation from `reference`) and ours, each run in a fresh interpreter;
+    None when one failed."""
+    variants = {}
+    if reference is not None:
         variants['stock'] = extrapolated_stock(reference, args.rows)
         _log(
             f'stock: {variants["stock"]["total_seconds"]:.1f} s, extrapolated from '
             f'{reference["rows"]:,} rows ({args.stock_from})'
         )
-    if args.spark_workers and reference is None:
-        print(
-            '--spark-workers: needs --stock-from (stock is not run on the cluster)', file=sys.stderr
-        )
-        return 2
     with contextlib.ExitStack() as stack:
-        cluster_sampler = None
-        if args.spark_workers:
-            from asynctrain.benchmarks.spark_cluster import SparkCluster
-
-            _log(f'starting a Spark cluster of {args.spark_workers} Workers')
-            cluster = stack.enter_context(
-                SparkCluster(
-                    os.path.join(output, 'spark'),
-                    num_workers=args.spark_workers,
-                    memory_per_worker_mb=args.spark_worker_memory_mb,
-                    # The JVMs' own defaults (full JIT, their collector): a bench of throughput.
-                    jvm_options=(),
-                )
-            )
-            args.beam_args = cluster.beam_pipeline_args
-            cluster_sampler = memory.TreeRssSampler().start()
+        cluster_sampler = start_spark_cluster(stack, args, output) if args.spark_workers else None
         for variant in VARIANTS:
             if variant in variants:
                 continue
             _log(f'running the {variant} pipeline')
             measured = _run_in_child(variant, args, output)
             if measured is None:
-                return 1
+                return None
             variants[variant] = measured
             _log(f'{variant}: {measured["total_seconds"]:.1f} s')
         if cluster_sampler is not None:
             _with_cluster_memory(variants['ours'], cluster_sampler.stop(), args, output, dataset)
+    return variants
+
+
+def build_result(args: argparse.Namespace, features: list[str], variants: dict) -> dict:
+    """The result JSON: the run's settings, both variants' figures and their ratios."""
     stock_metric, ours_metric = (variants[v].get('eval_metric') for v in VARIANTS)
-    result = {
+    return {
         'benchmark': 'pipeline',
         'rows': args.rows,
         'train_steps': args.train_steps,
@@ -526,7 +342,11 @@ def run(args: argparse.Namespace) -> int:
         **({'spark_workers': args.spark_workers} if args.spark_workers else {}),
         'features': features or 'all',
         'variants': variants,
-        **({'stock_extrapolated_from': os.path.basename(args.stock_from)} if reference else {}),
+        **(
+            {'stock_extrapolated_from': os.path.basename(args.stock_from)}
+            if args.stock_from
+            else {}
+        ),
         'total_stock_over_ours': (
             variants['stock']['total_seconds'] / variants['ours']['total_seconds']
         ),
@@ -540,15 +360,17 @@ def run(args: argparse.Namespace) -> int:
         'machine': report.machine(),
         'finished_at': report.finished_at(),
     }
-    result_path, chart_path = report.write_result(output, result, 'pipeline.png', write_chart)
 
+
+def print_summary(result: dict, stock_from: str | None, result_path: str, chart_path: str) -> None:
+    """Prints each component's times and memory side by side, the eval metrics and the files."""
     print(
         f'\n{"component":<18}{"stock":>9}{"ours":>9}{"stock/ours":>12}'
         f'{"stock MiB":>11}{"ours MiB":>10}'
     )
     nan = float('nan')
+    stock, ours = result['variants']['stock'], result['variants']['ours']
     for name in component_names(result) + ['total']:
-        stock, ours = variants['stock'], variants['ours']
         if name == 'total':
             times = stock['total_seconds'], ours['total_seconds']
             peaks = stock.get('peak_mb', nan), ours['peak_mb']
@@ -566,8 +388,10 @@ def run(args: argparse.Namespace) -> int:
             f'{name:<18}{times[0]:>8.1f}s{times[1]:>8.1f}s{ratio:>12.2f}'
             f'{peaks[0]:>11.0f}{peaks[1]:>10.0f}'
         )
-    if reference is not None:
-        print(f'stock: extrapolated from {reference["rows"]:,} rows ({args.stock_from})')
+    stock_metric, ours_metric = stock.get('eval_metric'), ours.get('eval_metric')
+    if stock_from:
+        rows = stock['extrapolated_from']['rows']
+        print(f'stock: extrapolated from {rows:,} rows ({stock_from})')
     elif result['eval_metric_difference'] is None:
         print(f'eval metrics not comparable: stock {stock_metric}, ours {ours_metric}')
     else:
@@ -576,6 +400,38 @@ def run(args: argparse.Namespace) -> int:
             f'(ours - stock = {result["eval_metric_difference"]:+.4f})'
         )
     print(f'wrote {result_path} and {chart_path}')
+
+
+def run(args: argparse.Namespace) -> int:
+    """The bench: write the input, run both pipelines (or ours and a reference), and report."""
+    if args.rows < 10 or args.train_steps < 1:
+        print('--rows: at least 10; --train-steps: at least 1', file=sys.stderr)
+        return 2
+    output = os.path.abspath(args.output)
+    features = [name.strip() for name in (args.features or '').split(',') if name.strip()]
+    dataset = os.path.join(output, 'dataset') if features else None
+    if args.variant:  # Child process: one pipeline, the result as JSON on stdout.
+        result = pipeline_variants.run_variant(
+            args.variant,
+            os.path.join(output, 'input'),
+            os.path.join(output, args.variant),
+            args.train_steps,
+            args.beam_args,
+            dataset,
+        )
+        print(json.dumps(result))
+        return 0
+    try:
+        reference = prepare_input(args, output, features, dataset)
+    except UsageError as error:
+        print(error, file=sys.stderr)
+        return 2
+    variants = run_variants(args, output, dataset, reference)
+    if variants is None:
+        return 1
+    result = build_result(args, features, variants)
+    result_path, chart_path = report.write_result(output, result, 'pipeline.png', write_chart)
+    print_summary(result, args.stock_from, result_path, chart_path)
     return 0
 
 

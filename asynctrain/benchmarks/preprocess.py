@@ -36,8 +36,9 @@ import time
 
 import numpy as np
 
-from asynctrain.benchmarks import examplegen, report
+from asynctrain.benchmarks import report
 from asynctrain.components.shared import console
+from asynctrain.testing import executor_inputs, taxi_data
 
 DEFAULT_ROWS = 100_000
 DEFAULT_OUTPUT = os.path.join('bench_out', 'preprocess')
@@ -72,13 +73,14 @@ def _example_gen(input_dir: str, output_dir: str, parquet: bool):
     from tfx.types import standard_artifacts
 
     from asynctrain.components.example_gen import executor, spec
+    from asynctrain.testing import transform_runs as runs
 
     outputs = {spec.EXAMPLES_KEY: [standard_artifacts.Examples()]}
     if parquet:
         outputs[spec.PARQUET_EXAMPLES_KEY] = [standard_artifacts.Examples()]
     for key, (artifact,) in outputs.items():
         artifact.uri = os.path.join(output_dir, key)
-    props = examplegen._exec_properties(input_dir, examplegen.SCHEMA)  # noqa: SLF001
+    props = executor_inputs.csv_example_gen_properties(input_dir, str(runs.TAXI_SCHEMA))
     started = time.perf_counter()
     executor.Executor().Do({}, outputs, props)
     seconds = time.perf_counter() - started
@@ -86,6 +88,7 @@ def _example_gen(input_dir: str, output_dir: str, parquet: bool):
 
 
 def _batch(examples, transform_graph: str, output_dir: str, transform: bool) -> str:
+    """The ExampleBatcher's executor on `examples`, applying the graph if `transform`; its URI."""
     from tfx.types import standard_artifacts
 
     from asynctrain.components.example_batcher import executor, spec
@@ -111,7 +114,7 @@ def _batch(examples, transform_graph: str, output_dir: str, transform: bool) -> 
 def _run_path(path: str, examples, analyzed, schema, config, output: str) -> dict:
     """One path from raw examples to records (Transform analyzing `analyzed`, the examples or
     their Parquet copy); its seconds per stage and its records' URI."""
-    from asynctrain.benchmarks import transform_runs as runs
+    from asynctrain.testing import transform_runs as runs
 
     started = time.perf_counter()
     transformed = runs.run_transform(
@@ -160,6 +163,7 @@ def records_equal(ours: np.ndarray, theirs: np.ndarray) -> bool:
 
 
 def split_rows(records_uri: str, split: str, feature_spec) -> np.ndarray:
+    """One split of the ExampleBatcher's records as sorted rows (`sorted_rows`)."""
     from asynctrain.components.shared import columnar_records
 
     label = sorted(feature_spec)[0]
@@ -174,6 +178,7 @@ def split_rows(records_uri: str, split: str, feature_spec) -> np.ndarray:
 
 
 def write_chart(result: dict, path: str) -> None:
+    """Each path's seconds, stage by stage, as stacked bars."""
     import matplotlib
 
     matplotlib.use('Agg')
@@ -205,6 +210,7 @@ def write_chart(result: dict, path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """The bench, with TensorFlow's, TFX's and Beam's logs in `bench.log` under the output."""
     if args.rows < 10:
         print('--rows: at least 10', file=sys.stderr)
         return 2
@@ -218,14 +224,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, output: str) -> int:
+    """The bench, its libraries' logs going to the log file: both paths, compared and reported."""
     _log(f'generating {args.rows:,} taxi-like CSV rows')
-    examplegen.generate_csv(args.rows, os.path.join(output, 'input', 'data.csv'))
-    import tensorflow_transform as tft
+    taxi_data.generate_csv(args.rows, os.path.join(output, 'input', 'data.csv'))
+    inputs = run_example_gens(output)
+    measured = run_paths(inputs, output)
+    agree = compare_records(measured)
+    result = build_result(args.rows, inputs, measured, agree)
+    result_path, chart_path = report.write_result(output, result, 'preprocess.png', write_chart)
+    print_summary(result, result_path, chart_path)
+    return 0 if all(check['equal'] for check in agree.values()) else 1
 
-    from asynctrain.benchmarks import transform_runs as runs
-    from asynctrain.components.example_gen import spec
-    from asynctrain.components.transform import feature_config as fc
 
+def run_example_gens(output: str) -> dict[bool, tuple[dict, float]]:
+    """Our ExampleGen on the CSV without and with the Parquet copy: (outputs, seconds) of each."""
     inputs = {}
     for parquet in (False, True):
         _log(f'ExampleGen {"with" if parquet else "without"} the Parquet copy')
@@ -235,9 +247,17 @@ def _run(args: argparse.Namespace, output: str) -> int:
             parquet,
         )
         _log(f'ExampleGen: {inputs[parquet][1]:.1f} s')
+    return inputs
+
+
+def run_paths(inputs: dict[bool, tuple[dict, float]], output: str) -> dict[str, dict]:
+    """Both paths from the same examples to records; each one's seconds per stage and records."""
+    from asynctrain.components.example_gen import spec
+    from asynctrain.components.transform import feature_config as fc
+    from asynctrain.testing import transform_runs as runs
+
     examples = inputs[False][0][spec.EXAMPLES_KEY]
     parquet_seconds = max(0.0, inputs[True][1] - inputs[False][1])
-    splits = ['train', 'eval']
     config = fc.load_feature_config(str(runs.TAXI_FEATURES), str(runs.TAXI_SCHEMA))
     schema = runs.schema_artifact(runs.TAXI_SCHEMA, os.path.join(output, 'schema'))
     measured = {}
@@ -254,12 +274,19 @@ def _run(args: argparse.Namespace, output: str) -> int:
             f'{measured[path]["batcher_seconds"]:.1f} s, Parquet copy '
             f'{measured[path].get("parquet_seconds", 0.0):.1f} s)'
         )
+    return measured
+
+
+def compare_records(measured: dict[str, dict]) -> dict[str, dict]:
+    """Whether the two paths' records hold the same rows, split by split, and how far apart."""
+    import tensorflow_transform as tft
+
     _log('comparing the two sets of records row by row')
     feature_spec = tft.TFTransformOutput(
         measured['graph_only']['transform_graph']
     ).transformed_feature_spec()
     agree = {}
-    for split in splits:
+    for split in ('train', 'eval'):
         ours, materialized = (
             split_rows(measured[p]['records'], split, feature_spec) for p in PATHS
         )
@@ -270,9 +297,16 @@ def _run(args: argparse.Namespace, output: str) -> int:
             'equal': records_equal(ours, materialized),
             'max_difference': float(np.abs(ours - materialized).max()) if same_shape else None,
         }
-    result = {
+    return agree
+
+
+def build_result(
+    rows: int, inputs: dict[bool, tuple[dict, float]], measured: dict[str, dict], agree: dict
+) -> dict:
+    """The result JSON: each path's seconds per stage, ExampleGen's, the ratio and agreement."""
+    return {
         'benchmark': 'preprocess',
-        'rows': args.rows,
+        'rows': rows,
         'paths': {
             p: {k: v for k, v in m.items() if k.endswith('seconds')} for p, m in measured.items()
         },
@@ -287,7 +321,10 @@ def _run(args: argparse.Namespace, output: str) -> int:
         'machine': report.machine(),
         'finished_at': report.finished_at(),
     }
-    result_path, chart_path = report.write_result(output, result, 'preprocess.png', write_chart)
+
+
+def print_summary(result: dict, result_path: str, chart_path: str) -> None:
+    """Prints each path's seconds per stage, the ratio, each split's verdict and the files."""
     print(f'\n{"path":<14}{"Parquet":>9}{"Transform":>11}{"Batcher":>10}{"total":>9}')
     for path in PATHS:
         m = result['paths'][path]
@@ -296,11 +333,10 @@ def _run(args: argparse.Namespace, output: str) -> int:
             f'{m["batcher_seconds"]:>9.1f}s{m["seconds"]:>8.1f}s'
         )
     print(f'materialized / graph only: {result["materialized_over_graph_only"]:.2f}')
-    for split, check in agree.items():
+    for split, check in result['records_agree'].items():
         verdict = 'bit-equal' if check['exactly_equal'] else 'equal to float32 rounding'
         print(
             f'{split}: {check["rows"]:,} rows, records '
             f'{verdict if check["equal"] else "DIFFER"} (max difference {check["max_difference"]})'
         )
     print(f'wrote {result_path} and {chart_path}')
-    return 0 if all(check['equal'] for check in agree.values()) else 1

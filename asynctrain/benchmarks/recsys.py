@@ -38,7 +38,6 @@ the coordinator (there is no GPU here: figures are CPU only).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import glob
 import os
 import shutil
@@ -132,18 +131,13 @@ def _checkpoint_figures(trainer) -> dict:
     }
 
 
-def run_config(examples: recsys_examples.RecsysExamples, num_ps: int, args, run_dir: str) -> dict:
+def run_config(
+    examples: recsys_examples.RecsysExamples, num_ps: int, args: argparse.Namespace, run_dir: str
+) -> dict:
     """Both variants on a fresh `local_processes` cluster with `num_ps` servers."""
     from asynctrain.benchmarks import parameter_server_fit as fit_lib
     from asynctrain.components.trainer.cluster import servers as cluster_lib
-    from asynctrain.components.trainer.training import (
-        checkpoints,
-        evaluation,
-        loop,
-        placement,
-        task,
-        tasks,
-    )
+    from asynctrain.components.trainer.training import loop, placement, task, tasks
 
     warm = args.steps_per_execution * args.workers
     config = _trainer_config(args, num_ps, warm)
@@ -155,46 +149,66 @@ def run_config(examples: recsys_examples.RecsysExamples, num_ps: int, args, run_
     recsys_task = tasks.BinaryClassificationTask(schema, config)
     with cluster_lib.start(config.distribution) as cluster:
         trainer = loop.Trainer(recsys_task, cluster, examples.examples_dir, run_dir)
-
-        def train_to(target: int) -> dict:
-            trainer.config = dataclasses.replace(
-                config, training=dataclasses.replace(config.training, train_steps=target)
-            )
-            return trainer.train(save=False)
-
-        train_to(warm)
+        fit_lib.train_to(trainer, warm, save=False)
         placed = placement.report(trainer.model, trainer.optimizer)
         servers = sorted((i, p.pid) for (job, i), p in cluster.processes.items() if job == 'ps')
         ps_rss = [recsys_examples.rss_bytes(pid) for _, pid in servers]
         keras_model, creator = fit_lib.prepare_fit(
             recsys_task, cluster, examples.examples_dir, warm
         )
-        ours, fit = [], []
-        for i in range(args.repeats):
-            before = recsys_examples.loopback_bytes()
-            measured = train_to(warm + (i + 1) * args.steps)
-            measured['bytes_per_step'] = (recsys_examples.loopback_bytes() - before) / measured[
-                'steps_this_run'
-            ]
-            measured['steps_per_sec'] = measured['steps_this_run'] / measured['seconds']
-            ours.append(measured)
-            before = recsys_examples.loopback_bytes()
-            measured = fit_lib.timed_fit(keras_model, creator, args.steps, args.batch_size)
-            measured['bytes_per_step'] = (recsys_examples.loopback_bytes() - before) / args.steps
-            fit.append(measured)
+        ours, fit = alternate_rounds(trainer, keras_model, creator, warm, args)
         ps_rss_both = [recsys_examples.rss_bytes(pid) for _, pid in servers]
         checkpoint = _checkpoint_figures(trainer)
-        ours_auc = evaluation.evaluate(recsys_task, trainer.serving_model(), examples.examples_dir)
-        plain = recsys_task.build_model()
-        with tempfile.TemporaryDirectory() as scratch:
-            checkpoints.transfer_weights(keras_model, plain, scratch)
-        fit_auc = evaluation.evaluate(recsys_task, plain, examples.examples_dir)
-    best = max(ours, key=lambda r: r['steps_per_sec'])
-    best_fit = max(fit, key=lambda r: r['steps_per_sec'])
-    tables = [p for p in placed['model'] if '_embedding/' in p['name']]
+        aucs = _evaluate_both(recsys_task, trainer, keras_model, examples.examples_dir)
     return {
         'num_ps': num_ps,
         'num_workers': args.workers,
+        **best_rounds(ours, fit, *aucs),
+        **table_figures(placed),
+        'ps_rss_bytes': ps_rss,
+        'ps_rss_bytes_with_fit_model': ps_rss_both,
+        **checkpoint,
+    }
+
+
+def alternate_rounds(
+    trainer, keras_model, creator, warm: int, args: argparse.Namespace
+) -> tuple[list[dict], list[dict]]:
+    """`--repeats` timed rounds of ours and of fit, alternating, each with its bytes per step."""
+    from asynctrain.benchmarks import parameter_server_fit as fit_lib
+
+    ours, fit = [], []
+    for i in range(args.repeats):
+        before = recsys_examples.loopback_bytes()
+        measured = fit_lib.train_to(trainer, warm + (i + 1) * args.steps, save=False)
+        measured['bytes_per_step'] = (recsys_examples.loopback_bytes() - before) / measured[
+            'steps_this_run'
+        ]
+        measured['steps_per_sec'] = measured['steps_this_run'] / measured['seconds']
+        ours.append(measured)
+        before = recsys_examples.loopback_bytes()
+        measured = fit_lib.timed_fit(keras_model, creator, args.steps, args.batch_size)
+        measured['bytes_per_step'] = (recsys_examples.loopback_bytes() - before) / args.steps
+        fit.append(measured)
+    return ours, fit
+
+
+def _evaluate_both(recsys_task, trainer, keras_model, examples_dir: str) -> tuple[dict, dict]:
+    """Eval loss and AUC of our trained model and of a plain copy of fit's."""
+    from asynctrain.components.trainer.training import checkpoints, evaluation
+
+    ours_auc = evaluation.evaluate(recsys_task, trainer.serving_model(), examples_dir)
+    plain = recsys_task.build_model()
+    with tempfile.TemporaryDirectory() as scratch:
+        checkpoints.transfer_weights(keras_model, plain, scratch)
+    return ours_auc, evaluation.evaluate(recsys_task, plain, examples_dir)
+
+
+def best_rounds(ours: list[dict], fit: list[dict], ours_auc: dict, fit_auc: dict) -> dict:
+    """Each variant's best round and eval figures, ours / fit, and every round's examples/s."""
+    best = max(ours, key=lambda r: r['steps_per_sec'])
+    best_fit = max(fit, key=lambda r: r['steps_per_sec'])
+    return {
         'examples_per_sec': best['examples_per_sec'],
         'steps_per_sec': best['steps_per_sec'],
         'bytes_per_step': best['bytes_per_step'],
@@ -212,17 +226,22 @@ def run_config(examples: recsys_examples.RecsysExamples, num_ps: int, args, run_
             'ours': [r['examples_per_sec'] for r in ours],
             'fit': [r['examples_per_sec'] for r in fit],
         },
+    }
+
+
+def table_figures(placed: dict) -> dict:
+    """The embedding tables' bytes and shards, and the variables' bytes on each server."""
+    tables = [p for p in placed['model'] if '_embedding/' in p['name']]
+    return {
         'table_bytes': sum(s['nbytes'] for t in tables for s in t['shards']),
         'largest_table_shards': max((len(t['shards']) for t in tables), default=0),
         'largest_shard_rows': max((s['rows'] for t in tables for s in t['shards']), default=0),
         'variable_bytes_per_ps': placed['bytes_per_task'],
-        'ps_rss_bytes': ps_rss,
-        'ps_rss_bytes_with_fit_model': ps_rss_both,
-        **checkpoint,
     }
 
 
 def write_chart(result: dict, path: str) -> None:
+    """Examples/s, bytes per step, server memory and AUC by table size, a line per server count."""
     import matplotlib
 
     matplotlib.use('Agg')
@@ -233,41 +252,7 @@ def write_chart(result: dict, path: str) -> None:
     figure, axes = plt.subplots(1, 4, figsize=(22, 4.5))
     speed, traffic, memory, quality = axes
     for num_ps in counts:
-        rows = [
-            (s['table_size'], c)
-            for s in result['sizes']
-            for c in s['configs']
-            if c['num_ps'] == num_ps
-        ]
-        x = [size for size, _ in rows]
-        line = speed.plot(
-            x, [c['examples_per_sec'] for _, c in rows], 'o-', label=f'ours, {num_ps} ps'
-        )
-        color = line[0].get_color()
-        speed.plot(
-            x,
-            [c['fit']['examples_per_sec'] for _, c in rows],
-            'x--',
-            color=color,
-            label=f'fit, {num_ps} ps',
-        )
-        traffic.plot(
-            x,
-            [c['bytes_per_step'] / 1e6 for _, c in rows],
-            'o-',
-            color=color,
-            label=f'ours, {num_ps} ps',
-        )
-        memory.plot(
-            x,
-            [max(c['ps_rss_bytes']) / 2**30 for _, c in rows],
-            'o-',
-            color=color,
-            label=f'{num_ps} ps',
-        )
-        quality.plot(
-            x, [c['eval_auc'] for _, c in rows], 'o-', color=color, label=f'ours, {num_ps} ps'
-        )
+        _plot_server_count(axes, result, num_ps)
     traffic.plot(
         sizes,
         [s['configs'][0]['table_bytes'] / 1e6 for s in result['sizes']],
@@ -295,6 +280,39 @@ def write_chart(result: dict, path: str) -> None:
     plt.close(figure)
 
 
+def _plot_server_count(axes, result: dict, num_ps: int) -> None:
+    """One server count's line on each of the chart's four panels, by table size."""
+    speed, traffic, memory, quality = axes
+    rows = [
+        (s['table_size'], c) for s in result['sizes'] for c in s['configs'] if c['num_ps'] == num_ps
+    ]
+    x = [size for size, _ in rows]
+    line = speed.plot(x, [c['examples_per_sec'] for _, c in rows], 'o-', label=f'ours, {num_ps} ps')
+    color = line[0].get_color()
+    speed.plot(
+        x,
+        [c['fit']['examples_per_sec'] for _, c in rows],
+        'x--',
+        color=color,
+        label=f'fit, {num_ps} ps',
+    )
+    traffic.plot(
+        x,
+        [c['bytes_per_step'] / 1e6 for _, c in rows],
+        'o-',
+        color=color,
+        label=f'ours, {num_ps} ps',
+    )
+    memory.plot(
+        x,
+        [max(c['ps_rss_bytes']) / 2**30 for _, c in rows],
+        'o-',
+        color=color,
+        label=f'{num_ps} ps',
+    )
+    quality.plot(x, [c['eval_auc'] for _, c in rows], 'o-', color=color, label=f'ours, {num_ps} ps')
+
+
 def _write(output: str, args: argparse.Namespace, results: list, started: float, load) -> tuple:
     """Writes the result so far (after each size, so a size that fails keeps the others)."""
     result = {
@@ -319,7 +337,54 @@ def _write(output: str, args: argparse.Namespace, results: list, started: float,
     return report.write_result(output, result, 'recsys.png', write_chart)
 
 
+def run_size(size: int, args: argparse.Namespace, output: str) -> dict:
+    """One table size: its generated examples, then every server count's config, each logged."""
+    data = recsys_data.RecsysData(
+        rows=args.rows, files=args.files, seed=args.seed, vocabulary_size=size
+    )
+    data_started = time.monotonic()
+    examples = recsys_examples.make_examples(data, os.path.join(output, 'data', str(size)))
+    _log(
+        f'size {size:,}: {examples.train_rows:,} train and {examples.eval_rows:,} eval '
+        f'examples in {time.monotonic() - data_started:.0f} s; ceiling AUC '
+        f'{examples.ceiling_auc:.4f}; {sum(examples.table_rows.values()):,} table rows'
+    )
+    configs = []
+    for num_ps in args.num_ps:
+        run_dir = os.path.join(output, 'runs', f'{size}-{num_ps}ps')
+        measured = run_config(examples, num_ps, args, run_dir)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        configs.append(measured)
+        _log(config_line(size, num_ps, measured, examples.ceiling_auc))
+    shutil.rmtree(os.path.join(output, 'data', str(size)), ignore_errors=True)
+    return {
+        'table_size': size,
+        'table_rows': sum(examples.table_rows.values()),
+        'train_examples': examples.train_rows,
+        'eval_examples': examples.eval_rows,
+        'ceiling_auc': examples.ceiling_auc,
+        'configs': configs,
+    }
+
+
+def config_line(size: int, num_ps: int, measured: dict, ceiling_auc: float) -> str:
+    """One config's figures as the progress line says them."""
+    return (
+        f'size {size:,}, {num_ps} ps: ours {measured["examples_per_sec"]:,.0f} ex/s, '
+        f'fit {measured["fit"]["examples_per_sec"]:,.0f} ex/s ({measured["vs_fit"]:.2f}x); '
+        f'{measured["bytes_per_step"] / 1e6:.2f} MB/step (tables '
+        f'{measured["table_bytes"] / 1e6:.0f} MB); PS RSS '
+        f'{max(measured["ps_rss_bytes"]) / 2**20:,.0f} MiB; checkpoint '
+        f'{measured["checkpoint_bytes"] / 1e6:.0f} MB saved in '
+        f'{measured["checkpoint_save_seconds"]:.1f} s, restored in '
+        f'{measured["checkpoint_restore_seconds"]:.1f} s; AUC ours '
+        f'{measured["eval_auc"]:.4f}, fit {measured["fit"]["eval_auc"]:.4f}, ceiling '
+        f'{ceiling_auc:.4f}'
+    )
+
+
 def run(args: argparse.Namespace) -> int:
+    """The bench: every table size in turn, the result rewritten after each; then the paths."""
     numbers = [*args.sizes, *args.num_ps, args.rows, args.steps, args.repeats, args.batch_size]
     if min([*numbers, args.steps_per_execution, args.workers]) < 1 or args.files < 2:
         print(
@@ -335,45 +400,7 @@ def run(args: argparse.Namespace) -> int:
     load_at_start = list(os.getloadavg())
     results = []
     for size in args.sizes:
-        data = recsys_data.RecsysData(
-            rows=args.rows, files=args.files, seed=args.seed, vocabulary_size=size
-        )
-        data_started = time.monotonic()
-        examples = recsys_examples.make_examples(data, os.path.join(output, 'data', str(size)))
-        _log(
-            f'size {size:,}: {examples.train_rows:,} train and {examples.eval_rows:,} eval '
-            f'examples in {time.monotonic() - data_started:.0f} s; ceiling AUC '
-            f'{examples.ceiling_auc:.4f}; {sum(examples.table_rows.values()):,} table rows'
-        )
-        configs = []
-        for num_ps in args.num_ps:
-            run_dir = os.path.join(output, 'runs', f'{size}-{num_ps}ps')
-            measured = run_config(examples, num_ps, args, run_dir)
-            shutil.rmtree(run_dir, ignore_errors=True)
-            configs.append(measured)
-            _log(
-                f'size {size:,}, {num_ps} ps: ours {measured["examples_per_sec"]:,.0f} ex/s, '
-                f'fit {measured["fit"]["examples_per_sec"]:,.0f} ex/s ({measured["vs_fit"]:.2f}x); '
-                f'{measured["bytes_per_step"] / 1e6:.2f} MB/step (tables '
-                f'{measured["table_bytes"] / 1e6:.0f} MB); PS RSS '
-                f'{max(measured["ps_rss_bytes"]) / 2**20:,.0f} MiB; checkpoint '
-                f'{measured["checkpoint_bytes"] / 1e6:.0f} MB saved in '
-                f'{measured["checkpoint_save_seconds"]:.1f} s, restored in '
-                f'{measured["checkpoint_restore_seconds"]:.1f} s; AUC ours '
-                f'{measured["eval_auc"]:.4f}, fit {measured["fit"]["eval_auc"]:.4f}, ceiling '
-                f'{examples.ceiling_auc:.4f}'
-            )
-        results.append(
-            {
-                'table_size': size,
-                'table_rows': sum(examples.table_rows.values()),
-                'train_examples': examples.train_rows,
-                'eval_examples': examples.eval_rows,
-                'ceiling_auc': examples.ceiling_auc,
-                'configs': configs,
-            }
-        )
-        shutil.rmtree(os.path.join(output, 'data', str(size)), ignore_errors=True)
+        results.append(run_size(size, args, output))
         result_path, chart_path = _write(output, args, results, started, load_at_start)
     shutil.rmtree(os.path.join(output, 'data'), ignore_errors=True)
     shutil.rmtree(os.path.join(output, 'runs'), ignore_errors=True)

@@ -21,6 +21,7 @@ import shutil
 import sys
 
 from asynctrain.benchmarks import report
+from asynctrain.testing import taxi_data
 
 DEFAULT_WINDOW = 7
 DEFAULT_ROWS_PER_SPAN = 20000
@@ -92,55 +93,54 @@ def write_chart(result: dict, path: str) -> None:
     plt.close(figure)
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.rows_per_span < 3:
-        print('--rows-per-span: expected at least 3 (train and eval need rows)', file=sys.stderr)
-        return 2
-    if args.window < 1:
-        print('--window: expected a positive number of spans', file=sys.stderr)
-        return 2
-    window = args.window
-    spans = window + 1
-    _progress('loading TensorFlow Transform and TFX')
-    from asynctrain.benchmarks import transform_runs as runs
-    from asynctrain.components.transform import feature_config as fc
+def select_features(config, features: str | None):
+    """The taxi feature config cut to the comma-separated `features` (all of them when None).
 
-    config = fc.load_feature_config(str(runs.TAXI_FEATURES), str(runs.TAXI_SCHEMA))
-    if args.features:
-        wanted = [name.strip() for name in args.features.split(',') if name.strip()]
-        unknown = sorted(set(wanted) - set(config.names))
-        if unknown:
-            print(
-                f'--features: {unknown} not in {runs.TAXI_FEATURES}; its features: '
-                f'{list(config.names)}',
-                file=sys.stderr,
-            )
-            return 2
-        config = dataclasses.replace(
-            config, features=tuple(f for f in config.features if f.name in wanted)
+    Raises:
+      ValueError: a feature is not in the config; the message names it and the config's.
+    """
+    from asynctrain.testing import transform_runs as runs
+
+    if not features:
+        return config
+    wanted = [name.strip() for name in features.split(',') if name.strip()]
+    unknown = sorted(set(wanted) - set(config.names))
+    if unknown:
+        raise ValueError(
+            f'--features: {unknown} not in {runs.TAXI_FEATURES}; its features: {list(config.names)}'
         )
-    output = os.path.abspath(args.output)
-    shutil.rmtree(output, ignore_errors=True)
-    os.makedirs(output)
-    beam_args = list(getattr(args, 'beam_args', []) or [])
-    schema_proto = fc.load_schema(str(runs.TAXI_SCHEMA))
+    return dataclasses.replace(
+        config, features=tuple(f for f in config.features if f.name in wanted)
+    )
 
+
+def write_spans(output: str, spans: int, rows_per_span: int) -> dict:
+    """Daily spans 1 to `spans` resampled from the taxi CSV: their Examples artifacts by span."""
+    from asynctrain.components.transform import feature_config as fc
+    from asynctrain.testing import transform_runs as runs
+
+    schema_proto = fc.load_schema(str(runs.TAXI_SCHEMA))
     table = runs.read_taxi_table(schema_proto)
-    _progress(f'read {table.num_rows} rows of {runs.taxi_csv_path()}')
+    _progress(f'read {table.num_rows} rows of {taxi_data.taxi_csv_path()}')
     examples = {}
     for span in range(1, spans + 1):
         uri = runs.write_span(
             os.path.join(output, 'examples'),
             span,
-            runs.resample_span(table, span, args.rows_per_span),
+            runs.resample_span(table, span, rows_per_span),
         )
         examples[span] = runs.examples_artifact(uri, span)
-        _progress(f'wrote span {span}/{spans}: {args.rows_per_span} examples')
+        _progress(f'wrote span {span}/{spans}: {rows_per_span} examples')
+    return examples
+
+
+def run_windows(examples: dict, window: int, output: str, **common) -> tuple:
+    """Runs A on spans 1 to `window` (cache written), then B (A's cache) and C (none) a day on."""
+    from asynctrain.testing import transform_runs as runs
+
     schema = runs.schema_artifact(runs.TAXI_SCHEMA, os.path.join(output, 'schema'))
     window_a = [examples[s] for s in range(1, window + 1)]
     window_b = [examples[s] for s in range(2, window + 2)]
-    common = dict(config=config, disable_statistics=args.disable_statistics, beam_args=beam_args)
-
     _progress(f'run A: spans 1-{window}, analyzer cache written')
     a = runs.run_transform(window_a, schema, os.path.join(output, 'a'), **common)
     _progress(f'run A: {a.seconds:.1f} s ({a.cpu_seconds:.1f} s CPU)')
@@ -158,17 +158,29 @@ def run(args: argparse.Namespace) -> int:
         window_b, schema, os.path.join(output, 'c'), disable_analyzer_cache=True, **common
     )
     _progress(f'run C: {c.seconds:.1f} s ({c.cpu_seconds:.1f} s CPU)')
+    return a, b, c
 
-    _progress(f'comparing B and C on the raw eval examples of spans 2-{spans}')
+
+def compare_outputs(examples: dict, b, c, window: int, config):
+    """B's and C's transform graphs applied to the raw eval examples of spans 2 to `window` + 1."""
+    from asynctrain.testing import transform_runs as runs
+
+    _progress(f'comparing B and C on the raw eval examples of spans 2-{window + 1}')
     raw = []
     for span in range(2, window + 2):
         raw += runs.read_tfrecord_gzip(os.path.join(examples[span].uri, 'Split-eval', '*'))
-    comparison = runs.compare_transform_graphs(b.transform_graph, c.transform_graph, raw, config)
+    return runs.compare_transform_graphs(b.transform_graph, c.transform_graph, raw, config)
 
-    result = {
+
+def build_result(args: argparse.Namespace, config, beam_args: list, a, b, c, comparison) -> dict:
+    """The result JSON: the run's settings, the three runs' times, their ratios and agreement."""
+    from asynctrain.testing import transform_runs as runs
+
+    window = args.window
+    return {
         'benchmark': 'transform',
         'rows_per_span': args.rows_per_span,
-        'spans': spans,
+        'spans': window + 1,
         'window_a': f'1-{window}',
         'window_b': f'2-{window + 1}',
         'statistics': not args.disable_statistics,
@@ -199,23 +211,64 @@ def run(args: argparse.Namespace) -> int:
         'machine': report.machine(),
         'finished_at': report.finished_at(),
     }
-    result_path, chart_path = report.write_result(output, result, 'transform.png', write_chart)
 
+
+def print_summary(result: dict, result_path: str, chart_path: str) -> None:
+    """Prints B's and C's times side by side, their ratios, the verdict and the files written."""
+    spans = result['spans']
+    seconds, cpu_seconds = result['seconds'], result['cpu_seconds']
+    b, b_cpu = seconds['b_with_cache'], cpu_seconds['b_with_cache']
+    c, c_cpu = seconds['c_without_cache'], cpu_seconds['c_without_cache']
     print(f'\n{"run":<34}{"wall time":>12}{"CPU time":>12}')
-    print(f'{f"B  spans 2-{spans}, with cache":<34}{b.seconds:>10.1f} s{b.cpu_seconds:>10.1f} s')
-    print(
-        f'{f"C  spans 2-{spans}, cache disabled":<34}{c.seconds:>10.1f} s{c.cpu_seconds:>10.1f} s'
-    )
+    print(f'{f"B  spans 2-{spans}, with cache":<34}{b:>10.1f} s{b_cpu:>10.1f} s')
+    print(f'{f"C  spans 2-{spans}, cache disabled":<34}{c:>10.1f} s{c_cpu:>10.1f} s')
     print(
         f'B/C = {result["ratio_b_over_c"]:.2f} wall, {result["cpu_ratio_b_over_c"]:.2f} CPU '
-        f'(C/B = {result["speedup_c_over_b"]:.2f}x wall); A (spans 1-{window}) '
-        f'{a.seconds:.1f} s'
+        f'(C/B = {result["speedup_c_over_b"]:.2f}x wall); A (spans {result["window_a"]}) '
+        f'{seconds["a_first_window"]:.1f} s'
     )
     verdict = (
         'match'
-        if comparison.outputs_match
-        else (f'DIFFER: {", ".join(comparison.mismatched_features) or "vocabularies"}')
+        if result['outputs_match']
+        else (f'DIFFER: {", ".join(result["mismatched_features"]) or "vocabularies"}')
     )
-    print(f'outputs of B and C on {comparison.rows} raw examples: {verdict}')
+    print(f'outputs of B and C on {result["compared_rows"]} raw examples: {verdict}')
     print(f'wrote {result_path} and {chart_path}')
+
+
+def run(args: argparse.Namespace) -> int:
+    """The bench: write the spans, run A, B and C, compare B with C, write and print the report."""
+    if args.rows_per_span < 3:
+        print('--rows-per-span: expected at least 3 (train and eval need rows)', file=sys.stderr)
+        return 2
+    if args.window < 1:
+        print('--window: expected a positive number of spans', file=sys.stderr)
+        return 2
+    _progress('loading TensorFlow Transform and TFX')
+    from asynctrain.components.transform import feature_config as fc
+    from asynctrain.testing import transform_runs as runs
+
+    config = fc.load_feature_config(str(runs.TAXI_FEATURES), str(runs.TAXI_SCHEMA))
+    try:
+        config = select_features(config, args.features)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
+    output = os.path.abspath(args.output)
+    shutil.rmtree(output, ignore_errors=True)
+    os.makedirs(output)
+    beam_args = list(getattr(args, 'beam_args', []) or [])
+    examples = write_spans(output, args.window + 1, args.rows_per_span)
+    a, b, c = run_windows(
+        examples,
+        args.window,
+        output,
+        config=config,
+        disable_statistics=args.disable_statistics,
+        beam_args=beam_args,
+    )
+    comparison = compare_outputs(examples, b, c, args.window, config)
+    result = build_result(args, config, beam_args, a, b, c, comparison)
+    result_path, chart_path = report.write_result(output, result, 'transform.png', write_chart)
+    print_summary(result, result_path, chart_path)
     return 0 if comparison.outputs_match else 1

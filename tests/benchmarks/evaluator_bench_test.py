@@ -9,8 +9,8 @@ import shutil
 import pytest
 import tensorflow as tf
 
-from asynctrain.benchmarks import evaluation_outputs
 from asynctrain.pipelines import cli
+from asynctrain.testing import evaluation_outputs
 
 pytestmark = pytest.mark.integration
 

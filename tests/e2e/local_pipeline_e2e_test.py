@@ -21,7 +21,7 @@ import tensorflow as tf
 import tensorflow_model_analysis as tfma
 
 from asynctrain.pipelines.local_runner import run_local
-from tests.components.evaluator import tfma_outputs
+from asynctrain.testing import evaluation_outputs
 from tests.e2e.e2e_helpers import COMPONENTS
 
 pytestmark = pytest.mark.e2e
@@ -111,7 +111,7 @@ def _check_a_failed_slice_gate_blocks_the_push_as_stock_tfma_judges_it(taxi_pipe
     assert third.pushed_model is None
     assert len(os.listdir(config.serving_dir)) == 1  # the first run's push only
     ours_dir = _newest(config, 'Evaluator', 'evaluation')
-    values = tfma_outputs.values(ours_dir)
+    values = evaluation_outputs.values(ours_dir)
     auc = tfma.metrics.MetricKey('auc', example_weighted=False)
     below = {
         key
@@ -135,5 +135,5 @@ def _check_a_failed_slice_gate_blocks_the_push_as_stock_tfma_judges_it(taxi_pipe
     model = os.path.join(_newest(config, 'Trainer', 'model'), 'Format-Serving')
     examples = os.path.join(_newest(config, 'CsvExampleGen', 'examples'), 'Split-eval', '*')
     stock_dir = str(tmp_path / 'stock')
-    tfma_outputs.run_stock(eval_config, {'': model}, examples, stock_dir)
-    tfma_outputs.assert_same(stock_dir, ours_dir)
+    evaluation_outputs.run_stock(eval_config, {'': model}, examples, stock_dir)
+    evaluation_outputs.assert_same(stock_dir, ours_dir)

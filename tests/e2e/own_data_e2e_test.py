@@ -32,7 +32,7 @@ from asynctrain.components.example_gen import spec as example_gen_spec
 from asynctrain.components.shared.feature_types import load_schema
 from asynctrain.pipelines import cli, run_summary
 from asynctrain.pipelines.config import load_config
-from tests.components.evaluator import tfma_outputs
+from asynctrain.testing import evaluation_outputs
 from tests.e2e.e2e_helpers import (
     COMPONENTS,
     DATASETS,
@@ -184,12 +184,12 @@ def _check_slices_equal_stock_tfmas(config, tmp_path) -> None:
     eval_config = tfma.load_eval_result(ours_dir).config
     model = os.path.join(_newest(config, 'Trainer', 'model'), 'Format-Serving')
     examples = os.path.join(_newest(config, 'CsvExampleGen', 'examples'), 'Split-eval', '*')
-    tfma_outputs.run_stock(eval_config, {'': model}, examples, str(tmp_path / 'stock'))
-    ours = tfma_outputs.assert_same(str(tmp_path / 'stock'), ours_dir)
+    evaluation_outputs.run_stock(eval_config, {'': model}, examples, str(tmp_path / 'stock'))
+    ours = evaluation_outputs.assert_same(str(tmp_path / 'stock'), ours_dir)
     sliced = {tuple(name for name, _ in key) for key in ours if key}
     assert sliced == {tuple(s) for s in config.evaluation.slices}
-    assert tfma_outputs.intervals(ours_dir)  # the jackknife's, on the larger slices
-    assert tfma_outputs.plots(ours_dir)
+    assert evaluation_outputs.intervals(ours_dir)  # the jackknife's, on the larger slices
+    assert evaluation_outputs.plots(ours_dir)
 
 
 @pytest.mark.parametrize('name', sorted(DATASETS))

@@ -1,6 +1,6 @@
 """End to end: the bundled pipeline with every Beam stage on a Spark standalone cluster.
 
-The cluster (`asynctrain.benchmarks.spark_cluster`): a Master and two Workers (separate JVMs,
+The cluster (`asynctrain.testing.spark.cluster`): a Master and two Workers (separate JVMs,
 one core each), Beam's Spark job server, and a pool of Python SDK worker processes, all on
 127.0.0.1. The pipeline runs as `asynctrain run` runs it, with the cluster's `beam_pipeline_args`:
 ExampleGen, Transform, the ExampleBatcher and the Evaluator each submit a Beam job that Spark runs
@@ -35,7 +35,6 @@ import tensorflow as tf
 import tensorflow_model_analysis as tfma
 import tensorflow_transform as tft
 
-from asynctrain.benchmarks.spark_cluster import SparkCluster
 from asynctrain.components.evaluator import scoring
 from asynctrain.components.evaluator import spec as evaluator_spec
 from asynctrain.components.evaluator.component import Evaluator
@@ -47,6 +46,7 @@ from asynctrain.components.example_gen import spec as example_gen_spec
 from asynctrain.components.example_gen.component import CsvExampleGen
 from asynctrain.pipelines.config import load_config
 from asynctrain.pipelines.local_runner import run_local
+from asynctrain.testing.spark.cluster import SparkCluster
 from tests import nested_values
 from tests.e2e import stage_rerun
 from tests.e2e.local_pipeline_e2e_test import _raw_example

@@ -1,9 +1,10 @@
 """The wheel as a user installs it: `pip install asynctrain` works outside the checkout.
 
 Builds the wheel from the project's own files, checks that it installs no top-level name but
-`asynctrain` and that it carries the bundled data, installs it into a fresh virtual environment
-outside the checkout (the lock of the line under test, then the wheel without dependencies, as
-the image does), and from a temporary directory outside the checkout runs:
+`asynctrain` and that it carries the bundled data and the test kit (`asynctrain.testing`, whose
+local Spark cluster finds its Maven pom through the package), installs it into a fresh virtual
+environment outside the checkout (the lock of the line under test, then the wheel without
+dependencies, as the image does), and from a temporary directory outside the checkout runs:
 
 - `asynctrain run` on the bundled data (TFX's taxi sample, our bundled `taxi` schema and feature
   config: package data found through the package), trained briefly; it must exit 0 and push a
@@ -27,6 +28,7 @@ import zipfile
 import pytest
 import yaml
 
+from asynctrain.testing.spark import jars
 from tests.repository import REPO_ROOT, lock_file
 
 pytestmark = pytest.mark.e2e
@@ -110,8 +112,13 @@ def test_the_wheel_installs_only_asynctrain_with_its_data(wheel):
         'asynctrain/schemas/taxi/schema.pbtxt',
         'asynctrain/schemas/taxi/features.yaml',
         'asynctrain/kubeflow/tfjob-values.yaml',
-        'asynctrain/benchmarks/spark_job_server/pom.xml',
         'asynctrain/__main__.py',
+        # The test kit ships too: users run the local Spark cluster (with its Maven pom) and the
+        # comparisons with stock against their own pipelines.
+        'asynctrain/testing/__init__.py',
+        'asynctrain/testing/spark/cluster.py',
+        'asynctrain/testing/spark/job_server/pom.xml',
+        'asynctrain/testing/evaluation_outputs.py',
     } <= set(names)
 
 
@@ -133,6 +140,28 @@ def test_the_installed_package_is_the_wheel_not_the_checkout(installed, tmp_path
     site_packages = os.path.join(os.path.dirname(installed), 'lib')
     assert package.startswith(site_packages) and not package.startswith(str(REPO_ROOT))
     assert schemas == os.path.join(os.path.dirname(package), 'schemas')
+
+
+def test_the_installed_test_kit_reads_its_spark_pom_from_the_wheel(installed, tmp_path):
+    done = _checked(
+        _run(
+            [
+                os.path.join(installed, 'python'),
+                '-c',
+                'from asynctrain.testing.spark import jars; '
+                'print(jars.POM); print(*jars.pom_versions())',
+            ],
+            cwd=str(tmp_path),
+            env=_user_env(),
+        )
+    )
+
+    pom, spark_version, beam_version = done.stdout.split()
+    site_packages = os.path.join(os.path.dirname(installed), 'lib')
+    assert pom.startswith(site_packages) and pom.endswith(
+        'asynctrain/testing/spark/job_server/pom.xml'
+    )
+    assert (spark_version, beam_version) == jars.pom_versions()  # the checkout's pom
 
 
 def test_run_on_the_bundled_data_outside_the_checkout_pushes_a_model(installed, tmp_path):

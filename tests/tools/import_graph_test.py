@@ -1,6 +1,7 @@
 """`tools/import_graph.py`: the repository has no import cycle, keeps its layers (components below
-pipelines, the trainer's one direction, one component reaching another only through the shared
-home) and no oversized module; on a synthetic package it reports exactly the planted faults."""
+pipelines, the test kit above both and below the benches, the trainer's one direction, one
+component reaching another only through the shared home) and no oversized module; on a synthetic
+package it reports exactly the planted faults."""
 
 import importlib.util
 import pathlib
@@ -173,6 +174,48 @@ def test_a_component_importing_the_pipeline_layer_or_a_benchmark_is_reported(gra
         '(asynctrain.components must not import asynctrain.pipelines)',
         'asynctrain/components/trainer/executor.py:2: asynctrain.components.trainer.executor imports asynctrain.benchmarks.report '
         '(asynctrain.components must not import asynctrain.benchmarks)',
+    ]
+    assert not report.ok
+
+
+def test_the_test_kit_is_imported_by_benches_and_tests_only_and_imports_no_bench(graph, tmp_path):
+    _write(
+        tmp_path,
+        {
+            'asynctrain/components/__init__.py': '',
+            'asynctrain/components/example_gen/executor.py': 'import os\n',
+            # A run reaching for test scaffolding, at module level and inside a function.
+            'asynctrain/components/example_gen/cli.py': 'from asynctrain.testing import taxi_data\n',
+            'asynctrain/pipelines/__init__.py': '',
+            'asynctrain/pipelines/run.py': """\
+                def run():
+                    from asynctrain.testing.spark import cluster
+                    return cluster
+            """,
+            'asynctrain/testing/__init__.py': '',
+            'asynctrain/testing/taxi_data.py': 'import os\n',
+            'asynctrain/testing/spark/__init__.py': '',
+            # The kit may import the components; not a bench.
+            'asynctrain/testing/spark/cluster.py': (
+                'from asynctrain.components.example_gen import executor\n'
+                'from asynctrain.benchmarks import report\n'
+            ),
+            # The allowed direction: a bench imports the kit.
+            'asynctrain/benchmarks/__init__.py': '',
+            'asynctrain/benchmarks/report.py': 'import os\n',
+            'asynctrain/benchmarks/examplegen.py': 'from asynctrain.testing import taxi_data\n',
+        },
+    )
+
+    report = graph.check(str(tmp_path))
+
+    assert report.direction_violations == [
+        'asynctrain/components/example_gen/cli.py:1: asynctrain.components.example_gen.cli imports '
+        'asynctrain.testing.taxi_data (asynctrain.components must not import asynctrain.testing)',
+        'asynctrain/pipelines/run.py:2: asynctrain.pipelines.run imports '
+        'asynctrain.testing.spark.cluster (asynctrain.pipelines must not import asynctrain.testing)',
+        'asynctrain/testing/spark/cluster.py:2: asynctrain.testing.spark.cluster imports '
+        'asynctrain.benchmarks.report (asynctrain.testing must not import asynctrain.benchmarks)',
     ]
     assert not report.ok
 

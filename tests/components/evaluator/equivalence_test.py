@@ -24,8 +24,8 @@ from asynctrain.components.evaluator import executor, results
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.pipelines import pipeline as pipeline_lib
 from asynctrain.pipelines.config import load_config
+from asynctrain.testing import evaluation_outputs
 from tests.components.evaluator import evaluator_testdata as data
-from tests.components.evaluator import tfma_outputs
 
 pytestmark = pytest.mark.integration
 
@@ -135,7 +135,9 @@ def _run_both(
 
     stock_dir = str(tmp_path / 'stock')
     seed = 1 if interval_method == 'POISSON_BOOTSTRAP' else None
-    tfma_outputs.run_stock(eval_config, {m.name: m.path for m in models}, pattern, stock_dir, seed)
+    evaluation_outputs.run_stock(
+        eval_config, {m.name: m.path for m in models}, pattern, stock_dir, seed
+    )
 
     ours_dir = str(tmp_path / 'ours')
     with beam.Pipeline() as pipeline:
@@ -175,7 +177,7 @@ def test_same_metrics_and_checks_as_tfma(tmp_path, task, evaluation, blessing_me
     # `merge_accumulators` merges the first accumulator into itself when given a list (as the
     # jackknife's `_AccumulatorCombineFn` does), so its value moves with the random partitions.
     # Ours is compared with the RMSE instead, which TFMA gets right.
-    ours = tfma_outputs.assert_same(
+    ours = evaluation_outputs.assert_same(
         stock_dir, ours_dir, not_compared={'mse'} if task == fc.REGRESSION else ()
     )
     if task == fc.REGRESSION:
@@ -202,13 +204,13 @@ def test_same_metrics_and_checks_as_tfma(tmp_path, task, evaluation, blessing_me
     if task == fc.MULTICLASS:
         # The weighted confusion matrix of the 3 classes (no "no prediction" column -1: the top
         # probability is 0.8), its entries adding up to the weighted example count.
-        (((slice_key, _), plot),) = tfma_outputs.plots(ours_dir).items()
+        (((slice_key, _), plot),) = evaluation_outputs.plots(ours_dir).items()
         (matrix,) = plot['multiClassConfusionMatrixAtThresholds']['matrices']
         predicted = {e.get('predictedClassId', 0) for e in matrix['entries']}  # proto3 drops 0
         assert slice_key == () and predicted == {0, 1, 2}
         total = sum(e['numWeightedExamples'] for e in matrix['entries'])
         assert total == pytest.approx(_weight_sum(records), rel=1e-6)
-    intervals = tfma_outputs.intervals(ours_dir)
+    intervals = evaluation_outputs.intervals(ours_dir)
     if task == fc.REGRESSION:
         # Every metric but the count, weighted and unweighted, has its 20-partition interval.
         assert {k.name for _, k in intervals} == {'rmse', 'mse'}
@@ -244,13 +246,13 @@ def test_same_change_check_against_a_baseline_as_tfma(
     stock_dir, ours_dir, _ = _run_both(
         tmp_path, fc.MULTICLASS, evaluation, candidate_slope, baseline_slope
     )
-    ours = tfma_outputs.assert_same(stock_dir, ours_dir)
+    ours = evaluation_outputs.assert_same(stock_dir, ours_dir)
     key = tfma.metrics.MetricKey('accuracy', model_name='candidate', example_weighted=False)
     overall = ours[()]
     diff = overall[key._replace(is_diff=True)]
     assert diff == pytest.approx(overall[key] - overall[key._replace(model_name='baseline')])
     assert (diff > 0.1) if blessed else (diff < -0.1)
-    ok, failures, _ = tfma_outputs.failures(ours_dir)
+    ok, failures, _ = evaluation_outputs.failures(ours_dir)
     # The change check runs on the whole split and on every payment slice: every slice where
     # the candidate is worse fails, and only those; the better candidate on the whole split is
     # blessed only if no slice is worse.
@@ -286,13 +288,13 @@ def _assert_slices(ours, metric, ours_dir):
     assert ours[mobile][auc] < 0.7 < ours[(('payment_type', 'Cash'),)][auc]
     # Cross slice: the overall slice's value minus the slice's.
     assert ours[((), mobile)][auc] == pytest.approx(ours[()][auc] - ours[mobile][auc])
-    ok, failures, missing = tfma_outputs.failures(ours_dir)
+    ok, failures, missing = evaluation_outputs.failures(ours_dir)
     assert not ok and not missing
     failed = {slice_key for slice_key, _, _ in failures}
     assert mobile in failed and ((), mobile) in failed and () not in failed
     # Both plots of every single slice, none of the cross slices (as TFMA), read by TFMA's loader.
     # (TFMA writes both plots of a slice under one key, without their names.)
-    plots = tfma_outputs.plots(ours_dir)
+    plots = evaluation_outputs.plots(ours_dir)
     assert sorted((slice_key for slice_key, _ in plots), key=str) == sorted(single, key=str)
     for plot in plots.values():
         # 1,000 buckets plus the two open ends; 1,001 thresholds plus one below 0.
@@ -340,10 +342,10 @@ def test_same_bootstrap_intervals_as_tfma(tmp_path, task, evaluation, weights, b
     )
     # The same slices, keys, point values and checks, and intervals on the same metrics of the
     # same slices (candidate and weighted ones included).
-    ours = tfma_outputs.assert_same(stock_dir, ours_dir)
+    ours = evaluation_outputs.assert_same(stock_dir, ours_dir)
     stock_intervals, ours_intervals = (
-        tfma_outputs.intervals(stock_dir),
-        tfma_outputs.intervals(ours_dir),
+        evaluation_outputs.intervals(stock_dir),
+        evaluation_outputs.intervals(ours_dir),
     )
     # Binary: auc and accuracy of the overall slice and of each payment type; regression: rmse
     # and mse, weighted and unweighted; multiclass: the candidate's, the baseline's and the diff's

@@ -15,9 +15,9 @@ from tfx.types import artifact_utils, standard_artifacts
 from tfx.utils import proto_utils
 from tfx_bsl.coders import example_coder
 
-from asynctrain.benchmarks import transform_runs as runs
 from asynctrain.components.example_gen import component, decoded_columns, executor, spec
 from asynctrain.components.transform import feature_config as fc
+from asynctrain.testing import transform_runs as runs
 
 REPO = os.path.join(os.path.dirname(__file__), '..', '..', '..')
 FIXTURES = os.path.join(REPO, 'tests', 'data', 'csv')

@@ -11,7 +11,6 @@ from tfx.types import standard_artifacts
 from tfx.utils import proto_utils
 
 from asynctrain.benchmarks import preprocess
-from asynctrain.benchmarks import transform_runs as runs
 from asynctrain.components.example_batcher import executor as batcher_executor
 from asynctrain.components.example_batcher import spec as batcher_spec
 from asynctrain.components.example_gen import component as example_gen_component
@@ -19,6 +18,7 @@ from asynctrain.components.example_gen import executor as example_gen_executor
 from asynctrain.components.example_gen import spec as example_gen_spec
 from asynctrain.components.shared import columnar_records
 from asynctrain.components.transform import feature_config as fc
+from asynctrain.testing import transform_runs as runs
 
 pytestmark = pytest.mark.integration
 

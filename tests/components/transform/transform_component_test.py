@@ -20,12 +20,12 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 from tensorflow_transform.tf_metadata import dataset_metadata
 from tfx.types import standard_artifacts
 
-from asynctrain.benchmarks import transform_runs as runs
 from asynctrain.components.example_batcher import executor as batcher_executor
 from asynctrain.components.example_batcher import spec as batcher_spec
 from asynctrain.components.shared import columnar_records
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.components.transform import preprocessing
+from asynctrain.testing import transform_runs as runs
 
 pytestmark = pytest.mark.integration
 

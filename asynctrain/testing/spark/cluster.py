@@ -30,9 +30,9 @@ import time
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 
-from asynctrain.benchmarks import spark_jars
-from asynctrain.benchmarks.process_groups import HOST, free_port, kill_group, listening
-from asynctrain.benchmarks.spark_apps import AppRun, TaskRun, read_event_log, task_ends
+from asynctrain.testing.spark import jars
+from asynctrain.testing.spark.apps import AppRun, TaskRun, read_event_log, task_ends
+from asynctrain.testing.spark.process_groups import HOST, free_port, kill_group, listening
 
 # Spark 3.5 on Java 17 needs these packages opened to its unnamed module (Spark's own launcher adds
 # the same list, `JavaModuleOptions`, to the driver and executors it starts; the job server's
@@ -102,7 +102,7 @@ class SparkCluster:
         self._jvm_options = tuple(jvm_options)
         self._spark_conf = dict(spark_conf or {})
         self._processes: dict[str, subprocess.Popen] = {}
-        self.home: spark_jars.SparkHome | None = None
+        self.home: jars.SparkHome | None = None
         self.master_port = self.master_ui_port = self.pool_port = 0
         self.job_port = self.artifact_port = self.expansion_port = 0
 
@@ -120,7 +120,7 @@ class SparkCluster:
         self.stop()
 
     def _start(self) -> None:
-        self.home = spark_jars.spark_home()
+        self.home = jars.spark_home()
         for sub in ('logs', 'events', 'artifacts'):
             (self.log_dir / sub).mkdir(parents=True, exist_ok=True)
         self.master_port, self.master_ui_port = free_port(), free_port()
@@ -195,7 +195,7 @@ class SparkCluster:
         # The pool starts each SDK worker as `python -m ...` from PATH: this interpreter's bin
         # folder goes first, and PYTHONPATH carries the folders this process imports asynctrain
         # (and the test's modules) from, so workers unpickle the same functions.
-        package_root = str(pathlib.Path(__file__).resolve().parents[2])
+        package_root = str(pathlib.Path(__file__).resolve().parents[3])
         entries = [*self._python_path, package_root, *os.environ.get('PYTHONPATH', '').split(':')]
         env = dict(os.environ)
         env['PATH'] = f'{pathlib.Path(sys.executable).parent}:{env.get("PATH", "")}'

@@ -1,10 +1,15 @@
-"""Reading an evaluation as TFMA wrote it (ours or stock TFMA's): each slice's metric values and
-intervals, its plots and the failed checks, keyed as TFMA keys them; and `differences`, what two
-evaluations disagree on, which `bench evaluator` reports and the tests assert empty."""
+"""An evaluation as TFMA wrote it (ours or stock TFMA's), and the comparison of ours with stock's.
+
+Readers give each slice's metric values and intervals, its plots and the failed checks, keyed as
+TFMA keys them; `differences` lists what two evaluations disagree on (slices, metric keys, values
+within 1e-6, which metrics have intervals, plots, failed checks), which `bench evaluator` reports
+and `assert_same` asserts empty; `run_stock` runs stock TFMA on the same examples and models.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection, Mapping
 
 import tensorflow_model_analysis as tfma
 from google.protobuf import json_format
@@ -155,3 +160,35 @@ def differences(stock_dir: str, ours_dir: str, rel: float = 1e-6, not_compared=(
         for key, plot in stock_plots.items():
             _plot_differences(ours_plots[key], plot, str(key), rel, out)
     return out
+
+
+def assert_same(stock_dir: str, ours_dir: str, not_compared: Collection[str] = ()) -> dict:
+    """Raises AssertionError naming every disagreement (`differences`) of the evaluation in
+    `ours_dir` with `stock_dir`; returns ours' {slice key: {MetricKey: value}}."""
+    found = differences(stock_dir, ours_dir, not_compared=not_compared)
+    if found:
+        raise AssertionError(f'{ours_dir} differs from {stock_dir}:\n' + '\n'.join(found))
+    return values(ours_dir)
+
+
+def run_stock(
+    eval_config: tfma.EvalConfig,
+    model_paths: Mapping[str, str],
+    data_location: str,
+    output_path: str,
+    seed: int | None = None,
+) -> None:
+    """Stock TFMA (`tfma.run_model_analysis`, the engine inside TFX's Evaluator) on the same
+    examples and models: `model_paths` maps each model spec's name ('' for a single model) to its
+    SavedModel directory; `seed` fixes TFMA's bootstrap draws (its `random_seed_for_testing`)."""
+    shared = [
+        tfma.default_eval_shared_model(path, eval_config=eval_config, model_name=name)
+        for name, path in model_paths.items()
+    ]
+    tfma.run_model_analysis(
+        eval_shared_model=shared[0] if len(shared) == 1 else shared,
+        eval_config=eval_config,
+        data_location=data_location,
+        output_path=output_path,
+        random_seed_for_testing=seed,
+    )

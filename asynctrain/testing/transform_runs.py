@@ -1,9 +1,9 @@
 """Daily spans of taxi-like examples and stock TFX Transform executor runs over a window of them.
 
-The pieces `asynctrain bench transform` is made of, kept apart so that tests reuse them: resample
-the bundled taxi CSV into one GZIP TFRecord span per day (tf.Examples typed by the schema, a
-missing cell an empty feature as stock CsvExampleGen writes it), wrap spans as `Examples`
-artifacts, run `tfx.components.transform.executor.Executor().Do` with our generated
+The pieces `asynctrain bench transform` is made of, shared with the component tests and the
+other benches: resample the bundled taxi CSV into one GZIP TFRecord span per day (tf.Examples
+typed by the schema, a missing cell an empty feature as stock CsvExampleGen writes it), wrap spans
+as `Examples` artifacts, run `tfx.components.transform.executor.Executor().Do` with our generated
 `preprocessing_fn` (with or without the analyzer cache), and compare two transform graphs on the
 same raw examples.
 """
@@ -36,7 +36,8 @@ from tfx_bsl.coders import example_coder
 
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.components.transform import preprocessing
-from asynctrain.pipelines.config import BUNDLED_SCHEMAS, bundled_data_dir
+from asynctrain.pipelines.config import BUNDLED_SCHEMAS
+from asynctrain.testing.taxi_data import taxi_csv_path
 
 # The generated preprocessing_fn, as the pipeline names it to the Transform component.
 PREPROCESSING_FN = 'asynctrain.components.transform.preprocessing.preprocessing_fn'
@@ -59,11 +60,6 @@ _VALUE_TYPES = {
     schema_pb2.FLOAT: pa.float32(),
     schema_pb2.BYTES: pa.large_binary(),
 }
-
-
-def taxi_csv_path() -> str:
-    """The Chicago taxi sample bundled with TFX (read in place, never copied)."""
-    return os.path.join(bundled_data_dir(), 'data.csv')
 
 
 def read_taxi_table(schema: schema_pb2.Schema, csv_path: str | None = None) -> pa.Table:

@@ -1,7 +1,7 @@
-"""A pytest plugin: tests marked `fresh_process` run their body in a fresh Python process, and a
-test that leaves TensorFlow's process-wide state behind without the marker fails, by name.
+"""A pytest plugin: tests marked `fresh_process` run their body in a fresh Python process, and no
+other test may start TensorFlow servers or connect the eager context in the pytest process.
 
-    pytest -p asynctrain.testing.pytest_fresh_process      # or pytest_plugins = [...] in conftest
+    pytest_plugins = ['tests.fresh_process_plugin']      # tests/conftest.py
 
     @pytest.mark.fresh_process
     def test_two_workers_train(transformed_data, tmp_path):
@@ -10,27 +10,35 @@ test that leaves TensorFlow's process-wide state behind without the marker fails
 
 Fixtures are set up and torn down in the pytest process as usual; only the function's body moves
 (`fresh_process.call`), so session fixtures (data built once for the run) are still built once.
-What the check after every other test looks for, once per process (the first test that leaves it
-is the one to mark; later tests are not blamed for it):
 
-- an eager context connected to a cluster (`context.set_server_def`, which
-  `ParameterServerStrategy` and `connect_to_cluster` call; tensorflow/python/eager/context.py);
-- TensorFlow servers started by this package in the process (their pool of threads is sized for
-  good by the first: `process_pool`).
+Every other test runs with TensorFlow's doors to process-wide state shut (while TensorFlow is
+loaded, which collecting the test modules does): starting a server (`tf.distribute.Server`,
+tensorflow/python/training/server_lib.py) and connecting the eager context to a cluster
+(`Context.set_server_def`, `update_server_def`, `enable_collective_ops`,
+tensorflow/python/eager/context.py, which `ParameterServerStrategy`, `MultiWorkerMirroredStrategy`
+and `connect_to_cluster` go through) raise an error that names the marker. So the state is never
+made in a pytest worker, and no later test can inherit it. A check after each test backs this up
+for state made before TensorFlow was loaded: it fails the test that left it, once per process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 
 import pytest
 
-from asynctrain.testing import fresh_process
+from tests import fresh_process
 
 MARKER = 'fresh_process'
 # A child still running this long before pytest-timeout's limit prints its own stacks first.
 _CHILD_TIMEOUT_MARGIN_S = 30
 _leak_reported = False
+
+
+class ProcessStateRefused(RuntimeError):
+    """A test without the marker tried to make process-wide TensorFlow state."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -60,18 +68,67 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     if pyfuncitem.get_closest_marker(MARKER) is None:
         return None
     kwargs = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    # `from None`: the report shows the child's traceback alone, not this frame's too.
     try:
         fresh_process.call(pyfuncitem.obj, kwargs, timeout=_timeout_s(pyfuncitem))
     except fresh_process.FreshProcessSkip as skipped:
-        reason = str(skipped)
+        raise pytest.skip.Exception(str(skipped)) from None
     except fresh_process.FreshProcessError as failed:
-        failure = str(failed)
-    else:
-        return True
-    # Outside the handlers: the report shows the child's traceback alone, not this frame's too.
-    if 'failure' in locals():
-        pytest.fail(failure, pytrace=False)
-    pytest.skip(reason)
+        raise pytest.fail.Exception(str(failed), pytrace=False) from None
+    return True
+
+
+def _refusal(what: str):
+    def refuse(*args, **kwargs):
+        raise ProcessStateRefused(
+            f'{what} in the pytest process: TensorFlow cannot undo that for the tests after this '
+            f'one. Mark the test @pytest.mark.{MARKER} so that its body runs in a fresh process.'
+        )
+
+    return refuse
+
+
+@contextlib.contextmanager
+def process_state_refused() -> Iterator[None]:
+    """Within: starting a TensorFlow server or connecting the eager context raises
+    `ProcessStateRefused` (a no-op while TensorFlow is not loaded)."""
+    server_lib = sys.modules.get('tensorflow.python.training.server_lib')
+    context = sys.modules.get('tensorflow.python.eager.context')
+    doors = []
+    if server_lib is not None:
+        doors.append((server_lib.Server, '__init__', 'starting a TensorFlow server'))
+    if context is not None:
+        for name in ('set_server_def', 'update_server_def', 'enable_collective_ops'):
+            doors.append((context.Context, name, 'connecting the eager context to a cluster'))
+    saved = [(owner, name, owner.__dict__[name]) for owner, name, _ in doors]
+    try:
+        for owner, name, what in doors:
+            setattr(owner, name, _refusal(what))
+        yield
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
+
+
+@contextlib.contextmanager
+def _guarded(item: pytest.Item) -> Iterator[None]:
+    if item.get_closest_marker(MARKER) is not None:
+        yield
+        return
+    with process_state_refused():
+        yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    with _guarded(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    with _guarded(item):
+        return (yield)
 
 
 def leaked_tensorflow_state() -> list[str]:
@@ -96,7 +153,8 @@ def leaked_tensorflow_state() -> list[str]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
-    result = yield
+    with _guarded(item):
+        result = yield
     global _leak_reported
     if _leak_reported or item.get_closest_marker(MARKER) is not None:
         return result

@@ -1,24 +1,36 @@
-"""Peak memory of each pipeline component, from a resident-set sampler and ML Metadata's times.
+"""A bench's variant run in a child process, and its peak memory: the child's process tree's
+resident set sampled from outside, or the peak the child reports of itself.
 
-Under LocalDagRunner the components run one after another in one process, and some start
-children of their own (the Trainer's cluster; Beam's workers in multi-process mode). A thread
-samples the resident set of this process and of all its descendants every `interval` seconds,
-with a wall-clock timestamp. After the run, each component's peak is the largest sample taken
-between its execution's creation and its last update in ML Metadata (driver, executor and
-publisher), the same interval that `component_seconds` times.
+A bench runs each variant in a fresh interpreter, so that none inherits another's imports or
+TensorFlow state and each one's memory is its own, in one of two ways:
 
-What this measures is the whole process tree's RSS, so a component's peak includes what earlier
-components left imported or cached in the process (TensorFlow, Beam): compare components of one
-run with that baseline in mind (`baseline_mb`, the first sample, is recorded beside them).
+- `run_spawned(target, args)`: a Python callable in a spawned interpreter; what it puts on its
+  queue comes back, with its process tree's peak resident set sampled from here;
+- `run_module(module, argv)`: `python -m module ...`, whose result is the JSON object on the last
+  line of its standard output; a child that measures itself reports `own_peak_rss_mb()`, or what a
+  `TreeRssSampler` of its own saw, in that JSON.
+
+`TreeRssSampler` samples the resident set of a process and of all its descendants every
+`interval` seconds, with a wall-clock timestamp. Under LocalDagRunner the components run one
+after another in one process, and some start children of their own (the Trainer's cluster; Beam's
+workers in multi-process mode): `component_peaks_mb` gives each component the largest sample
+taken between its execution's creation and its last update in ML Metadata (driver, executor and
+publisher), the same interval that a bench times. That is the whole process tree's RSS, so a
+component's peak includes what earlier components left imported or cached in the process
+(TensorFlow, Beam): compare components of one run with that baseline in mind (the first sample).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import multiprocessing
+import resource
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import psutil
@@ -84,10 +96,10 @@ class TreeRssSampler:
         return self.samples
 
 
-def run_in_child(target: Callable[..., None], args: tuple) -> tuple[Any, float] | None:
+def run_spawned(target: Callable[..., None], args: tuple) -> tuple[Any, float] | None:
     """`target(*args, queue)` in a fresh (spawned) interpreter, its process tree's RSS sampled
-    from here: (what it put on the queue, its peak in MiB), or None when it failed. A bench's
-    variants each get one, so that none inherits another's imports or TensorFlow state."""
+    from here: (what it put on the queue, its peak in MiB), or None when it failed. `target` must
+    be importable by the child (a top-level function of an installed module)."""
     spawn = multiprocessing.get_context('spawn')
     queue = spawn.Queue()
     child = spawn.Process(target=target, args=(*args, queue))
@@ -98,6 +110,46 @@ def run_in_child(target: Callable[..., None], args: tuple) -> tuple[Any, float] 
     if child.exitcode != 0:
         return None
     return queue.get(), max((b for b in samples.rss if b), default=0) / _MB
+
+
+@dataclasses.dataclass(frozen=True)
+class ModuleRun:
+    """What a `python -m` child left behind.
+
+    Attributes:
+      returncode: its exit status.
+      result: the JSON object on the last line of its standard output; None when it exited with
+        a non-zero status.
+      stderr: everything it wrote to standard error (its progress lines, or why it failed).
+    """
+
+    returncode: int
+    result: dict | None
+    stderr: str
+
+
+def run_module(module: str, argv: Sequence[str], env: Mapping[str, str] | None = None) -> ModuleRun:
+    """`python -m module *argv` with this interpreter, in a fresh process (with `env`, else this
+    process's environment); waits for it and reads its result back."""
+    done = subprocess.run(
+        [sys.executable, '-m', module, *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=None if env is None else dict(env),
+    )
+    result = None
+    if done.returncode == 0:
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+    return ModuleRun(done.returncode, result, done.stderr)
+
+
+def own_peak_rss_mb() -> float:
+    """The peak resident set, in MiB, of this process or of the largest child it has waited for
+    (the kernel's high-water marks, `getrusage`): what a child run reports of itself."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return round(max(own, children) / 1024, 1)
 
 
 def component_peaks_mb(

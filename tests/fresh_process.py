@@ -8,7 +8,7 @@ A test that starts servers in a pytest worker leaves that state to every later t
 the suite hung and failed that way, depending on which tests a worker had run before. A test whose
 body runs here starts from a process that has run nothing else.
 
-    parent (pytest worker)                     child (python -m asynctrain.testing.fresh_process)
+    parent (pytest worker)                     child (python -m tests.fresh_process)
     set up the test's fixtures                 import the test's module (asserts rewritten as
     pickle (function, fixture values) ──────▶  pytest does), call the function with the values
     wait; raise the child's failure  ◀──────  pickle the outcome: passed, skipped or the traceback
@@ -38,7 +38,12 @@ import traceback
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import pytest
+from _pytest.assertion.rewrite import rewrite_asserts
+from _pytest.capture import CaptureFixture, FDCapture, SysCapture
+
 from asynctrain.components.trainer.cluster import servers
+from tests.repository import child_environment
 
 # The outcome the child writes before it calls the function: still there when the child exits
 # with faulthandler's status 1, it timed out; with any other status, it died.
@@ -93,10 +98,6 @@ class _FdCapture:
 
 def _is_output_capture(value: Any) -> bool:
     """Whether `value` is pytest's `capfd` or `capsys` (text captures of the output)."""
-    try:
-        from _pytest.capture import CaptureFixture, FDCapture, SysCapture
-    except ImportError:  # no pytest here
-        return False
     return isinstance(value, CaptureFixture) and value.captureclass in (FDCapture, SysCapture)
 
 
@@ -133,14 +134,6 @@ def call(function: Callable[..., Any], kwargs: dict[str, Any], timeout: float) -
         name: _CaptureInChild() if _is_output_capture(value) else value
         for name, value in kwargs.items()
     }
-    for name, value in kwargs.items():
-        try:
-            pickle.dumps(value)
-        except Exception as error:
-            raise TypeError(
-                f'{function.__qualname__}: fixture {name!r} ({type(value).__name__}) cannot be '
-                f'sent to a fresh process ({error}); give the test data, not a live object'
-            ) from error
     request = _Request(
         module_name=function.__module__,
         module_file=sys.modules[function.__module__].__file__,
@@ -153,12 +146,28 @@ def call(function: Callable[..., Any], kwargs: dict[str, Any], timeout: float) -
         request_path = os.path.join(scratch, 'request.pickle')
         outcome_path = os.path.join(scratch, 'outcome.pickle')
         with open(request_path, 'wb') as file:
-            pickle.dump(request, file)
-        command = [sys.executable, '-m', __name__, request_path, outcome_path]
-        child = servers.spawn(command, dict(os.environ))
+            try:
+                pickle.dump(request, file)
+            except Exception as error:
+                raise _unpicklable(function, kwargs, error) from error
+        command = [sys.executable, '-m', 'tests.fresh_process', request_path, outcome_path]
+        child = servers.spawn(command, child_environment())
         returncode = child.wait()
         outcome = _read_outcome(outcome_path)
     _raise_outcome(request, outcome, returncode)
+
+
+def _unpicklable(function: Callable[..., Any], kwargs: dict[str, Any], error: Exception):
+    """The error naming the first fixture value of `kwargs` that does not pickle."""
+    for name, value in kwargs.items():
+        try:
+            pickle.dumps(value)
+        except Exception as value_error:
+            return TypeError(
+                f'{function.__qualname__}: fixture {name!r} ({type(value).__name__}) cannot be '
+                f'sent to a fresh process ({value_error}); give the test data, not a live object'
+            )
+    return TypeError(f'{function.__qualname__}: cannot be sent to a fresh process ({error})')
 
 
 def _read_outcome(path: str) -> dict | None:
@@ -193,25 +202,12 @@ def _load_module(request: _Request):
     with open(request.module_file, 'rb') as file:
         source = file.read()
     tree = ast.parse(source, filename=request.module_file)
-    try:
-        from _pytest.assertion.rewrite import rewrite_asserts
-    except ImportError:  # no pytest here: plain asserts
-        pass
-    else:
-        rewrite_asserts(tree, source, request.module_file)
+    rewrite_asserts(tree, source, request.module_file)
     spec = importlib.util.spec_from_file_location(request.module_name, request.module_file)
     module = importlib.util.module_from_spec(spec)
     sys.modules[request.module_name] = module
     exec(compile(tree, request.module_file, 'exec'), module.__dict__)
     return module
-
-
-def _skip_exception_types() -> tuple[type[BaseException], ...]:
-    try:
-        import pytest
-    except ImportError:
-        return ()
-    return (pytest.skip.Exception,)
 
 
 def _run(request: _Request) -> dict:
@@ -230,7 +226,7 @@ def _run(request: _Request) -> dict:
         finally:
             if capture is not None:
                 capture.readouterr()  # the rest on to the parent
-    except _skip_exception_types() as skipped:
+    except pytest.skip.Exception as skipped:
         return {'status': 'skipped', 'message': str(skipped)}
     except BaseException:
         return {'status': 'failed', 'traceback': traceback.format_exc()}
@@ -264,6 +260,6 @@ def main(request_path: str, outcome_path: str) -> int:
 
 if __name__ == '__main__':
     # Through the module's own name, so the request's classes are the ones `_run` checks for.
-    from asynctrain.testing import fresh_process
+    from tests import fresh_process
 
     sys.exit(fresh_process.main(*sys.argv[1:]))

@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from asynctrain.benchmarks import spark_probe
-from asynctrain.benchmarks.spark_apps import read_event_log
-from asynctrain.benchmarks.spark_cluster import SparkCluster
+from asynctrain.testing.spark import probe
+from asynctrain.testing.spark.apps import read_event_log
+from asynctrain.testing.spark.cluster import SparkCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group('spark_cluster')]
 
@@ -30,28 +30,28 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope='module')
 def probe_input(tmp_path_factory) -> str:
     folder = tmp_path_factory.mktemp('probe_input')
-    records = spark_probe.input_records(NUM_RECORDS, NUM_KEYS)
+    records = probe.input_records(NUM_RECORDS, NUM_KEYS)
     for shard in range(2):
-        spark_probe.write_input(folder / f'records-{shard}.tfrecord.gz', records[shard::2])
+        probe.write_input(folder / f'records-{shard}.tfrecord.gz', records[shard::2])
     return str(folder / 'records-*.tfrecord.gz')
 
 
 @pytest.fixture(scope='module')
 def direct_summaries(probe_input, tmp_path_factory) -> list[dict]:
     output_dir = tmp_path_factory.mktemp('direct')
-    spark_probe.run(probe_input, str(output_dir), ['--runner=DirectRunner'])
-    summaries = spark_probe.read_summaries(output_dir)
+    probe.run(probe_input, str(output_dir), ['--runner=DirectRunner'])
+    summaries = probe.read_summaries(output_dir)
     # The DirectRunner runs the DoFns in this process.
     assert {tuple(process) for summary in summaries for process in summary['processes']} == {
         (os.getpid(), os.getppid())
     }
-    return spark_probe.without_processes(summaries)
+    return probe.without_processes(summaries)
 
 
 def run_on_cluster(cluster, probe_input, output_dir, **kwargs) -> str:
     """Runs the probe on the cluster; returns the id of the Spark application it ran as."""
     before = set(cluster.app_ids())
-    spark_probe.run(probe_input, str(output_dir), cluster.beam_pipeline_args, **kwargs)
+    probe.run(probe_input, str(output_dir), cluster.beam_pipeline_args, **kwargs)
     (app_id,) = set(cluster.app_ids()) - before
     return app_id
 
@@ -72,7 +72,7 @@ def test_direct_runner_reference_has_every_key(direct_summaries):
 
 def test_outputs_equal_direct_runner(cluster_run, direct_summaries):
     output_dir, _ = cluster_run
-    assert spark_probe.without_processes(spark_probe.read_summaries(output_dir)) == direct_summaries
+    assert probe.without_processes(probe.read_summaries(output_dir)) == direct_summaries
 
 
 def test_application_finished_with_tasks_on_both_workers(cluster_run):
@@ -89,7 +89,7 @@ def test_dofns_ran_in_sdk_workers_started_by_the_pool(cluster, cluster_run):
     output_dir, _ = cluster_run
     processes = {
         tuple(process)
-        for summary in spark_probe.read_summaries(output_dir)
+        for summary in probe.read_summaries(output_dir)
         for process in summary['processes']
     }
     pids = {pid for pid, _ in processes}
@@ -110,7 +110,7 @@ def test_job_survives_a_worker_killed_mid_job(cluster, probe_input, direct_summa
 
     def submit():
         try:
-            spark_probe.run(
+            probe.run(
                 probe_input,
                 str(output_dir),
                 cluster.beam_pipeline_args,
@@ -134,7 +134,7 @@ def test_job_survives_a_worker_killed_mid_job(cluster, probe_input, direct_summa
     assert not job.is_alive() and not errors, errors
 
     assert keys_done_at_kill < NUM_KEYS
-    assert spark_probe.without_processes(spark_probe.read_summaries(output_dir)) == direct_summaries
+    assert probe.without_processes(probe.read_summaries(output_dir)) == direct_summaries
     (app_id,) = set(cluster.app_ids()) - before
     app = cluster.app_run(app_id)
     assert app.state == 'FINISHED'

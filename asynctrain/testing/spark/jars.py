@@ -1,6 +1,6 @@
 """The Java side of a local Spark cluster: Spark and Beam's Spark job server, fetched by Maven.
 
-`spark_job_server/pom.xml` (committed beside this module) lists Beam's published Spark 3 runner
+`job_server/pom.xml` (committed beside this module) lists Beam's published Spark 3 runner
 (`beam-runners-spark-3`, which holds `SparkJobServerDriver`) and Spark's own modules; Maven's
 `dependency:build-classpath` resolves them (downloading into `~/.m2` only what is not there yet)
 and `~/.cache/asynctrain/spark-<pom digest>/jars` gets a link to each resolved jar (no second
@@ -22,7 +22,7 @@ import subprocess
 import time
 import xml.etree.ElementTree as ElementTree
 
-POM = pathlib.Path(__file__).resolve().parent / 'spark_job_server' / 'pom.xml'
+POM = pathlib.Path(__file__).resolve().parent / 'job_server' / 'pom.xml'
 CACHE_ROOT = pathlib.Path.home() / '.cache' / 'asynctrain'
 _POM_NS = {'m': 'http://maven.apache.org/POM/4.0.0'}
 
@@ -101,7 +101,7 @@ def spark_home(pom: pathlib.Path = POM, cache_root: pathlib.Path = CACHE_ROOT) -
         shutil.rmtree(staging, ignore_errors=True)
         (staging / 'jars').mkdir(parents=True)
         print(
-            f'spark_jars: resolving Beam {beam_version} Spark runner + Spark {spark_version} '
+            f'spark jars: resolving Beam {beam_version} Spark runner + Spark {spark_version} '
             f'with Maven ({pom}) into {home}/jars',
             flush=True,
         )
@@ -122,7 +122,7 @@ def spark_home(pom: pathlib.Path = POM, cache_root: pathlib.Path = CACHE_ROOT) -
             (staging / 'jars' / jar.name).symlink_to(jar)
         size_mb = sum(jar.stat().st_size for jar in jars) / (1 << 20)
         print(
-            f'spark_jars: {len(jars)} jars, {size_mb:.0f} MiB, in {time.monotonic() - start:.1f} s',
+            f'spark jars: {len(jars)} jars, {size_mb:.0f} MiB, in {time.monotonic() - start:.1f} s',
             flush=True,
         )
         (staging / 'RELEASE').write_text(

@@ -1,4 +1,4 @@
-"""The `fresh_process` marker and the leak check (asynctrain.testing.pytest_fresh_process), run on
+"""The `fresh_process` marker and the leak check (tests/fresh_process_plugin.py), run on
 small test files by pytest's own `pytester`: where a marked body runs, what comes back of its
 outcome, and what the check says of a test that leaves TensorFlow's state behind."""
 
@@ -6,13 +6,21 @@ import os
 
 import pytest
 
-from asynctrain.testing import fresh_process
+from tests import fresh_process
+from tests.repository import REPO_ROOT
 
 pytest_plugins = ['pytester']
 
 _CONFTEST = """
-pytest_plugins = ['asynctrain.testing.pytest_fresh_process']
+pytest_plugins = ['tests.fresh_process_plugin']
 """
+
+
+@pytest.fixture
+def pytester(pytester, monkeypatch):
+    """pytest's own, its runs able to import this checkout's `tests` package."""
+    monkeypatch.setenv('PYTHONPATH', str(REPO_ROOT))
+    return pytester
 
 
 def _run(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
@@ -92,15 +100,18 @@ def test_output(capfd):
 
 _LEAK = """
 import pytest
-import tensorflow as tf
-from asynctrain.components.trainer import config as config_lib
-from asynctrain.components.trainer.cluster import servers
-from asynctrain.testing.pytest_fresh_process import leaked_tensorflow_state
+from tests.fresh_process_plugin import leaked_tensorflow_state
 
 def _connect_and_leave():
+    import tensorflow as tf
+    from asynctrain.components.trainer import config as config_lib
+    from asynctrain.components.trainer.cluster import servers
+
     distribution = config_lib.DistributionConfig(cluster='in_process', num_workers=1, num_ps=1)
     with servers.start(distribution) as cluster:
         tf.distribute.experimental.ParameterServerStrategy(cluster.resolver)
+
+IMPORT
 
 MARK
 def test_a_connects_and_leaves():
@@ -111,23 +122,37 @@ def test_b_after_it():
 """
 
 
-def test_an_unmarked_test_that_leaves_a_connected_context_fails_by_name(pytester):
-    # test_b, in the same worker, holds what test_a left (and is not blamed for it).
-    source = _LEAK.replace('MARK', '').replace(
+def test_an_unmarked_test_cannot_start_servers_in_the_worker(pytester):
+    # TensorFlow loaded at collection (as the suite's test modules load it): refused at once.
+    source = _LEAK.replace('IMPORT', 'import tensorflow').replace('MARK', '')
+    result = _run(pytester, source.replace('EXPECTED', '[]'))
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert 'ProcessStateRefused: starting a TensorFlow server in the pytest process' in out
+    assert 'Mark the test @pytest.mark.fresh_process' in out
+
+
+def test_state_made_before_tensorflow_loaded_fails_the_test_that_left_it(pytester):
+    # TensorFlow first loaded inside the test: nothing to refuse yet, so the check after it
+    # names the test, once; the test after it is not blamed for what it inherited.
+    source = _LEAK.replace('IMPORT', '').replace('MARK', '')
+    source = source.replace(
         'EXPECTED', "['the eager context is connected to a cluster', leaked_tensorflow_state()[1]]"
     )
-    result = _run(pytester, source)
+    # -rN: no short summary, whose copy of the message is cut to the terminal's width, so the
+    # count below is of the reports themselves whatever COLUMNS the run inherits.
+    result = _run(pytester, source, '-rN')
     result.assert_outcomes(passed=2, errors=1)
     out = result.stdout.str()
     assert 'ERROR at teardown of test_a_connects_and_leaves' in out
     assert 'the eager context is connected to a cluster' in out
     assert 'TensorFlow servers started in this process' in out
-    assert 'Mark it @pytest.mark.fresh_process' in out
-    # Reported once: the test after it is not blamed for what it inherited.
     assert out.count('left process-wide TensorFlow state') == 1
 
 
 def test_a_marked_test_leaves_nothing_to_the_next(pytester):
-    source = _LEAK.replace('MARK', '@pytest.mark.fresh_process').replace('EXPECTED', '[]')
-    result = _run(pytester, source)
+    source = _LEAK.replace('IMPORT', 'import tensorflow').replace(
+        'MARK', '@pytest.mark.fresh_process'
+    )
+    result = _run(pytester, source.replace('EXPECTED', '[]'))
     result.assert_outcomes(passed=2)
