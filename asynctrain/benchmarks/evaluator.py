@@ -129,7 +129,6 @@ def write_examples(directory: str, rows: int) -> str:
 def _evaluate(variant, model_uri, eval_config_json, pattern, output_dir, queue) -> None:
     """In a child process: one evaluation; puts its wall seconds."""
     import apache_beam as beam
-    import tensorflow_model_analysis as tfma
     from google.protobuf import json_format
     from tensorflow_model_analysis.proto import config_pb2
     from tfx.types import standard_artifacts

@@ -1,8 +1,10 @@
-"""Static checks of kubeflow/Dockerfile; no container engine runs here, so the image is not built.
+"""Static checks of the two images, kubeflow/Dockerfile (the TFX 1.16 line) and
+kubeflow/Dockerfile.tfx121 (the TFX 1.21 line); no container engine runs here, so neither is built.
 
-The Dockerfile is parsed into its instructions (continuation lines joined) and checked for what
-the cluster relies on: the TFX 1.16.0 base matching the lock, the locked install, the
-environment, and a numeric non-root user equal to the uid the TFJob's pods run as.
+Each Dockerfile is parsed into its instructions (continuation lines joined) and checked for what
+the cluster relies on: a base that carries the line's Python (and, for 1.16, TFX), the line's lock
+installed without resolving, the environment, the Beam SDK harness entrypoint, and a numeric
+non-root user equal to the uid the TFJob's pods run as.
 """
 
 from __future__ import annotations
@@ -14,26 +16,32 @@ from pathlib import Path
 import pytest
 import tfx
 
+from asynctrain.components.shared import versions
 from asynctrain.components.trainer.kubernetes import tfjob as tfjob_lib
 
 REPO = Path(__file__).resolve().parents[2]
-DOCKERFILE = REPO / 'kubeflow' / 'Dockerfile'
+# Each line's Dockerfile and the lock it installs.
+IMAGES = {
+    'tfx116': (REPO / 'kubeflow' / 'Dockerfile', 'requirements.lock'),
+    'tfx121': (REPO / 'kubeflow' / 'Dockerfile.tfx121', 'requirements-tfx121.lock'),
+}
+LINES = sorted(IMAGES)
 
 
-def _instructions() -> list[tuple[str, str]]:
-    text = re.sub(r'\\\n', ' ', DOCKERFILE.read_text())
+def _instructions(line: str) -> list[tuple[str, str]]:
+    text = re.sub(r'\\\n', ' ', IMAGES[line][0].read_text())
     result = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith('#'):
-            keyword, _, rest = line.partition(' ')
+    for row in text.splitlines():
+        row = row.strip()
+        if row and not row.startswith('#'):
+            keyword, _, rest = row.partition(' ')
             result.append((keyword.upper(), ' '.join(rest.split())))
     return result
 
 
-def _env() -> dict[str, str]:
+def _env(line: str) -> dict[str, str]:
     env = {}
-    for keyword, rest in _instructions():
+    for keyword, rest in _instructions(line):
         if keyword == 'ENV':
             for pair in shlex.split(rest):
                 name, _, value = pair.partition('=')
@@ -41,26 +49,53 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _locked_version(package: str) -> str:
-    for line in (REPO / 'requirements.lock').read_text().splitlines():
-        if line.startswith(f'{package}=='):
-            return line.split('==')[1].strip()
-    raise AssertionError(f'{package} is not pinned in requirements.lock')
+def _lock_text(line: str) -> str:
+    return (REPO / IMAGES[line][1]).read_text()
 
 
-@pytest.mark.only_line(
-    'tfx116', "kubeflow/Dockerfile builds the 1.16 line's image; the 1.21 line has none yet"
-)
-def test_base_is_the_official_tfx_image_of_the_locked_tfx():
-    froms = [rest for keyword, rest in _instructions() if keyword == 'FROM']
+def _locked_version(line: str, package: str) -> str:
+    for row in _lock_text(line).splitlines():
+        if row.startswith(f'{package}=='):
+            return row.split('==')[1].strip()
+    raise AssertionError(f'{package} is not pinned in {IMAGES[line][1]}')
+
+
+def test_the_1_16_image_is_the_official_tfx_image_of_the_locked_tfx():
+    froms = [rest for keyword, rest in _instructions('tfx116') if keyword == 'FROM']
     assert froms == ['gcr.io/tfx-oss-public/tfx:1.16.0']
-    assert _locked_version('tfx') == '1.16.0' == tfx.__version__
+    assert _locked_version('tfx116', 'tfx') == '1.16.0'
 
 
-def test_installs_the_lock_without_resolving_then_the_project_without_dependencies():
-    instructions = _instructions()
+def test_the_1_21_image_is_the_locks_python_on_debian_13_with_the_locked_beams_harness():
+    """The 1.21 lock is resolved for Python 3.13 (its header names --python-version), and ML
+    Metadata / TFDV 1.21 need glibc 2.39: Debian 13 (trixie). The SDK harness is Beam's own image
+    for that Python and the locked Beam, copied in as TFX's own image does."""
+    assert _locked_version('tfx121', 'tfx') == '1.21.0'
+    python = re.search(r'--python-version (\d+\.\d+)', _lock_text('tfx121')).group(1)
+    beam = _locked_version('tfx121', 'apache-beam')
+    froms = [rest for keyword, rest in _instructions('tfx121') if keyword == 'FROM']
+    assert froms == [
+        f'apache/beam_python{python}_sdk:{beam} AS beam-harness',
+        f'python:{python}-slim-trixie',
+    ]
+    copies = [rest for keyword, rest in _instructions('tfx121') if keyword == 'COPY']
+    assert '--from=beam-harness /opt/apache/beam /opt/apache/beam' in copies
+    entrypoints = [rest for keyword, rest in _instructions('tfx121') if keyword == 'ENTRYPOINT']
+    assert entrypoints == ['["/opt/apache/beam/boot"]']
+    runs = [rest for keyword, rest in _instructions('tfx121') if keyword == 'RUN']
+    assert f'assert sys.version_info[:2] == ({python.replace(".", ", ")})' in runs[0]
+
+
+def test_the_installed_tfx_is_the_one_its_lines_image_installs():
+    assert tfx.__version__ == _locked_version(versions.LINE, 'tfx')
+
+
+@pytest.mark.parametrize('line', LINES)
+def test_installs_the_lock_without_resolving_then_the_project_without_dependencies(line):
+    instructions = _instructions(line)
+    lock = IMAGES[line][1]
     runs = [rest for keyword, rest in instructions if keyword == 'RUN']
-    lock_install = next(i for i, r in enumerate(runs) if '-r requirements.lock' in r)
+    lock_install = next(i for i, r in enumerate(runs) if f'-r {lock}' in r)
     project_install = next(
         i
         for i, r in enumerate(runs)
@@ -68,9 +103,10 @@ def test_installs_the_lock_without_resolving_then_the_project_without_dependenci
     )
     assert '--no-deps' in runs[lock_install]
     assert lock_install < project_install
-    copies = [rest for keyword, rest in instructions if keyword == 'COPY']
-    assert copies[0] == 'requirements.lock ./'  # its own layer, before the code
-    # Every path the build copies exists in the repository (the build context).
+    # The build context's copies (not those from another image): the lock in its own layer first,
+    # before the code, and every path they copy exists in the repository.
+    copies = [rest for keyword, rest in instructions if keyword == 'COPY' and '--from=' not in rest]
+    assert copies[0] == f'{lock} ./'
     for copy in copies:
         for source in copy.split()[:-1]:
             assert (REPO / source).exists(), source
@@ -80,15 +116,17 @@ def test_installs_the_lock_without_resolving_then_the_project_without_dependenci
     assert "(c.BUNDLED_SCHEMAS / 'taxi').is_dir()" in runs[project_install]
 
 
-def test_sets_legacy_keras_and_puts_the_venv_first_on_path():
-    env = _env()
+@pytest.mark.parametrize('line', LINES)
+def test_sets_legacy_keras_and_puts_the_venv_first_on_path(line):
+    env = _env(line)
     assert env['TF_USE_LEGACY_KERAS'] == '1'
     assert env['GRPC_FAIL_FAST'] == 'use_caller'
     assert env['PATH'].startswith(env['VIRTUAL_ENV'] + '/bin:')
 
 
-def test_runs_as_a_numeric_non_root_user_matching_the_tfjob_pods():
-    instructions = _instructions()
+@pytest.mark.parametrize('line', LINES)
+def test_runs_as_a_numeric_non_root_user_matching_the_tfjob_pods(line):
+    instructions = _instructions(line)
     keywords = [keyword for keyword, _ in instructions]
     last_user = len(keywords) - 1 - keywords[::-1].index('USER') if 'USER' in keywords else None
     assert last_user is not None, 'no USER instruction: the image would run as root'
@@ -100,14 +138,18 @@ def test_runs_as_a_numeric_non_root_user_matching_the_tfjob_pods():
     assert set(keywords[last_user + 1 :]) <= {'ENV', 'LABEL', 'WORKDIR'}
 
 
-def test_is_a_beam_sdk_harness_image_that_runs_the_sdk_in_the_locked_venv():
+@pytest.mark.parametrize('line', LINES)
+def test_is_a_beam_sdk_harness_image_that_runs_the_sdk_in_the_locked_venv(line):
     """Distributed Beam runners start this image as their Python SDK worker
-    (`--sdk_container_image`). The TFX base image's entrypoint is Beam's Python boot; Beam's
-    sdks/python/container/boot.go creates a new virtual environment for the SDK unless
-    RUN_PYTHON_SDK_IN_DEFAULT_ENVIRONMENT is set, and that environment would not see /opt/venv."""
-    keywords = [keyword for keyword, _ in _instructions()]
-    assert 'ENTRYPOINT' not in keywords and 'CMD' not in keywords, 'keeps the boot entrypoint'
-    env = _env()
+    (`--sdk_container_image`). Its entrypoint is Beam's Python boot (the TFX base image's on
+    1.16, kept; set from the copied harness on 1.21); Beam's sdks/python/container/boot.go
+    creates a new virtual environment for the SDK unless RUN_PYTHON_SDK_IN_DEFAULT_ENVIRONMENT is
+    set, and that environment would not see /opt/venv."""
+    instructions = _instructions(line)
+    entrypoints = [rest for keyword, rest in instructions if keyword == 'ENTRYPOINT']
+    assert entrypoints in ([], ['["/opt/apache/beam/boot"]']), 'the boot entrypoint'
+    assert 'CMD' not in [keyword for keyword, _ in instructions]
+    env = _env(line)
     assert env['RUN_PYTHON_SDK_IN_DEFAULT_ENVIRONMENT'] == '1'
     # The boot runs `python` from PATH: the venv's, where the lock and this project are.
     assert env['PATH'].split(':')[0] == env['VIRTUAL_ENV'] + '/bin'

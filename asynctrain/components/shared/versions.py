@@ -39,3 +39,12 @@ PROFILE_CONVERTER_MODULE: Final[str] = {
     'tfx116': 'tensorboard_plugin_profile.convert.raw_to_tool_data',
     'tfx121': 'xprof.convert.raw_to_tool_data',
 }[LINE]
+
+# Each line's image (kubeflow/): the Dockerfile that builds it, and the suffix of the local tag
+# that `asynctrain compile` names when no `--image` is given, so that a pipeline compiled on one
+# line never runs in the other line's image. The 1.21 image is not built on tensorflow/tfx:1.21.0,
+# which carries Python 3.10 (kubeflow/Dockerfile.tfx121 says why).
+DOCKERFILE: Final[str] = {'tfx116': 'kubeflow/Dockerfile', 'tfx121': 'kubeflow/Dockerfile.tfx121'}[
+    LINE
+]
+IMAGE_TAG_SUFFIX: Final[str] = {'tfx116': '', 'tfx121': '-tfx121'}[LINE]

@@ -7,12 +7,13 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 
+from asynctrain.components.shared import versions
 from asynctrain.pipelines.config import ConfigError, PipelineConfig
 
 TARGETS = ('kubeflow', 'vertex')
 _EXTENSIONS = {'kubeflow': ('.yaml', '.yml'), 'vertex': ('.json',)}
 # The image `KubeflowV2DagRunner` would use otherwise lacks this project's code.
-DEFAULT_IMAGE_HINT = 'REGISTRY/asynctrain:TAG (built from kubeflow/Dockerfile)'
+DEFAULT_IMAGE_HINT = f'REGISTRY/asynctrain:TAG (built from {versions.DOCKERFILE})'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,8 +53,9 @@ class CompileOptions:
 
 
 def default_image() -> str:
-    """`asynctrain:<installed version>`, a local tag of the kubeflow/Dockerfile image (kind, minikube)."""
-    return f'asynctrain:{importlib.metadata.version("asynctrain")}'
+    """`asynctrain:<installed version>` on the TFX 1.16 line, `asynctrain:<version>-tfx121` on
+    1.21: a local tag of the line's image (kind, minikube), built from `versions.DOCKERFILE`."""
+    return f'asynctrain:{importlib.metadata.version("asynctrain")}{versions.IMAGE_TAG_SUFFIX}'
 
 
 def check_target(config: PipelineConfig, target: str) -> None:

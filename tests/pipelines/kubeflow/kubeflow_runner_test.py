@@ -23,6 +23,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx.dsl.components.base import base_component
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
+from asynctrain.components.shared import versions
 from asynctrain.pipelines import cli
 from asynctrain.pipelines.config import bundled_data_dir, load_config
 from asynctrain.pipelines.kubeflow import kfp_rules, kubeflow_runner
@@ -355,8 +356,11 @@ def test_image_and_pipeline_root_default_to_the_local_tag_and_the_configs_root(
     )
     assert spec.default_pipeline_root == load_config(str(config_file)).pipeline_root
     images = {c['image'] for c in _executor_args(spec).values()}
-    assert images == {f'asynctrain:{importlib.metadata.version("asynctrain")}'}
-    assert f'image asynctrain:{importlib.metadata.version("asynctrain")}' in capsys.readouterr().out
+    # The local tag of the line's own image: asynctrain:<version> on 1.16, <version>-tfx121 on 1.21.
+    version = importlib.metadata.version('asynctrain')
+    expected = {'tfx116': f'asynctrain:{version}', 'tfx121': f'asynctrain:{version}-tfx121'}
+    assert images == {expected[versions.LINE]}
+    assert f'image {expected[versions.LINE]}' in capsys.readouterr().out
 
 
 def test_the_analyzer_cache_is_refused_for_kubeflow_by_its_field_and_kept_for_vertex(

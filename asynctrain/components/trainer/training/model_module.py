@@ -73,10 +73,7 @@ def check_output_shape(
     """
     source = f'trainer.model_module ({config.model_module})' if config.model_module else 'model'
     if not isinstance(keras_model, tf.keras.Model):
-        raise ValueError(
-            f'{source}: {BUILD_MODEL} returned {type(keras_model).__name__}; expected a '
-            'tf.keras.Model (Keras 2: tf_keras)'
-        )
+        raise ValueError(_not_keras_2(keras_model, source))
     try:
         shape = tuple(tf.TensorShape(keras_model.output_shape).as_list())
     except (AttributeError, RuntimeError, TypeError, ValueError):
@@ -87,3 +84,26 @@ def check_output_shape(
         raise ValueError(
             f'{source}: {BUILD_MODEL} returned output shape {shape}; {what} expects {expected}'
         )
+
+
+def _not_keras_2(keras_model, source: str) -> str:
+    """Why a model that is not a tf.keras (Keras 2) model is refused, and what to change.
+
+    A Keras 3 model (`import keras`, the `keras` that TensorFlow 2.16+ installs) cannot train
+    under ParameterServerStrategy on either line: Keras 3 does not support parameter-server
+    training (keras-team/keras#18624), its layers fail on the sharded variables the embedding
+    tables are split into ('ShardedVariable' object has no attribute 'handle'), and a Keras 2
+    optimizer cannot build on its variables (docs/support.md, "Keras")."""
+    kind = type(keras_model)
+    if kind.__module__.split('.')[0] == 'keras':
+        keras_version = getattr(sys.modules.get('keras'), '__version__', '3')
+        return (
+            f'{source}: {BUILD_MODEL} returned a Keras 3 model ({kind.__name__}, keras '
+            f'{keras_version}); asynctrain trains under ParameterServerStrategy, which Keras 3 '
+            'does not support. Build it with Keras 2: `import tf_keras as keras`, or '
+            '`tf.keras` (asynctrain sets TF_USE_LEGACY_KERAS=1), instead of `import keras`'
+        )
+    return (
+        f'{source}: {BUILD_MODEL} returned {kind.__name__}; expected a tf.keras.Model '
+        '(Keras 2: tf_keras)'
+    )

@@ -169,6 +169,38 @@ def test_wrong_output_shape_fails_before_training(multiclass_data, tmp_path):
     assert not tf.io.gfile.exists(str(tmp_path / 'model'))
 
 
+def test_a_keras_3_model_is_refused_naming_the_module_and_what_to_change(multiclass_data, tmp_path):
+    """`import keras` is Keras 3 on both lines (TensorFlow 2.16+ installs it), which cannot train
+    under ParameterServerStrategy: refused before training, saying to build with tf_keras."""
+    import keras
+
+    path = _write_module(
+        tmp_path,
+        """
+        import keras
+        from asynctrain.components.trainer.training import model
+
+        def build_model(features, config):
+            inputs = {
+                name: keras.Input(shape=(), name=name) for name in features.numeric
+            }
+            x = keras.layers.Concatenate()([keras.layers.Reshape((1,))(t) for t in inputs.values()])
+            return keras.Model(inputs, keras.layers.Dense(features.num_outputs)(x))
+        """,
+    )
+    schema = task_lib.load_transformed_schema(multiclass_data.transform_graph, 'Species')
+    task = tasks.make_task(schema, _config('multiclass', path), multiclass_data.transform_graph)
+    with pytest.raises(ValueError) as error:
+        task.build_model()
+    assert str(error.value) == (
+        f'trainer.model_module ({path}): build_model returned a Keras 3 model (Functional, '
+        f'keras {keras.__version__}); asynctrain trains under ParameterServerStrategy, which '
+        'Keras 3 does not support. Build it with Keras 2: `import tf_keras as keras`, or '
+        '`tf.keras` (asynctrain sets TF_USE_LEGACY_KERAS=1), instead of `import keras`'
+    )
+    assert keras.__version__.startswith('3.')
+
+
 def test_module_errors_name_the_file(tmp_path):
     missing = str(tmp_path / 'nowhere.py')
     with pytest.raises(ValueError, match=r"trainer.model_module: '.*nowhere.py' is not a file"):
