@@ -1,5 +1,18 @@
-# The two commands: `make run` and `make test`. Both set up .venv from the lock first.
+# The two commands: `make run` and `make test`. Both set up the newest supported line this machine
+# can install (tools/machine_line.sh: TFX 1.21 / Python 3.13 where glibc >= 2.39, else TFX 1.16 /
+# Python 3.10; `make LINE=tfx116 ...` chooses) from its lock first, and say which.
+LINE ?= $(shell bash tools/machine_line.sh)
+ifeq ($(LINE),tfx121)
+VENV := .venv-tfx121
+SETUP_SCRIPT := tools/setup_env_tfx121.sh
+RESULTS := runs/test-results-tfx121.xml
+else ifeq ($(LINE),tfx116)
 VENV := .venv
+SETUP_SCRIPT := tools/setup_env.sh
+RESULTS := runs/test-results.xml
+else
+$(error LINE is tfx116 or tfx121, got '$(LINE)')
+endif
 PY := $(VENV)/bin/python
 export TF_USE_LEGACY_KERAS := 1
 export GRPC_FAIL_FAST := use_caller
@@ -7,7 +20,8 @@ export GRPC_FAIL_FAST := use_caller
 .PHONY: setup run test lock lint quick
 
 setup:
-	@bash tools/setup_env.sh
+	@bash tools/machine_line.sh --why
+	@bash $(SETUP_SCRIPT)
 
 run: setup
 	$(VENV)/bin/asynctrain run $(ARGS)
@@ -17,7 +31,7 @@ run: setup
 # The JUnit XML feeds tools/reliability_report.py --from-xml (the table of docs/reliability.md).
 # The order is random (pytest-randomly; the header prints `Using --randomly-seed=N`); `make test
 # SEED=N` replays a run's order.
-PYTEST_ARGS ?= -n 3 --dist loadgroup --durations=25 --junitxml=runs/test-results.xml
+PYTEST_ARGS ?= -n 3 --dist loadgroup --durations=25 --junitxml=$(RESULTS)
 SEED ?=
 SEED_ARGS := $(if $(SEED),-p randomly --randomly-seed=$(SEED))
 
@@ -34,28 +48,25 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-# Re-resolve the lock after editing requirements.in.
+# Re-resolve the 1.16 lock after editing requirements.in.
 lock: setup
 	$(VENV)/bin/uv pip compile requirements.in -o requirements.lock --python $(PY) --python-version 3.10
 
-# The TFX 1.21 / Python 3.13 line (issue 46), inside a Debian 13 root (glibc 2.41: TFX 1.21's ML
-# Metadata and TFDV need 2.39) that tools/debian_root.sh builds once per machine under
-# ~/.cache/asynctrain. The checkout is mounted at the same path inside; the venv is .venv-tfx121.
+# The TFX 1.21 / Python 3.13 line on a machine older than glibc 2.39: inside a Debian 13 root
+# (glibc 2.41) that tools/debian_root.sh builds once per machine under ~/.cache/asynctrain, where
+# `make` picks that line by itself. The checkout is mounted at the same path inside.
 ROOT_RUN := bash tools/debian_root.sh run
-VENV_TFX121 := .venv-tfx121
-TFX121_ENV := env TF_USE_LEGACY_KERAS=1 GRPC_FAIL_FAST=use_caller
-TEST_TFX121_ARGS ?= -n 3 --dist loadgroup --durations=25 --junitxml=runs/test-results-tfx121.xml
 
 .PHONY: setup-tfx121 test-tfx121 lock-tfx121 run-tfx121
 
 setup-tfx121:
-	@$(ROOT_RUN) bash tools/setup_env_tfx121.sh
+	@$(ROOT_RUN) make setup LINE=tfx121
 
-test-tfx121: setup-tfx121
-	$(ROOT_RUN) $(TFX121_ENV) $(VENV_TFX121)/bin/python -m pytest $(TEST_TFX121_ARGS) $(SEED_ARGS)
+test-tfx121:
+	$(ROOT_RUN) make test LINE=tfx121 SEED=$(SEED)
 
-run-tfx121: setup-tfx121
-	$(ROOT_RUN) $(TFX121_ENV) $(VENV_TFX121)/bin/asynctrain run $(ARGS)
+run-tfx121:
+	$(ROOT_RUN) make run LINE=tfx121 ARGS='$(ARGS)'
 
 lock-tfx121: setup-tfx121
-	$(ROOT_RUN) $(VENV_TFX121)/bin/uv pip compile requirements-tfx121.in -o requirements-tfx121.lock --python $(VENV_TFX121)/bin/python --python-version 3.13
+	$(ROOT_RUN) .venv-tfx121/bin/uv pip compile requirements-tfx121.in -o requirements-tfx121.lock --python .venv-tfx121/bin/python --python-version 3.13
