@@ -6,11 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+. tools/venv_from_lock.sh
 VENV=.venv
 LOCK=requirements.lock
-STAMP="$VENV/.lock.sha256"
-want=$(sha256sum "$LOCK" pyproject.toml "$0" | sha256sum | cut -d' ' -f1)
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && [ -x "$VENV/bin/python" ]; then
+if lock_stamp_current "$VENV" "$LOCK" "$0"; then
   exit 0
 fi
 
@@ -37,21 +36,4 @@ Install one, for example `pyenv install 3.10` or your distribution's python3.10 
 MSG
   exit 1
 fi
-echo "setup: using $PY ($("$PY" --version 2>&1))"
-
-# Recreate a venv that is missing, of another Python, or left half-made by an interrupted setup.
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import sys; assert sys.version_info[:2] == (3, 10)' 2>/dev/null \
-   || { [ ! -x "$VENV/bin/uv" ] && ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; }; then
-  rm -rf "$VENV"
-  "$PY" -m venv "$VENV"
-fi
-# uv installs the locked set in seconds; it is bootstrapped into the venv itself with pip.
-if [ ! -x "$VENV/bin/uv" ]; then
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "uv==0.13.9"
-fi
-# Bytecode is compiled here, once: with PYTHONDONTWRITEBYTECODE=1 (set on some machines) every
-# process would otherwise recompile TensorFlow, TFX and Beam from source at each import.
-"$VENV/bin/uv" pip sync --quiet --compile-bytecode --python "$VENV/bin/python" "$LOCK"
-"$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" --no-deps -e .
-echo "$want" > "$STAMP"
-echo "setup: .venv matches $LOCK"
+venv_from_lock "$VENV" "$LOCK" "$0" "$PY" 3.10 setup
