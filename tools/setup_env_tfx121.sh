@@ -18,4 +18,4 @@ if [ "$(bash tools/machine_line.sh)" != tfx121 ]; then
   echo "error: the TFX 1.21 line needs Python 3.13 and glibc >= 2.39; run this through tools/debian_root.sh (make setup-tfx121)" >&2
   exit 1
 fi
-venv_from_lock "$VENV" "$LOCK" "$0" python3.13 3.13 setup-tfx121
+venv_from_lock "$VENV" "$LOCK" "$0" "$(command -v python3.13)" 3.13 setup-tfx121
