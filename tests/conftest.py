@@ -6,6 +6,7 @@ import dataclasses
 import os
 import pathlib
 import tempfile
+import typing
 
 import pytest
 
@@ -89,7 +90,7 @@ def _skip_other_lines(item: pytest.Item) -> None:
     """A test marked `only_line(line, reason)` is skipped, with its reason, on the other line."""
     for marker in item.iter_markers('only_line'):
         line, reason = marker.args
-        if line not in ('tfx116', 'tfx121'):
+        if line not in typing.get_args(versions.Line):
             raise pytest.UsageError(f"{item.nodeid}: only_line's line is 'tfx116' or 'tfx121'")
         if line != versions.LINE:
             item.add_marker(pytest.mark.skip(reason=f'{line} line only: {reason}'))

@@ -18,12 +18,13 @@ import tfx
 
 from asynctrain.components.shared import versions
 from asynctrain.components.trainer.kubernetes import tfjob as tfjob_lib
+from tests.repository import LOCK_FILES
 
 REPO = Path(__file__).resolve().parents[2]
 # Each line's Dockerfile and the lock it installs.
 IMAGES = {
-    'tfx116': (REPO / 'kubeflow' / 'Dockerfile', 'requirements.lock'),
-    'tfx121': (REPO / 'kubeflow' / 'Dockerfile.tfx121', 'requirements-tfx121.lock'),
+    line: (REPO / 'kubeflow' / dockerfile, LOCK_FILES[line])
+    for line, dockerfile in (('tfx116', 'Dockerfile'), ('tfx121', 'Dockerfile.tfx121'))
 }
 LINES = sorted(IMAGES)
 
