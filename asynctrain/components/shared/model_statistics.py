@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from tfx.dsl.io import fileio
+from asynctrain.components.shared import object_store
 
 # Relative to the serving model directory.
 MODEL_STATISTICS_PATH = os.path.join('assets.extra', 'statistics', 'FeatureStats.pb')
@@ -20,8 +20,7 @@ SPLIT = 'train'
 
 def attach(statistics_file: str, serving_model_dir: str) -> str:
     """Copies `statistics_file` (a binary DatasetFeatureStatisticsList) into the model; returns
-    where it now lies."""
+    where it now lies. Either may be on the store (the Trainer's `tfjob` mode)."""
     target = os.path.join(serving_model_dir, MODEL_STATISTICS_PATH)
-    fileio.makedirs(os.path.dirname(target))
-    fileio.copy(statistics_file, target, overwrite=True)
+    object_store.copy(statistics_file, target)
     return target

@@ -41,8 +41,9 @@ import os  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 
-# Shared with `asynctrain run` (stdlib only): fd 2 to the log, and the log's lines that matter.
-from asynctrain.components.shared import console  # noqa: E402
+# console is shared with `asynctrain run` (stdlib only): fd 2 to the log, and the log's lines
+# that matter; object_store the local copies of the store where TensorFlow cannot open it.
+from asynctrain.components.shared import console, object_store  # noqa: E402
 from asynctrain.components.trainer import config as config_lib  # noqa: E402
 from asynctrain.components.trainer import train_arguments  # noqa: E402
 from asynctrain.components.trainer.cluster import servers as cluster_lib  # noqa: E402
@@ -115,10 +116,50 @@ def log_path(args: argparse.Namespace, model_run_dir: str, task_type: str | None
     return console.new_log_path(model_run_dir if local else tempfile.gettempdir(), 'train')
 
 
+# The flags that name what `train` reads, and what it writes (pulled too: a rerun resumes).
+_INPUT_FLAGS = ('examples', 'transform_graph', 'base_model', 'config')
+_OUTPUT_FLAGS = ('output', 'serving_model_dir', 'model_run_dir')
+
+
+def _mirror_store_arguments(
+    args: argparse.Namespace, task_type: str | None
+) -> tuple[object_store.Mirror, list[str]]:
+    """Points each flag that names the store, where this line's TensorFlow cannot open it, at a
+    local copy (`object_store.Mirror`), in place; returns the mirror and the output URIs to push
+    once training ends. Every replica maps a URI to the same local path, so the files the chief
+    names in a dataset are the worker's own copies. A parameter server reads only the config; a
+    worker writes nothing."""
+    mirror = object_store.Mirror()
+    wanted = {cluster_lib.PS: ('config',), cluster_lib.WORKER: _INPUT_FLAGS}.get(
+        task_type, _INPUT_FLAGS + _OUTPUT_FLAGS
+    )
+    outputs = []
+    for flag in wanted:
+        value = getattr(args, flag, None)
+        if isinstance(value, str) and object_store.needs_mirror(value):
+            setattr(args, flag, mirror.pull(value))
+            if flag in _OUTPUT_FLAGS:
+                outputs.append(value)
+    return mirror, outputs
+
+
 def run(args: argparse.Namespace) -> int:
     """Runs `train` as parsed by `add_arguments`; returns the exit code."""
-    # A replica of a Kubeflow step reads and writes the step's artifacts in the object store.
-    tf_environment.register_filesystems(str(value) for value in vars(args).values())
+    # A replica of a Kubeflow step reads and writes the step's artifacts in the object store:
+    # through TensorFlow where it opens the store, else through local copies of them.
+    # A flag left on the store then names what this task never reads.
+    mirror, outputs = _mirror_store_arguments(args, cluster_lib.task_from_tf_config()[0])
+    values = [str(value) for value in vars(args).values()]
+    tf_environment.register_filesystems(v for v in values if not object_store.needs_mirror(v))
+    try:
+        return _run(args)
+    finally:
+        # Checkpoints too when training failed: the retry resumes from them.
+        for uri in outputs:
+            mirror.push(uri)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         serving_model_dir, model_run_dir = output_dirs(args)
     except ValueError as e:

@@ -8,13 +8,12 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-import tensorflow as tf
 from tfx import types
 from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
-from asynctrain.components.shared import model_statistics
+from asynctrain.components.shared import model_statistics, object_store
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer import spec
 
@@ -29,11 +28,13 @@ tfjob_runner: client.TFJobRunner | None = None
 
 def _base_model_dir(base_models: list[types.Artifact]) -> str | None:
     """The SavedModel to warm-start from: None without a base model, or when the base model is
-    the empty one `LatestBlessedModel` hands on before the first push."""
+    the empty one `LatestBlessedModel` hands on before the first push. (`serving_model_dir`,
+    not TFX's `serving_model_path`: that one looks for an Estimator's `export/` layout, which no
+    model of ours has, through TensorFlow, which cannot open s3:// on the TFX 1.21 line.)"""
     if not base_models:
         return None
-    path = path_utils.serving_model_path(base_models[-1].uri)
-    return path if tf.saved_model.contains_saved_model(path) else None
+    path = path_utils.serving_model_dir(base_models[-1].uri)
+    return path if object_store.contains_saved_model(path) else None
 
 
 def _attach_statistics(statistics: list[types.Artifact], serving_model_dir: str) -> None:
@@ -60,7 +61,7 @@ class Executor(base_executor.BaseExecutor):
         paths = dict(
             examples_dir=artifact_utils.get_single_uri(input_dict[spec.EXAMPLES_KEY]),
             transform_graph_dir=artifact_utils.get_single_uri(input_dict[spec.TRANSFORM_GRAPH_KEY]),
-            serving_model_dir=path_utils.serving_model_path(model_uri),
+            serving_model_dir=path_utils.serving_model_dir(model_uri),
             model_run_dir=artifact_utils.get_single_uri(output_dict[spec.MODEL_RUN_KEY]),
             base_model_dir=_base_model_dir(base_models),
         )

@@ -28,9 +28,15 @@ then runs TFX's own `_run_executor` unchanged:
    workers). Nothing is then staged locally for that step's outputs, and the launcher uploads
    nothing (it allows an output with no local files).
 
-TensorFlow opens `s3://` through tensorflow-io's filesystem, imported here when a URI or an
-execution property needs it. A process that used it aborts at exit ("pure virtual method
-called"), so the step ends with `os._exit` and the executor's own exit status.
+4. **Execution properties on the store.** The data folder (`input_base`) and the push
+   destination (`push_destination`) are parameters, which the launcher does not stage. On the
+   1.16 line TensorFlow opens them where they are, through tensorflow-io's filesystem, imported
+   here when a URI or an execution property needs it; a process that used it aborts at exit
+   ("pure virtual method called"), so the step ends with `os._exit` and the executor's own exit
+   status. On the 1.21 line TensorFlow has no `s3://` (`versions.HAS_TENSORFLOW_S3`): each such
+   folder is pulled to the launcher's local path for it (`/s3/B/K`, `object_store.Mirror`)
+   before the executor runs, the executor is given that path, what it wrote there (the pushed
+   model) is pushed back after it, and the executor output names the URI again.
 """
 
 from __future__ import annotations
@@ -38,11 +44,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import traceback
 from typing import Any
 
-from asynctrain.components.shared import tf_environment
+from asynctrain.components.shared import object_store, tf_environment
 from asynctrain.pipelines.kubeflow import kfp_storage
 
 ACCESS_MODES = ('staged', 'object_store')
@@ -103,6 +110,26 @@ def prepare_executor_input(
     return result, published
 
 
+_STORE_URI = re.compile(r's3://[^\s"\']+')
+
+
+def mirror_parameters(executor_input: dict[str, Any], mirror: object_store.Mirror) -> list[str]:
+    """Pulls each store folder that a `kfp_storage.STORE_PARAMETERS` parameter of
+    `executor_input` names (where this line's TensorFlow cannot open it) and points the
+    parameter at its local copy, in place; returns the URIs pulled."""
+    values = executor_input.get('inputs', {}).get('parameterValues', {})
+    pulled = []
+    for name in kfp_storage.STORE_PARAMETERS:
+        value = values.get(name)
+        if not isinstance(value, str) or not object_store.needs_mirror(value):
+            continue
+        for uri in _STORE_URI.findall(value):
+            value = value.replace(uri, mirror.pull(uri))
+            pulled.append(uri)
+        values[name] = value
+    return pulled
+
+
 def _published_value(value: Any, published: dict[str, str]) -> Any:
     """`value` with a leading executor path of an artifact replaced by that artifact's URI."""
     if isinstance(value, str):
@@ -156,7 +183,12 @@ def run(argv: list[str]) -> None:
     prepared, published = prepare_executor_input(
         executor_input, inputs_spec, outputs_spec, args.artifact_access
     )
-    tf_environment.register_filesystems([json.dumps(prepared)])
+    mirror = object_store.Mirror(root=kfp_storage.STAGING_ROOTS['s3://'].rstrip('/'))
+    mirrored = mirror_parameters(prepared, mirror)
+    published.update({mirror.local(uri): uri for uri in mirrored})
+    text = json.dumps(prepared)
+    if not object_store.needs_mirror(text):
+        tf_environment.register_filesystems([text])
 
     from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
 
@@ -166,6 +198,10 @@ def run(argv: list[str]) -> None:
         json_serialized_inputs_spec_args=args.json_serialized_inputs_spec_args,
     )
     kubeflow_v2_run_executor._run_executor(tfx_args, beam_args)  # noqa: SLF001 (TFX's entrypoint)
+    for uri in mirrored:
+        pushed = mirror.push(uri)
+        if pushed:
+            print(f'asynctrain: {pushed} file(s) pushed to {uri}', flush=True)
 
     output_file = executor_input['outputs']['outputFile']
     with open(output_file, encoding='utf-8') as f:

@@ -16,6 +16,9 @@ from typing import Any
 
 # Scheme -> the local folder the launcher stages it under.
 STAGING_ROOTS = {'gs://': '/gcs/', 'minio://': '/minio/', 's3://': '/s3/'}
+# The execution properties that name a folder outside the pipeline root, which the launcher does
+# not stage: ExampleGen's data folder, the Pusher's and `latest_blessed_model`'s push destination.
+STORE_PARAMETERS = ('input_base', 'push_destination')
 
 
 class UnsupportedStorageScheme(ValueError):
@@ -64,9 +67,9 @@ def pod_local_paths(spec: dict[str, Any]) -> list[str]:
     for task_name, task in sorted(spec['root']['dag']['tasks'].items()):
         for name, parameter in sorted(task.get('inputs', {}).get('parameters', {}).items()):
             value = parameter.get('runtimeValue', {}).get('constant')
-            if name == 'input_base':
+            if name == STORE_PARAMETERS[0]:
                 path = value
-            elif name == 'push_destination':
+            elif name == STORE_PARAMETERS[1]:
                 path = _destination_directory(value)
             else:
                 continue

@@ -14,9 +14,9 @@ import logging
 import os
 import pathlib
 
-import tensorflow as tf
 import yaml
 
+from asynctrain.components.shared import object_store
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer import train_arguments
 from asynctrain.components.trainer.kubernetes import client
@@ -43,14 +43,12 @@ def values_path(trainer_config: config_lib.TrainerConfig) -> str:
 def write_replica_config(trainer_config: config_lib.TrainerConfig, model_run_dir: str) -> str:
     """Writes `config.in_tf_config_mode(trainer_config)`, what the replicas train with, as YAML into `model_run_dir`; returns its path.
 
-    Through tf.io.gfile, because on a cluster `model_run_dir` is on the pipeline root's storage
-    (gs://, s3://), the one place both this pod and the replicas can reach.
+    On a cluster `model_run_dir` is on the pipeline root's storage (gs://, s3://), the one place
+    both this pod and the replicas can reach (`object_store.write_text`).
     """
     path = os.path.join(model_run_dir, REPLICA_CONFIG_FILE)
-    tf.io.gfile.makedirs(model_run_dir)
     data = {'trainer': config_lib.to_dict(config_lib.in_tf_config_mode(trainer_config))}
-    with tf.io.gfile.GFile(path, 'w') as f:
-        f.write(yaml.safe_dump(data, sort_keys=False))
+    object_store.write_text(path, yaml.safe_dump(data, sort_keys=False))
     return path
 
 
@@ -110,7 +108,7 @@ def train_with_tfjob(
         timeout_s=kubernetes.timeout_seconds,
         runner=runner,
     )
-    if not tf.saved_model.contains_saved_model(serving_model_dir):
+    if not object_store.contains_saved_model(serving_model_dir):
         raise NoModelExported(
             f'TFJob {namespace}/{name} succeeded, but the chief exported no SavedModel at '
             f"{serving_model_dir}; see the chief pod's log and {model_run_dir}"
