@@ -46,8 +46,12 @@ in_root() {
     mount --rbind /dev "$dir/dev"
     mount --rbind /sys "$dir/sys"
     mount -t tmpfs -o size=50%,mode=1777 tmpfs "$dir/tmp"
-    touch "$dir/etc/resolv.conf"
-    mount --bind /etc/resolv.conf "$dir/etc/resolv.conf"
+    # The host network, so the host resolver and names: Java resolves the machine name
+    # (InetAddress.getLocalHost, as every Spark daemon starts) from /etc/hosts.
+    for file in resolv.conf hosts hostname; do
+      touch "$dir/etc/$file"
+      mount --bind "/etc/$file" "$dir/etc/$file"
+    done
     mkdir -p "$dir$checkout"
     mount --bind "$checkout" "$dir$checkout"
     cd "$dir$checkout"

@@ -14,7 +14,9 @@ line by line of KFP (`kfp_profiles`):
   `/minio/...` staging path.
 
 The data lives in the test's bucket of the S3 endpoint (`s3_store`); the tasks read and write
-s3:// through TensorFlow in their own processes, never in this one.
+s3:// through TensorFlow in their own processes, never in this one. On the TFX 1.21 line
+TensorFlow has no s3:// filesystem, so stock TFX's first step that writes through TensorFlow
+(ImportSchemaGen) fails there before 2.0's missing type can.
 """
 
 from __future__ import annotations
@@ -126,6 +128,9 @@ def test_from_2_5_the_first_task_cannot_import_the_executor_logs_type(
         assert written == []
 
 
+@pytest.mark.only_line(
+    'tfx116', "stock TFX writes s3:// through TensorFlow, which tensorflow-io (TF 2.16) gives it"
+)
 def test_on_2_0_the_first_task_with_an_upstream_artifact_reads_no_type(
     taxi_data, tmp_path, capsys, s3_store
 ):
@@ -143,6 +148,25 @@ def test_on_2_0_the_first_task_with_an_upstream_artifact_reads_no_type(
     written = s3_store.keys(f's3://{taxi_data}/root/taxi-stock/r2')
     assert 'ImportSchemaGen/schema/schema.pbtxt' in written
     assert any(k.startswith('CsvExampleGen/examples/Split-train/') for k in written)
+
+
+@pytest.mark.only_line('tfx121', 'TF 2.21 has no s3:// filesystem (tensorflow-io stops at TF 2.16)')
+def test_on_the_1_21_line_stock_tfx_writes_the_store_through_beam_only(
+    taxi_data, tmp_path, capsys, s3_store
+):
+    spec = _stock_spec(tmp_path, taxi_data, f's3://{taxi_data}/root')
+
+    code, printed = _run(spec, '2.0', 'r4', capsys)
+
+    assert code == 1
+    # CsvExampleGen writes through Beam's S3 IO (boto3); ImportSchemaGen through TensorFlow.
+    assert '[1/10] CsvExampleGen: done in' in printed
+    assert 'task ImportSchemaGen failed (exit status 1)' in printed
+    log = _log('r4', 'ImportSchemaGen')
+    assert "File system scheme 's3' not implemented" in log
+    written = s3_store.keys(f's3://{taxi_data}/root/taxi-stock/r4')
+    assert any(k.startswith('CsvExampleGen/examples/Split-train/') for k in written)
+    assert not any(k.startswith('ImportSchemaGen/schema/') for k in written)
 
 
 def test_on_a_minio_root_stock_tfx_cannot_write_minio_uris(taxi_data, tmp_path, capsys, s3_store):
