@@ -129,7 +129,7 @@ def test_from_2_5_the_first_task_cannot_import_the_executor_logs_type(
 
 
 @pytest.mark.only_line(
-    'tfx116', "stock TFX writes s3:// through TensorFlow, which tensorflow-io (TF 2.16) gives it"
+    'tfx116', 'stock TFX writes s3:// through TensorFlow, which tensorflow-io (TF 2.16) gives it'
 )
 def test_on_2_0_the_first_task_with_an_upstream_artifact_reads_no_type(
     taxi_data, tmp_path, capsys, s3_store
