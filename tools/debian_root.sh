@@ -33,8 +33,9 @@ die() { say "error: $*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot and mount namespaces); run it as root"
 
-# Each command's /tmp: a fresh folder on the host's disk, removed when the command ends (or, if
-# it was killed, by the next command). Not a tmpfs: the suite writes gigabytes there (5.6 GB of
+# Each command's /tmp: a fresh folder on the host's disk, removed when the command succeeds (or,
+# if it was killed, by the next command). A failed command's is kept for its logs, at
+# $TMP_ROOT/failed.PID (said on stderr), until the next command starts. Not a tmpfs: the suite writes gigabytes there (5.6 GB of
 # pytest's folders alone in one 1.16 run), which a tmpfs holds in memory until it fills.
 TMP_ROOT="$CACHE/tmp"
 
@@ -45,9 +46,12 @@ in_root() {
   mkdir -p "$TMP_ROOT"
   ${EXEC:-} unshare -m -- /bin/sh -euc '
     dir=$1; checkout=$2; tmp_root=$3; shift 3
-    for old in "$tmp_root"/run.*; do
+    for old in "$tmp_root"/run.* "$tmp_root"/failed.*; do
       [ -d "$old" ] || continue
-      kill -0 "${old##*.}" 2>/dev/null || rm -rf "$old"
+      case "$old" in
+        */failed.*) rm -rf "$old" ;;
+        *) kill -0 "${old##*.}" 2>/dev/null || rm -rf "$old" ;;
+      esac
     done
     tmp="$tmp_root/run.$$"
     mkdir -m 1777 "$tmp"
@@ -72,7 +76,12 @@ in_root() {
       SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       /bin/sh -c "cd \"\$0\" && exec \"\$@\"" "$checkout" "$@" || status=$?
-    rm -rf "$tmp"
+    if [ "$status" = 0 ]; then
+      rm -rf "$tmp"
+    else
+      mv "$tmp" "$tmp_root/failed.$$"
+      echo "debian_root: exit status $status; its /tmp is kept at $tmp_root/failed.$$" >&2
+    fi
     exit "$status"
   ' in_root "$dir" "$CHECKOUT" "$TMP_ROOT" "$@"
 }
