@@ -18,7 +18,8 @@ from typing import Any
 STAGING_ROOTS = {'gs://': '/gcs/', 'minio://': '/minio/', 's3://': '/s3/'}
 # The execution properties that name a folder outside the pipeline root, which the launcher does
 # not stage: ExampleGen's data folder, the Pusher's and `latest_blessed_model`'s push destination.
-STORE_PARAMETERS = ('input_base', 'push_destination')
+INPUT_BASE, PUSH_DESTINATION = 'input_base', 'push_destination'
+STORE_PARAMETERS = (INPUT_BASE, PUSH_DESTINATION)
 
 
 class UnsupportedStorageScheme(ValueError):
@@ -67,9 +68,9 @@ def pod_local_paths(spec: dict[str, Any]) -> list[str]:
     for task_name, task in sorted(spec['root']['dag']['tasks'].items()):
         for name, parameter in sorted(task.get('inputs', {}).get('parameters', {}).items()):
             value = parameter.get('runtimeValue', {}).get('constant')
-            if name == STORE_PARAMETERS[0]:
+            if name == INPUT_BASE:
                 path = value
-            elif name == STORE_PARAMETERS[1]:
+            elif name == PUSH_DESTINATION:
                 path = _destination_directory(value)
             else:
                 continue
