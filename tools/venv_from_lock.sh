@@ -6,11 +6,14 @@
 #                                                in VENV/.lock.sha256)
 #   venv_from_lock VENV LOCK SCRIPT PYTHON X.Y LABEL
 #                                                (re)makes VENV with PYTHON X.Y, syncs LOCK,
-#                                                installs the project without dependencies and
-#                                                records the stamp
+#                                                installs the project without dependencies,
+#                                                requirements-test-only.txt into VENV/test-only
+#                                                (beside site-packages, not in it) and records
+#                                                the stamp
 
 _lock_hash() {
-  sha256sum "$2" pyproject.toml "$3" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1
+  sha256sum "$2" pyproject.toml requirements-test-only.txt "$3" "${BASH_SOURCE[0]}" \
+    | sha256sum | cut -d' ' -f1
 }
 
 lock_stamp_current() {
@@ -37,6 +40,11 @@ venv_from_lock() {
   # process would otherwise recompile TensorFlow, TFX and Beam from source at each import.
   "$venv/bin/uv" pip sync --quiet --compile-bytecode --python "$venv/bin/python" "$lock"
   "$venv/bin/uv" pip install --quiet --python "$venv/bin/python" --no-deps -e .
+  # Packages a test needs that the project's processes must not import (the file says why): their
+  # own requirements are in the lock, so without dependencies.
+  rm -rf "$venv/test-only"
+  "$venv/bin/uv" pip install --quiet --python "$venv/bin/python" --no-deps \
+    --target "$venv/test-only" -r requirements-test-only.txt
   _lock_hash "$venv" "$lock" "$script" > "$venv/.lock.sha256"
   echo "$label: $venv matches $lock"
 }

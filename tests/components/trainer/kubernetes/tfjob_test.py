@@ -1,19 +1,20 @@
 """Tests for asynctrain/components/trainer/kubernetes/tfjob.py: the TFJob and RBAC manifests, TF_CONFIG, names.
 
 No Kubernetes cluster runs here. Manifests are checked against the Kubernetes 1.26 OpenAPI schemas
-(`kubernetes_validate`, strict: unknown fields fail) and the Training Operator SDK's models.
+(`kubernetes_validate`, strict: unknown fields fail; a test-only package, tests/test_only.py) and the
+Training Operator SDK's models.
 """
 
 from __future__ import annotations
 
 import json
 
-import kubernetes_validate
 import pytest
 import yaml
 
 from asynctrain.components.trainer.kubernetes import tfjob as tfjob_lib
 from asynctrain.components.trainer.kubernetes import values as values_lib
+from tests import test_only
 from tests.components.trainer.kubernetes.kubernetes_testdata import (
     K8S_VERSION,
     RBAC,
@@ -21,6 +22,12 @@ from tests.components.trainer.kubernetes.kubernetes_testdata import (
     VALUES,
     make_tfjob,
 )
+
+
+@pytest.fixture(scope='module')
+def kubernetes_validate():
+    with test_only.imported('kubernetes_validate') as module:
+        yield module
 
 
 def test_tfjob_has_chief_workers_and_ps_running_asynctrain_train():
@@ -97,7 +104,7 @@ def test_tfjob_pods_are_non_root_unprivileged_limited_and_scheduled_on_the_train
         assert spec['template']['metadata']['annotations'] == {'sidecar.istio.io/inject': 'false'}
 
 
-def test_tfjob_pod_templates_validate_against_kubernetes_schema():
+def test_tfjob_pod_templates_validate_against_kubernetes_schema(kubernetes_validate):
     manifest = tfjob_lib.to_manifest(make_tfjob())
     for spec in manifest['spec']['tfReplicaSpecs'].values():
         pod_template = {
@@ -121,7 +128,7 @@ def test_tfjob_round_trips_through_the_sdk_models_and_yaml():
     assert tfjob_lib.to_manifest(parsed) == manifest
 
 
-def test_rbac_manifests_validate_and_grant_only_what_the_submitter_uses():
+def test_rbac_manifests_validate_and_grant_only_what_the_submitter_uses(kubernetes_validate):
     documents = list(yaml.safe_load_all(RBAC.read_text()))
     for document in documents:
         kubernetes_validate.validate(document, K8S_VERSION, strict=True)
@@ -245,7 +252,7 @@ def test_module_entry_prints_the_manifest_build_tfjob_makes(capsys):
     assert yaml.safe_load(capsys.readouterr().out) == tfjob_lib.to_manifest(make_tfjob())
 
 
-def test_tolerations_from_the_values_file_reach_the_pods(tmp_path):
+def test_tolerations_from_the_values_file_reach_the_pods(tmp_path, kubernetes_validate):
     values = yaml.safe_load(VALUES.read_text())
     toleration = {
         'key': 'dedicated',
