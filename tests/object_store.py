@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Iterator
 
-import portpicker
+from asynctrain.components.shared import ports as ports_lib
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +99,7 @@ class S3Store:
 @contextlib.contextmanager
 def s3_endpoint(log_path: str | None = None) -> Iterator[S3Store]:
     """Starts moto's S3 server on a free port of 127.0.0.1; stops it on exit."""
-    port = portpicker.pick_unused_port()
+    port = ports_lib.free_port()
     log = open(log_path or os.devnull, 'w')  # noqa: SIM115 (closed below)
     server = subprocess.Popen(
         [sys.executable, '-m', 'moto.server', '-H', '127.0.0.1', '-p', str(port)],

@@ -30,9 +30,10 @@ import time
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 
+from asynctrain.components.shared.ports import free_port
 from asynctrain.testing.spark import jars
 from asynctrain.testing.spark.apps import AppRun, TaskRun, read_event_log, task_ends
-from asynctrain.testing.spark.process_groups import HOST, free_port, kill_group, listening
+from asynctrain.testing.spark.process_groups import HOST, kill_group, listening
 
 # Spark 3.5 on Java 17 needs these packages opened to its unnamed module (Spark's own launcher adds
 # the same list, `JavaModuleOptions`, to the driver and executors it starts; the job server's

@@ -1,4 +1,4 @@
-"""Local processes in process groups of their own: free ports, readiness, and stopping a process
+"""Local processes in process groups of their own: readiness, and stopping a process
 together with every process it started (which inherit its group), zombies aside."""
 
 from __future__ import annotations
@@ -12,13 +12,6 @@ import subprocess
 import time
 
 HOST = '127.0.0.1'
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (another process may take it before it is used)."""
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return probe.getsockname()[1]
 
 
 def listening(port: int) -> bool:

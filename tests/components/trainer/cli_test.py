@@ -9,9 +9,9 @@ import subprocess
 import sys
 import tempfile
 
-import portpicker
 import pytest
 
+from asynctrain.components.shared import ports as ports_lib
 from asynctrain.components.shared.yaml_config import ConfigError
 from asynctrain.components.trainer import cli
 from asynctrain.components.trainer import config as config_lib
@@ -117,7 +117,7 @@ def test_local_processes_cluster_survives_a_killed_worker(transformed_data, tmp_
 @pytest.mark.integration
 def test_tf_config_chief_worker_and_ps_processes(transformed_data, tmp_path):
     """Chief, worker and parameter server as separate processes from TF_CONFIG, as in a TFJob."""
-    ports = [portpicker.pick_unused_port() for _ in range(3)]
+    ports = ports_lib.free_ports(3)
     cluster_spec = {
         'chief': [f'127.0.0.1:{ports[0]}'],
         'worker': [f'127.0.0.1:{ports[1]}'],

@@ -30,6 +30,7 @@ import time
 from collections.abc import Iterator
 
 import asynctrain
+from asynctrain.components.shared import ports as ports_lib
 from asynctrain.components.shared import tf_environment
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer.training import process_pool
@@ -95,14 +96,9 @@ def serve_forever(
     server.join()
 
 
-def _free_ports(count: int) -> list[int]:
-    import portpicker
-
-    return [portpicker.pick_unused_port() for _ in range(count)]
-
-
 def _cluster_spec(num_workers: int, num_ps: int) -> dict:
-    ports = _free_ports(num_workers + num_ps)
+    # Outside the ephemeral range: the servers bind them later, in processes of their own.
+    ports = ports_lib.free_ports(num_workers + num_ps)
     return {
         WORKER: [f'127.0.0.1:{p}' for p in ports[:num_workers]],
         PS: [f'127.0.0.1:{p}' for p in ports[num_workers:]],

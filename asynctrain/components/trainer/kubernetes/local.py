@@ -26,9 +26,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import portpicker
 from kubeflow.training import models
 
+from asynctrain.components.shared import ports as ports_lib
 from asynctrain.components.trainer.kubernetes import client
 from asynctrain.components.trainer.kubernetes import tfjob as tfjob_lib
 
@@ -75,11 +75,10 @@ def loopback_addresses(tfjob: models.KubeflowOrgV1TFJob) -> dict[str, str]:
     any_type = next(iter(tfjob.spec.tf_replica_specs))
     tf_config = tfjob_lib.tf_config_for(tfjob, any_type, 0)
     cluster = tf_config['cluster'] if tf_config else {}
-    return {
-        address: f'127.0.0.1:{portpicker.pick_unused_port()}'
-        for hosts in cluster.values()
-        for address in hosts
-    }
+    addresses = [address for hosts in cluster.values() for address in hosts]
+    # Outside the ephemeral range: each replica process binds its port later.
+    ports = ports_lib.free_ports(len(addresses)) if addresses else []
+    return {address: f'127.0.0.1:{port}' for address, port in zip(addresses, ports)}
 
 
 def on_loopback(tf_config: Mapping[str, Any], addresses: Mapping[str, str]) -> dict[str, Any]:
