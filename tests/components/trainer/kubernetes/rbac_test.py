@@ -101,8 +101,8 @@ KFP_CALLS: dict[str, tuple[ApiCall, ...]] = {
         _providers_secret('getS3BucketCredential'),
         _providers_secret('getGCSTokenClient'),
         ApiCall('get', '', 'pods', RUN_TIME_NAME, LAUNCHER, 'retryIndexFromPodAnnotation',
-                via='qualifyExecutorLogsForRetry, its own Pod, when KFP_RETRY_INDEX is unset '
-                    '(every task without a retry policy)'),
+                via='qualifyExecutorLogsForRetry, its own Pod, when logs are published (the default) '
+                    'and KFP_RETRY_INDEX is unset (every task without a retry policy)'),
         ApiCall('get', 'argoproj.io', 'workflows', RUN_TIME_NAME, 'v2/cmd/driver/main.go',
                 'getCurrentWorkflowMetadata',
                 unused_because='only for a {{$.pipeline_job_schedule_time_utc}} input, best-effort'),
