@@ -145,20 +145,7 @@ def test_rbac_manifests_validate_and_grant_only_what_the_submitter_uses(kubernet
     assert trainer_sa['automountServiceAccountToken'] is False
     (role,) = by_kind['Role']  # namespaced; no ClusterRole
     assert 'ClusterRole' not in by_kind and 'ClusterRoleBinding' not in by_kind
-    grants = {
-        (tuple(r['apiGroups']), tuple(r['resources']), tuple(r.get('resourceNames', ()))): set(
-            r['verbs']
-        )
-        for r in role['rules']
-    }
-    assert grants == {
-        (('kubeflow.org',), ('tfjobs',), ()): {'create', 'get', 'delete'},
-        (('',), ('pods',), ()): {'list'},
-        (('',), ('configmaps',), ('kfp-launcher',)): {'get'},
-        (('',), ('secrets',), ('mlpipeline-minio-artifact',)): {'get'},
-    }
-    for verbs in grants.values():
-        assert '*' not in verbs
+    # What the Role grants, call by call and KFP version by version: rbac_test.py.
     (binding,) = by_kind['RoleBinding']
     assert binding['roleRef'] == {
         'apiGroup': 'rbac.authorization.k8s.io',
