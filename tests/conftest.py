@@ -157,7 +157,7 @@ def s3_store(tmp_path_factory):
     """An S3 endpoint on 127.0.0.1 (moto's server), one per test process, started on first use;
     its variables set in this process's environment, so that the processes a test starts (tasks,
     replicas) reach it too. Each test makes its own bucket (`new_bucket`)."""
-    from tests.object_store import s3_endpoint
+    from asynctrain.testing.object_store import s3_endpoint
 
     log_path = str(tmp_path_factory.mktemp('s3') / 'moto.log')
     with s3_endpoint(log_path) as store:

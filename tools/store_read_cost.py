@@ -18,7 +18,7 @@ import tempfile
 import time
 
 from asynctrain.components.shared import object_store, tf_environment
-from tests.object_store import s3_endpoint
+from asynctrain.testing.object_store import s3_endpoint
 
 
 def _write_records(folder: str, files: int, mib: int) -> int:

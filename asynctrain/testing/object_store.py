@@ -1,10 +1,11 @@
-"""An S3 endpoint on 127.0.0.1 for the tests: moto in server mode, a real HTTP server speaking the
-S3 API, which is what MinIO (Kubeflow Pipelines' default artifact store) speaks too.
+"""An S3 endpoint on 127.0.0.1 for tests and benches: moto in server mode, a real HTTP server
+speaking the S3 API, which is what MinIO (Kubeflow Pipelines' default artifact store) speaks too.
 
 `s3_endpoint()` starts one and stops it; `S3Store.environment()` is what a process needs to reach
 it, in the variables the ecosystem reads: `AWS_ENDPOINT_URL` and the `AWS_*` credentials for
 boto3 (the launcher's staging here, Beam's S3 IO), `S3_ENDPOINT` and `S3_USE_HTTPS` for
-tensorflow-io's `s3://` filesystem in TensorFlow.
+tensorflow-io's `s3://` filesystem in TensorFlow. It needs `moto[server]` (in both locks; the
+`testing` extra of the wheel).
 """
 
 from __future__ import annotations
