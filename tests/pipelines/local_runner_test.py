@@ -1,4 +1,4 @@
-"""The local runner's guard: one run at a time per work directory, refused clearly."""
+"""The local runner's guard: one run at a time per pipeline of a work directory, refused clearly."""
 
 import subprocess
 import sys
@@ -19,23 +19,27 @@ with exclusive_work_dir(sys.argv[1]):
 
 
 def test_a_second_run_on_a_busy_work_dir_fails_naming_the_holder(tmp_path):
+    # The lock is the pipeline's folder of the work dir (`work_dir_layout`).
+    config = load_config(work_dir=str(tmp_path))
+    state = tmp_path / config.pipeline_name
+    assert config.state_dir == str(state)
     holder = subprocess.Popen(
-        [sys.executable, '-c', HOLD_LOCK, str(tmp_path)], stdout=subprocess.PIPE, text=True
+        [sys.executable, '-c', HOLD_LOCK, str(state)], stdout=subprocess.PIPE, text=True
     )
     try:
         assert holder.stdout.readline().strip() == 'locked'
-        config = load_config(work_dir=str(tmp_path))
-        before = sorted(p.name for p in tmp_path.iterdir())
-        with pytest.raises(WorkDirBusyError, match=rf'pid {holder.pid}\) is using {tmp_path}'):
+        before = sorted(p.name for p in state.iterdir())
+        with pytest.raises(WorkDirBusyError, match=rf'pid {holder.pid}\) is using {state}'):
             run_local(config)
         # Refused before building or running anything: the work dir is as the holder left it.
-        assert sorted(p.name for p in tmp_path.iterdir()) == before
+        assert sorted(p.name for p in state.iterdir()) == before
+        assert not (state / 'metadata.sqlite').exists()
         assert not (tmp_path / 'metadata.sqlite').exists()
     finally:
         holder.kill()
         holder.wait()
     # Once the holder is gone (even killed), the lock is free again.
-    with exclusive_work_dir(str(tmp_path)):
+    with exclusive_work_dir(str(state)):
         pass
 
 
