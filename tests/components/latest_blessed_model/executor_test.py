@@ -18,7 +18,6 @@ from asynctrain.components.shared import model_identity
 from asynctrain.components.shared.model_identity import ModelIdentity
 from asynctrain.components.trainer import executor as trainer_executor
 
-
 PENGUINS = ModelIdentity('penguins-species', 'Species', '0123456789abcdef')
 DIABETES = ModelIdentity('diabetes-disease-progression', 'disease_progression', 'fedcba9876543210')
 
