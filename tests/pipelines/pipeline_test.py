@@ -134,6 +134,8 @@ def test_the_trainer_records_the_identity_the_latest_blessed_model_looks_for(con
 
     components = {c.id: c for c in pipeline_lib.create_pipeline(config).components}
     latest = components[pipeline_lib.LATEST_BLESSED_MODEL].exec_properties
+    # The node whose `passed_over` property the run summary reads.
+    assert run_summary.LATEST_BLESSED_MODEL == pipeline_lib.LATEST_BLESSED_MODEL
     recorded = components['Trainer'].exec_properties[trainer_spec.MODEL_IDENTITY_KEY]
     assert latest[latest_spec.MODEL_IDENTITY_KEY] == recorded
     assert latest[latest_spec.PUSH_DESTINATION_KEY] == config.serving_dir
