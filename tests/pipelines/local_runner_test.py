@@ -61,3 +61,31 @@ def test_the_beam_components_are_the_ones_whose_elapsed_time_shows(tmp_path):
         'ExampleBatcher',
         'Evaluator',
     ]
+
+
+def test_a_run_in_a_work_dir_of_the_shared_layout_says_so_and_uses_its_paths(tmp_path, capsys):
+    """A work dir of asynctrain 0.1 (metadata.sqlite at its top): the run prints the notice with
+    the command that moves it aside, and uses the work dir itself as the pipeline's folder (here
+    its lock, held, refuses the run before anything is written)."""
+    import argparse
+
+    from asynctrain.pipelines.cli import run_command
+
+    (tmp_path / 'metadata.sqlite').write_bytes(b'')
+    args = argparse.Namespace(
+        config=None, data=None, work_dir=str(tmp_path), date=None, accept_drift=None
+    )
+    with exclusive_work_dir(str(tmp_path)):
+        code = run_command.run(args)
+    printed = capsys.readouterr()
+
+    assert code == 3
+    assert printed.out.splitlines()[1:3] == [
+        f'            state {tmp_path}',
+        f'note: {tmp_path} has the layout of asynctrain 0.1 (one metadata.sqlite, pipeline_root '
+        'and serving_model for every pipeline); it is used as it is, and each pipeline takes only '
+        f'the models it pushed itself. For a folder per pipeline, move it aside (mv {tmp_path} '
+        f'{tmp_path}.shared): the next run starts afresh in {tmp_path}/<pipeline_name>.',
+    ]
+    assert f'is using {tmp_path};' in printed.err
+    assert not (tmp_path / 'asynctrain-taxi').exists()
