@@ -357,10 +357,6 @@ class PipelineConfig:
     def serving_dir(self) -> str:
         return os.path.join(self.state_dir, work_dir_layout.SERVING_DIR)
 
-    @property
-    def logs_dir(self) -> str:
-        return os.path.join(self.state_dir, work_dir_layout.LOGS_DIR)
-
 
 def load_config(path: str | None = None, **overrides: Any) -> PipelineConfig:
     """Reads the YAML config at `path` and applies command-line overrides (unset ones ignored)."""

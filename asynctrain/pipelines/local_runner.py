@@ -1,9 +1,10 @@
 """Runs the pipeline on this machine with TFX's LocalDagRunner (ML Metadata in SQLite, cache on).
 
-Adds only what is local: the metadata path in the pipeline's folder of the work directory, a progress line when each
-component starts and ends (its time, whether it came from the cache, ExampleGen's row counts, and
-a line when the log shows trouble, see `console`), the elapsed time while a Beam component runs,
-and a summary read back from ML Metadata when the run ends.
+Adds only what is local: the metadata path in the pipeline's folder of the work directory
+(`work_dir_layout`), a progress line when each component starts and ends (its time, whether it
+came from the cache, ExampleGen's row counts, and a line when the log shows trouble, see
+`console`), the elapsed time while a Beam component runs, and a summary read back from ML
+Metadata when the run ends.
 """
 
 from __future__ import annotations
@@ -183,7 +184,7 @@ def run_local(
     Args:
       config: The pipeline configuration.
       out: Where progress lines go (stdout by default).
-      log_path: The run's log file (a new one under `config.logs_dir` by default). Unless
+      log_path: The run's log file (a new one under `<config.state_dir>/logs/` by default). Unless
         `verbose`, file descriptor 2 points at it while the pipeline runs (`console`).
       verbose: Show everything on the console as well.
 
@@ -195,7 +196,7 @@ def run_local(
     out = out or sys.stdout
     # Built first: a bad schema or feature config fails before the work directory is touched.
     pipeline = create_pipeline(config)
-    # The lock is the pipeline's: two pipelines of one work directory keep apart states.
+    # The pipeline's lock: two pipelines of one work directory keep their states apart.
     with exclusive_work_dir(config.state_dir):
         # TFX's helper creates the database's directory, so it comes only once the lock is held.
         pipeline.metadata_connection_config = metadata.sqlite_metadata_connection_config(

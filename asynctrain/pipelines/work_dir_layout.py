@@ -3,7 +3,7 @@
     <work_dir>/<pipeline_name>/pipeline_root/    the artifacts (TFX's pipeline root)
     <work_dir>/<pipeline_name>/metadata.sqlite   ML Metadata
     <work_dir>/<pipeline_name>/serving_model/    the Pusher's destination, one folder per push
-    <work_dir>/<pipeline_name>/logs/             the runs' log files
+    <work_dir>/<pipeline_name>/logs/             the runs' log files (`console.new_log_path`)
     <work_dir>/<pipeline_name>/.run.lock         held while a run of this pipeline goes on
 
 TFX's templates key the pipeline root and the metadata by pipeline name in the same way, so two
@@ -24,7 +24,6 @@ import os
 PIPELINE_ROOT = 'pipeline_root'
 METADATA_FILE = 'metadata.sqlite'
 SERVING_DIR = 'serving_model'
-LOGS_DIR = 'logs'
 
 
 def is_shared(work_dir: str) -> bool:

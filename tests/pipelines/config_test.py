@@ -205,7 +205,6 @@ def test_each_pipeline_keeps_its_state_in_a_folder_of_the_work_dir_named_after_i
     assert penguins.pipeline_root == str(state / 'pipeline_root')
     assert penguins.metadata_path == str(state / 'metadata.sqlite')
     assert penguins.serving_dir == str(state / 'serving_model')
-    assert penguins.logs_dir == str(state / 'logs')
     assert diabetes.serving_dir == str(tmp_path / 'runs' / 'diabetes-target' / 'serving_model')
     assert diabetes.metadata_path == str(tmp_path / 'runs' / 'diabetes-target' / 'metadata.sqlite')
 
