@@ -13,11 +13,13 @@ import datetime
 import importlib.resources
 import os
 import pathlib
+import re
 from typing import Any
 
 from asynctrain.components.shared import yaml_config
 from asynctrain.components.shared.tasks import REGRESSION_LOSSES, TASK_TYPES
 from asynctrain.components.trainer.config import TrainerConfig
+from asynctrain.pipelines import work_dir_layout
 from asynctrain.pipelines.evaluation_settings import (  # noqa: F401 (part of this module's API)
     BASELINES,
     CONFIDENCE_INTERVAL_METHODS,
@@ -31,6 +33,8 @@ from asynctrain.pipelines.evaluation_settings import (  # noqa: F401 (part of th
 # (a folder on disk: the package is never imported from a zip).
 BUNDLED_SCHEMAS = pathlib.Path(str(importlib.resources.files('asynctrain') / 'schemas'))
 BUNDLED_DATA = 'bundled:chicago_taxi'
+# A pipeline name: a folder name on any filesystem, within TFX's 63 characters.
+PIPELINE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,62}')
 
 
 ConfigError = yaml_config.ConfigError
@@ -236,9 +240,14 @@ class PipelineConfig:
     """Everything `create_pipeline` needs.
 
     Attributes:
-      pipeline_name: Name in ML Metadata and Kubeflow.
+      pipeline_name: Name in ML Metadata and Kubeflow, and the folder of the work directory
+        that holds this pipeline's state: letters, digits, `-`, `_` and `.`, starting with a
+        letter or a digit, at most 63 characters (TFX's limit).
       data: Directory of CSV input, or `bundled:chicago_taxi` for the sample that ships with TFX.
-      work_dir: Run directory: pipeline root, ML Metadata (SQLite), serving directory.
+      work_dir: Run directory. Each pipeline keeps its state in a folder of it named after the
+        pipeline (`<work_dir>/<pipeline_name>/`): pipeline root, ML Metadata (SQLite), push
+        destination (`serving_model/`) and logs. A work directory of asynctrain 0.1's shared
+        layout (`metadata.sqlite` at its top) is used as it is, with a notice.
       dataset: A bundled dataset's name (a folder of the package data `asynctrain/schemas/`), or
         the path of a folder, holding `schema.pbtxt` and `features.yaml`.
       preprocessing_module: Optional path to the user's own module defining `preprocessing_fn`;
@@ -280,6 +289,13 @@ class PipelineConfig:
     date: str | None = None
 
     def __post_init__(self):
+        if not PIPELINE_NAME.fullmatch(self.pipeline_name or ''):
+            yaml_config.fail(
+                'pipeline_name',
+                f'got {self.pipeline_name!r}; expected letters, digits, -, _ and ., starting '
+                'with a letter or a digit, at most 63 characters (it names the folder of the '
+                "pipeline's state in the work directory)",
+            )
         for field, value in (
             ('trainer.training.checkpoint_dir', self.trainer.training.checkpoint_dir),
             ('trainer.input.cache_dir', self.trainer.input.cache_dir),
@@ -324,16 +340,22 @@ class PipelineConfig:
         return str(self.dataset_dir / 'features.yaml')
 
     @property
+    def state_dir(self) -> str:
+        """This pipeline's folder in the work directory, `<work_dir>/<pipeline_name>`: its
+        pipeline root, ML Metadata, push destination and logs (`work_dir_layout`)."""
+        return work_dir_layout.state_dir(_absolute(self.work_dir), self.pipeline_name)
+
+    @property
     def pipeline_root(self) -> str:
-        return os.path.join(_absolute(self.work_dir), 'pipeline_root')
+        return os.path.join(self.state_dir, work_dir_layout.PIPELINE_ROOT)
 
     @property
     def metadata_path(self) -> str:
-        return os.path.join(_absolute(self.work_dir), 'metadata.sqlite')
+        return os.path.join(self.state_dir, work_dir_layout.METADATA_FILE)
 
     @property
     def serving_dir(self) -> str:
-        return os.path.join(_absolute(self.work_dir), 'serving_model')
+        return os.path.join(self.state_dir, work_dir_layout.SERVING_DIR)
 
 
 def load_config(path: str | None = None, **overrides: Any) -> PipelineConfig:

@@ -1,9 +1,10 @@
 """Runs the pipeline on this machine with TFX's LocalDagRunner (ML Metadata in SQLite, cache on).
 
-Adds only what is local: the metadata path under the work directory, a progress line when each
-component starts and ends (its time, whether it came from the cache, ExampleGen's row counts, and
-a line when the log shows trouble, see `console`), the elapsed time while a Beam component runs,
-and a summary read back from ML Metadata when the run ends.
+Adds only what is local: the metadata path in the pipeline's folder of the work directory
+(`work_dir_layout`), a progress line when each component starts and ends (its time, whether it
+came from the cache, ExampleGen's row counts, and a line when the log shows trouble, see
+`console`), the elapsed time while a Beam component runs, and a summary read back from ML
+Metadata when the run ends.
 """
 
 from __future__ import annotations
@@ -183,7 +184,7 @@ def run_local(
     Args:
       config: The pipeline configuration.
       out: Where progress lines go (stdout by default).
-      log_path: The run's log file (a new one under `<work_dir>/logs/` by default). Unless
+      log_path: The run's log file (a new one under `<config.state_dir>/logs/` by default). Unless
         `verbose`, file descriptor 2 points at it while the pipeline runs (`console`).
       verbose: Show everything on the console as well.
 
@@ -195,12 +196,13 @@ def run_local(
     out = out or sys.stdout
     # Built first: a bad schema or feature config fails before the work directory is touched.
     pipeline = create_pipeline(config)
-    with exclusive_work_dir(config.work_dir):
+    # The pipeline's lock: two pipelines of one work directory keep their states apart.
+    with exclusive_work_dir(config.state_dir):
         # TFX's helper creates the database's directory, so it comes only once the lock is held.
         pipeline.metadata_connection_config = metadata.sqlite_metadata_connection_config(
             config.metadata_path
         )
-        log_path = log_path or console.new_log_path(config.work_dir)
+        log_path = log_path or console.new_log_path(config.state_dir)
         with console.quiet(log_path, verbose):
             return _run_locked(config, pipeline, out, log_path, verbose)
 

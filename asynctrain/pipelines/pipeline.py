@@ -40,7 +40,6 @@ from tfx.proto import example_gen_pb2, pusher_pb2, range_config_pb2
 from tfx.types import standard_artifacts
 from tfx.types.channel import Channel
 
-from asynctrain.components.drift_validator import comparison
 from asynctrain.components.drift_validator.component import DriftValidator
 from asynctrain.components.evaluator.component import Evaluator
 from asynctrain.components.example_batcher.component import ExampleBatcher
@@ -55,14 +54,13 @@ from asynctrain.components.trainer.training.export import (
 )
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.components.transform import preprocessing
+from asynctrain.pipelines import dataset_spec
 from asynctrain.pipelines.config import (
     CONFIDENCE_INTERVAL_METHODS,
     UPPER_BOUND_METRICS,
-    ConfigError,
     EvaluationSettings,
     PipelineConfig,
 )
-from asynctrain.pipelines.dataset_spec import resolve_label
 
 # Node id of the latest blessed model (warm start and the Evaluator's baseline).
 LATEST_BLESSED_MODEL = 'latest_blessed_model'
@@ -98,26 +96,8 @@ def _drift_validator(
     latest_blessed_model: LatestBlessedModel,
 ) -> DriftValidator:
     """Today's train statistics against those the latest pushed model was trained on."""
+    dataset_spec.check_drift_settings(config)
     settings = config.drift
-    schema = fc.load_schema(config.schema_path)
-    try:
-        comparison.check_features(
-            comparison.Thresholds(
-                numeric=settings.numeric_threshold,
-                categorical=settings.categorical_threshold,
-                features=settings.features,
-            ),
-            schema,
-        )
-    except ValueError as e:
-        raise ConfigError(f'drift.features: {e} ({config.schema_path})') from None
-    known = {feature.name for feature in schema.feature}
-    unknown = [name for name in settings.accept if name != 'all' and name not in known]
-    if unknown:
-        raise ConfigError(
-            f'drift.accept: {unknown} not in the schema {config.schema_path}; '
-            f'its features: {sorted(known)}'
-        )
     return DriftValidator(
         statistics=statistics,
         schema=schema_gen.outputs['schema'],
@@ -298,7 +278,8 @@ def create_pipeline(
     features = fc.load_feature_config(
         config.feature_config_path, config.schema_path, with_module=with_module
     )
-    label = resolve_label(config, features)
+    label = dataset_spec.resolve_label(config, features)
+    identity = dataset_spec.model_identity(config, label)
 
     example_gen = CsvExampleGen(
         input_base=config.data_dir,
@@ -355,7 +336,9 @@ def create_pipeline(
         or config.drift.enabled
     ):
         latest_blessed_model = LatestBlessedModel(
-            examples=example_gen.outputs['examples'], push_destination=config.serving_dir
+            examples=example_gen.outputs['examples'],
+            push_destination=config.serving_dir,
+            model_identity=identity,
         ).with_id(LATEST_BLESSED_MODEL)
         retraining_nodes.append(latest_blessed_model)
         if config.retraining.warm_start:
@@ -406,6 +389,7 @@ def create_pipeline(
             task=dataclasses.replace(config.trainer.task, type=label.task, loss=label.loss),
         ),
         label_key=label.key,
+        model_identity=identity,
     )
 
     evaluator = Evaluator(

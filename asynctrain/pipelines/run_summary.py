@@ -18,7 +18,10 @@ from typing import Any
 from ml_metadata.proto import metadata_store_pb2
 from tfx.orchestration import metadata
 
-from asynctrain.components.latest_blessed_model.spec import PUSHED_MODEL_PROPERTY
+from asynctrain.components.latest_blessed_model.spec import (
+    PASSED_OVER_PROPERTY,
+    PUSHED_MODEL_PROPERTY,
+)
 from asynctrain.components.shared import drift_properties
 from asynctrain.components.trainer.training.run_files import REPORT_FILE
 from asynctrain.pipelines.config import PipelineConfig
@@ -28,6 +31,8 @@ ROW_COUNT_PROPERTIES = ('rows_read', 'rows_written', 'rows_rejected')
 RESOLVER_TYPE = 'tfx.dsl.components.common.resolver.Resolver'
 # DriftValidator's node id (its class name, as create_pipeline leaves it).
 DRIFT_VALIDATOR = 'DriftValidator'
+# LatestBlessedModel's node id (`pipeline.LATEST_BLESSED_MODEL`).
+LATEST_BLESSED_MODEL = 'latest_blessed_model'
 
 
 def rows_text(rows: dict) -> str:
@@ -68,6 +73,8 @@ class RunSummary:
         feature, comparator, distance, threshold), `accepted` (feature names), `compared_with`.
       failed_checks: The Evaluator's failed threshold checks, one line each naming the slice,
         the metric, its value and the threshold (`evaluator.results.failures`).
+      passed_over: The pushed models `LatestBlessedModel` did not take, being another
+        pipeline's, one line each naming the push, its pipeline and this one.
     """
 
     executed: list[str]
@@ -83,6 +90,7 @@ class RunSummary:
     tensorboard_dir: str | None = None
     drift: dict[str, Any] | None = None
     failed_checks: list[str] = dataclasses.field(default_factory=list)
+    passed_over: list[str] = dataclasses.field(default_factory=list)
 
     def format(self) -> str:
         lines = [f'components executed: {len(self.executed)}, from cache: {len(self.cached)}']
@@ -108,6 +116,7 @@ class RunSummary:
                 f'{profile["steps"]} steps); input_wait_fraction '
                 f'{self.training["input_wait_fraction"]:.3f}'
             )
+        lines.extend(f'latest blessed model: {line}' for line in self.passed_over)
         if self.drift is not None:
             lines.append(drift_text(self.drift))
         lines.append(f'pushed model: {self.pushed_model or "none (not blessed)"}')
@@ -274,6 +283,7 @@ def read_summary(config: PipelineConfig, started: float) -> RunSummary:
             if config.drift.enabled
             else None
         )
+        latest_blessed = _latest(store, 'Model', LATEST_BLESSED_MODEL, config.pipeline_name)
         base_model = _input_of_latest_execution(
             store, config.pipeline_name, 'Trainer', 'base_model'
         )
@@ -298,6 +308,9 @@ def read_summary(config: PipelineConfig, started: float) -> RunSummary:
         tensorboard_dir=model_run.uri if model_run is not None else None,
         drift=_drift(drift),
         failed_checks=_failed_checks(evaluation.uri) if evaluation else [],
+        passed_over=json.loads(
+            (_custom(latest_blessed, PASSED_OVER_PROPERTY) if latest_blessed else None) or '[]'
+        ),
     )
 
 

@@ -39,7 +39,9 @@ def test_bench_times_both_pipelines_component_by_component(tmp_path, capsys):
     assert result['features'] == features.split(',')
     # Both pipelines transformed those features and no others.
     for variant in ('stock', 'ours'):
-        (graph,) = (output / variant / 'pipeline_root' / 'Transform' / 'transform_graph').iterdir()
+        # The variant's work dir holds its pipeline's folder (`work_dir_layout`).
+        root = output / variant / f'bench-{variant}' / 'pipeline_root'
+        (graph,) = (root / 'Transform' / 'transform_graph').iterdir()
         feature_spec = tft.TFTransformOutput(str(graph)).transformed_feature_spec()
         assert set(feature_spec) == {*features.split(','), 'big_tipper'}, variant
     assert result['beam_args'] == beam_args

@@ -202,7 +202,10 @@ def test_taxi_on_s3_kfp_2_17_trainer_as_a_tfjob_whose_replicas_use_the_store(
     assert blessing['current_model'] == outputs['Trainer']['model']['uri']
     pushed = outputs['Pusher']['pushed_model']['metadata']
     assert pushed['pushed'] == 1
-    assert pushed['pushed_destination'].startswith(f's3://{bucket}/work/serving_model/')
+    # The pipeline's own folder of the work dir (`work_dir_layout`).
+    assert pushed['pushed_destination'].startswith(
+        f's3://{bucket}/work/taxi-compiled/serving_model/'
+    )
     assert f'pushed: {pushed["pushed_destination"]}' in printed
     _assert_serves_raw_rows(s3_store, pushed['pushed_destination'], csv_path, str(in_tmp / 'm'))
 
@@ -250,7 +253,7 @@ def test_penguins_on_kfp_2_0_compiled_once_run_daily_warm_starts_keeps_a_worse_d
     write_days(str(data), str(in_tmp / 'scratch'))
     write_drifted_day(str(data))
     store_data = f's3://{bucket}/penguins'
-    serving = f's3://{bucket}/work/serving_model'
+    serving = f's3://{bucket}/work/penguins-daily/serving_model'
 
     def arrive(day: str) -> None:  # A day's folder lands in the store before that day's run.
         s3_store.upload_dir(str(data / day), f'{store_data}/{day}')

@@ -191,11 +191,11 @@ def trivial_baseline(config, dataset: Dataset) -> float:
     return 0.5  # AUC of any constant score
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    """`asynctrain ARGS` in a process of its own, from the repository root."""
+def run_cli(*args: str, cwd: str | os.PathLike | None = None) -> subprocess.CompletedProcess:
+    """`asynctrain ARGS` in a process of its own, from `cwd` (the repository root by default)."""
     return subprocess.run(
         [sys.executable, '-m', 'asynctrain', *args],
-        cwd=REPO_ROOT,
+        cwd=cwd or REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=RUN_TIMEOUT_SECONDS,

@@ -175,8 +175,10 @@ def test_run_on_the_bundled_data_outside_the_checkout_pushes_a_model(installed, 
     )
 
     assert run.returncode == 0, f'{run.stdout[-4000:]}\n{run.stderr[-4000:]}'
-    # The default work directory, ./runs/local, here; the pushed model under its serving folder.
-    pushed = glob.glob(str(tmp_path / 'runs' / 'local' / 'serving_model' / '*' / 'saved_model.pb'))
+    # The default work directory, ./runs/local, here; the pushed model under the serving folder
+    # of the pipeline's own folder of it (the default pipeline_name, asynctrain-taxi).
+    serving = tmp_path / 'runs' / 'local' / 'asynctrain-taxi' / 'serving_model'
+    pushed = glob.glob(str(serving / '*' / 'saved_model.pb'))
     assert len(pushed) == 1, run.stdout[-4000:]
 
 

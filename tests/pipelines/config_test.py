@@ -34,7 +34,7 @@ def test_yaml_sections_build_nested_dataclasses(tmp_path):
     assert config.pipeline_name == 'daily'
     assert config.example_gen == ExampleGenSettings(train_buckets=4, null_markers=('NA', '-'))
     assert config.evaluation == EvaluationSettings(min_value=0.7)
-    assert config.metadata_path == str(tmp_path / 'w' / 'metadata.sqlite')
+    assert config.metadata_path == str(tmp_path / 'w' / 'daily' / 'metadata.sqlite')
 
 
 def test_command_line_overrides_win_over_yaml(tmp_path):
@@ -101,12 +101,12 @@ def test_yaml_is_loaded_safely(tmp_path):
 def test_uris_pass_through_and_local_paths_become_absolute(tmp_path, monkeypatch):
     config = load_config(data='gs://bucket/taxi', work_dir='gs://bucket/runs')
     assert config.data_dir == 'gs://bucket/taxi'
-    assert config.pipeline_root == 'gs://bucket/runs/pipeline_root'
-    assert config.serving_dir == 'gs://bucket/runs/serving_model'
+    assert config.pipeline_root == 'gs://bucket/runs/asynctrain-taxi/pipeline_root'
+    assert config.serving_dir == 'gs://bucket/runs/asynctrain-taxi/serving_model'
     monkeypatch.chdir(tmp_path)
     local = load_config(data='data', work_dir='runs')
     assert local.data_dir == str(tmp_path / 'data')
-    assert local.pipeline_root == str(tmp_path / 'runs' / 'pipeline_root')
+    assert local.pipeline_root == str(tmp_path / 'runs' / 'asynctrain-taxi' / 'pipeline_root')
 
 
 def test_label_settings_define_the_label_and_task(tmp_path):
@@ -195,3 +195,40 @@ def test_accept_drift_adds_its_features_to_the_configs_for_one_run():
     assert with_accepted_drift(config, 'all').drift.accept == ('tips', 'all')
     with pytest.raises(ConfigError, match='--accept-drift'):
         with_accepted_drift(config, ' , ')
+
+
+def test_each_pipeline_keeps_its_state_in_a_folder_of_the_work_dir_named_after_it(tmp_path):
+    penguins = load_config(pipeline_name='penguins-species', work_dir=str(tmp_path / 'runs'))
+    diabetes = load_config(pipeline_name='diabetes-target', work_dir=str(tmp_path / 'runs'))
+    state = tmp_path / 'runs' / 'penguins-species'
+    assert penguins.state_dir == str(state)
+    assert penguins.pipeline_root == str(state / 'pipeline_root')
+    assert penguins.metadata_path == str(state / 'metadata.sqlite')
+    assert penguins.serving_dir == str(state / 'serving_model')
+    assert diabetes.serving_dir == str(tmp_path / 'runs' / 'diabetes-target' / 'serving_model')
+    assert diabetes.metadata_path == str(tmp_path / 'runs' / 'diabetes-target' / 'metadata.sqlite')
+
+
+def test_a_work_dir_of_the_shared_layout_is_used_as_it_is(tmp_path):
+    """A work dir of asynctrain 0.1 (metadata.sqlite at its top) keeps its paths for every
+    pipeline; nothing is moved."""
+    from asynctrain.pipelines import work_dir_layout
+
+    (tmp_path / 'runs').mkdir()
+    (tmp_path / 'runs' / 'metadata.sqlite').write_bytes(b'')
+    config = load_config(pipeline_name='penguins-species', work_dir=str(tmp_path / 'runs'))
+    assert work_dir_layout.is_shared(str(tmp_path / 'runs'))
+    assert config.state_dir == str(tmp_path / 'runs')
+    assert config.metadata_path == str(tmp_path / 'runs' / 'metadata.sqlite')
+    assert config.serving_dir == str(tmp_path / 'runs' / 'serving_model')
+    assert config.pipeline_root == str(tmp_path / 'runs' / 'pipeline_root')
+    notice = work_dir_layout.shared_notice(str(tmp_path / 'runs'))
+    assert notice.startswith(f'note: {tmp_path / "runs"} has the layout of asynctrain 0.1 ')
+    assert f'(mv {tmp_path / "runs"} {tmp_path / "runs"}.shared)' in notice
+    assert not work_dir_layout.is_shared('gs://bucket/runs')
+
+
+@pytest.mark.parametrize('name', ['', 'a/b', '..', '-x', 'café', 'x' * 64])
+def test_a_pipeline_name_that_is_no_folder_name_is_refused(name):
+    with pytest.raises(ConfigError, match=f'pipeline_name: got {name!r}; expected letters'):
+        load_config(pipeline_name=name)

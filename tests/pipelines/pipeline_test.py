@@ -122,6 +122,28 @@ def test_pusher_writes_to_the_serving_dir_under_the_work_dir(config):
     pusher = {c.id: c for c in pipeline_lib.create_pipeline(config).components}['Pusher']
     destination = json.loads(pusher.exec_properties['push_destination'])
     assert destination['filesystem']['base_directory'] == config.serving_dir
+    assert config.serving_dir == str(config.state_dir) + '/serving_model'
+    assert config.state_dir.endswith('/work/asynctrain-taxi')
+
+
+def test_the_trainer_records_the_identity_the_latest_blessed_model_looks_for(config):
+    """One identity, the pipeline's: written into its models, asked of a push before taking it."""
+    from asynctrain.components.latest_blessed_model import spec as latest_spec
+    from asynctrain.components.shared import model_identity
+    from asynctrain.components.trainer import spec as trainer_spec
+
+    components = {c.id: c for c in pipeline_lib.create_pipeline(config).components}
+    latest = components[pipeline_lib.LATEST_BLESSED_MODEL].exec_properties
+    # The node whose `passed_over` property the run summary reads.
+    assert run_summary.LATEST_BLESSED_MODEL == pipeline_lib.LATEST_BLESSED_MODEL
+    recorded = components['Trainer'].exec_properties[trainer_spec.MODEL_IDENTITY_KEY]
+    assert latest[latest_spec.MODEL_IDENTITY_KEY] == recorded
+    assert latest[latest_spec.PUSH_DESTINATION_KEY] == config.serving_dir
+    assert json.loads(recorded) == {
+        'pipeline_name': 'asynctrain-taxi',
+        'label': 'big_tipper',
+        'schema_fingerprint': model_identity.schema_file_fingerprint(config.schema_path),
+    }
 
 
 def test_a_user_preprocessing_module_replaces_the_generated_function(tmp_path):

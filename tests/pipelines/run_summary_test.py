@@ -30,6 +30,23 @@ def test_summary_ends_with_the_tensorboard_command_for_the_model_run():
     ]
 
 
+def test_the_pushes_of_other_pipelines_passed_over_are_named_before_the_drift_line():
+    line = (
+        'not using the pushed model /w/serving_model/17: it was pushed by pipeline '
+        "'penguins-species' (label 'Species'), and this is pipeline 'diabetes-target' "
+        "(label 'target')"
+    )
+    summary = _summary(
+        passed_over=[line],
+        drift={'first_run': True, 'drifted': [], 'accepted': [], 'compared_with': ''},
+    )
+    lines = summary.format().splitlines()
+    assert lines[4:6] == [
+        f'latest blessed model: {line}',
+        "drift: nothing to compare with yet; today's data judged on the schema alone",
+    ]
+
+
 def test_no_tensorboard_line_before_the_trainer_ever_ran():
     lines = _summary(training={}, pushed_model=None).format().splitlines()
 

@@ -1,1 +1,2 @@
-"""LatestBlessedModel: the newest model in the Pusher's push destination, found without MLMD."""
+"""LatestBlessedModel: the newest model this pipeline pushed to the Pusher's push destination,
+found without MLMD."""

@@ -14,6 +14,7 @@ import json
 from tfx.dsl.components.base import base_component, executor_spec
 from tfx.types import channel, standard_artifacts
 
+from asynctrain.components.shared.model_identity import ModelIdentity
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer import executor
 from asynctrain.components.trainer.spec import TrainerSpec
@@ -53,6 +54,7 @@ class Trainer(base_component.BaseComponent):
         config: config_lib.TrainerConfig | None = None,
         base_model: channel.BaseChannel | None = None,
         statistics: channel.BaseChannel | None = None,
+        model_identity: ModelIdentity | None = None,
     ):
         """Constructs a Trainer.
 
@@ -69,6 +71,9 @@ class Trainer(base_component.BaseComponent):
           statistics: Optional ExampleStatistics of the examples' raw data: its train split's
             statistics are copied into the exported model (`asynctrain.components.shared.model_statistics`), so
             that a later run can compare its data with what this model was trained on.
+          model_identity: Optional: the pipeline's identity, written into the exported model
+            (`asynctrain.components.shared.model_identity`), so that `LatestBlessedModel`
+            hands on this pipeline's pushes only.
         """
         config = config or config_lib.TrainerConfig()
         if not isinstance(config, config_lib.TrainerConfig):
@@ -83,6 +88,7 @@ class Trainer(base_component.BaseComponent):
             statistics=statistics,
             config=json.dumps(config_lib.to_dict(config), sort_keys=True),
             label_key=label_key,
+            model_identity=model_identity.to_json() if model_identity else None,
             model=channel.Channel(type=standard_artifacts.Model),
             model_run=channel.Channel(type=standard_artifacts.ModelRun),
         )

@@ -13,7 +13,7 @@ from tfx.dsl.components.base import base_executor
 from tfx.types import artifact_utils
 from tfx.utils import path_utils
 
-from asynctrain.components.shared import model_statistics, object_store
+from asynctrain.components.shared import model_identity, model_statistics, object_store
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer import spec
 
@@ -84,3 +84,8 @@ class Executor(base_executor.BaseExecutor):
 
             launch.train_and_export(**paths, trainer_config=trainer_config, label_key=label_key)
         _attach_statistics(input_dict.get(spec.STATISTICS_KEY) or [], paths['serving_model_dir'])
+        if exec_properties.get(spec.MODEL_IDENTITY_KEY):
+            identity = model_identity.ModelIdentity.from_json(
+                exec_properties[spec.MODEL_IDENTITY_KEY]
+            )
+            model_identity.attach(identity, paths['serving_model_dir'])

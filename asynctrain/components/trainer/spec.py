@@ -19,6 +19,9 @@ MODEL_RUN_KEY = standard_component_specs.MODEL_RUN_KEY
 # The TrainerConfig as JSON (`config.to_dict`): execution parameters must be primitive or protos.
 CONFIG_KEY = 'config'
 LABEL_KEY_KEY = 'label_key'
+# Optional: the pipeline's `model_identity.ModelIdentity` as JSON, written into the exported
+# model so that `LatestBlessedModel` takes only this pipeline's pushes.
+MODEL_IDENTITY_KEY = 'model_identity'
 
 
 class TrainerSpec(ComponentSpec):
@@ -27,6 +30,7 @@ class TrainerSpec(ComponentSpec):
     PARAMETERS = {
         CONFIG_KEY: ExecutionParameter(type=str),
         LABEL_KEY_KEY: ExecutionParameter(type=str),
+        MODEL_IDENTITY_KEY: ExecutionParameter(type=str, optional=True),
     }
     INPUTS = {
         EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples),

@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '--work-dir',
         metavar='DIR',
         default=None,
-        help='run directory: artifacts, ML Metadata, pushed model (default: ./runs/local)',
+        help='run directory; each pipeline keeps its artifacts, ML Metadata and pushed models in '
+        'a folder of it named after the pipeline (default: ./runs/local)',
     )
     parser.add_argument(
         '--date',
@@ -124,14 +125,17 @@ def run(args: argparse.Namespace) -> int:
         print(f'asynctrain run: invalid configuration: {e}', file=sys.stderr)
         return 2
     from asynctrain.components.shared import console
+    from asynctrain.pipelines import work_dir_layout
 
     print(
         f'asynctrain: running pipeline {config.pipeline_name!r} on {config.data_dir}\n'
-        f'            work dir {config.work_dir}',
+        f'            state {config.state_dir}',
         flush=True,
     )
+    if work_dir_layout.is_shared(config.work_dir):
+        print(work_dir_layout.shared_notice(config.work_dir), flush=True)
     verbose = getattr(args, 'verbose', False)
-    log_path = console.new_log_path(config.work_dir)
+    log_path = console.new_log_path(config.state_dir)
     # From before TensorFlow's first import: its import-time lines go to the log too.
     with console.quiet(log_path, verbose):
         code, message, summary = _run(config, log_path, verbose)

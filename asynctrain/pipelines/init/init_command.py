@@ -3,14 +3,17 @@
     asynctrain init --data DIR --label COLUMN --output SPEC_DIR
                     [--task auto|binary|multiclass|regression] [--delimiter C]
                     [--null-marker S ...] [--positive VALUE] [--max-rows N]
-    asynctrain run --config SPEC_DIR/config.yaml
+    asynctrain run --config /abs/SPEC_DIR/config.yaml --work-dir /abs/runs/local
 
 It reads the CSV files of DIR with ExampleGen's own reader (all of a small input; of a large one,
 `--max-rows` rows from byte ranges spread over every file), finds the usual missing-value markers
 (`NA`, `null`, ...) in columns otherwise of numbers or dates unless `--null-marker` names them,
 infers the schema with TFDV, proposes the task, one transform
 per column, the evaluation threshold and the slices to evaluate, writes `schema.pbtxt`, `features.yaml` and
-`config.yaml` into SPEC_DIR (anywhere), and prints what it decided and the next command. DIR may
+`config.yaml` into SPEC_DIR (anywhere), and prints what it decided and the next command, with
+absolute paths so that it does the same from any folder. The pipeline is named after the data
+and the label (`spec_files.pipeline_name`), so two datasets run in one work directory keep
+their state apart. DIR may
 hold compressed files (`.gz`, `.bz2`, ...), read as ExampleGen reads them. As for `asynctrain
 run`, TensorFlow's and the other libraries' output goes to a log file (under the system's
 temporary directory, `asynctrain/logs/init-*.log`), not to the console, unless `--verbose`.
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import shlex
 import sys
 import tempfile
 
@@ -71,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
 def _init(args: argparse.Namespace) -> tuple[int, str]:
     """(exit code, what to print: the decisions, or the error)."""
     from asynctrain.components.example_gen import csv_dialect, csv_sample
+    from asynctrain.pipelines.config import PipelineConfig
     from asynctrain.pipelines.init import (
         drift_draft,
         null_markers,
@@ -114,8 +119,9 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
     if not any(plan.transform for plan in columns):
         return 2, 'asynctrain init: no column is usable as a feature'
     os.makedirs(args.output, exist_ok=True)
+    # Absolute: the printed command runs from any folder.
     paths = {
-        name: os.path.join(args.output, name)
+        name: os.path.join(os.path.abspath(args.output), name)
         for name in (spec_files.SCHEMA_FILE, spec_files.FEATURES_FILE, spec_files.CONFIG_FILE)
     }
     schema = spec_files.infer_schema(sample)
@@ -123,8 +129,10 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
     drift = drift_draft.plan_drift(sample, schema, task.column)
     spec_files.write_features(paths[spec_files.FEATURES_FILE], task, columns)
     slices = slice_draft.plan_slices(sample, columns, threshold)
+    name = spec_files.pipeline_name(files, args.data, task.column)
     spec_files.write_config(
         paths[spec_files.CONFIG_FILE],
+        name,
         args.output,
         args.data,
         args.delimiter,
@@ -136,13 +144,52 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
         drift,
         slices,
     )
+    # `asynctrain run`'s default work directory, made absolute.
+    work_dir = os.path.abspath(PipelineConfig.work_dir)
+    run = RunPlan(name, paths[spec_files.CONFIG_FILE], work_dir)
     return 0, describe(
-        sample, markers, task, columns, threshold, training, bad_rows, drift, slices, paths
+        sample, markers, task, columns, threshold, training, bad_rows, drift, slices, paths, run
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class RunPlan:
+    """The run init proposes: the pipeline's name, its config and the work directory, all
+    absolute, so that the printed command does the same from any folder.
+
+    Attributes:
+      pipeline_name: The name init gave the pipeline (`spec_files.pipeline_name`).
+      config_path: The config.yaml init wrote.
+      work_dir: The work directory: `./runs/local` of the folder init ran in.
+    """
+
+    pipeline_name: str
+    config_path: str
+    work_dir: str
+
+    def command(self) -> str:
+        config, work_dir = shlex.quote(self.config_path), shlex.quote(self.work_dir)
+        return f'asynctrain run --config {config} --work-dir {work_dir}'
+
+    @property
+    def state_dir(self) -> str:
+        from asynctrain.pipelines import work_dir_layout
+
+        return work_dir_layout.state_dir(self.work_dir, self.pipeline_name)
+
+
 def describe(
-    sample, markers, task, columns, threshold, training, bad_rows, drift, slices, paths: dict
+    sample,
+    markers,
+    task,
+    columns,
+    threshold,
+    training,
+    bad_rows,
+    drift,
+    slices,
+    paths: dict,
+    run: RunPlan,
 ) -> str:
     """What init decided, as printed."""
     from asynctrain.pipelines.init import slice_draft
@@ -177,7 +224,11 @@ def describe(
     lines.append(f'  bad rows: max_bad_fraction {bad_rows.max_bad_fraction}: {bad_rows.reason}')
     thresholds = ', '.join(f'{name} {value}' for name, (value, _) in drift.features.items())
     lines.append(f'  drift: {thresholds or "the default thresholds"} ({drift.reason})')
+    lines.append(
+        f'  pipeline: {run.pipeline_name!r} (named after the data and the label; its state: '
+        f'{run.state_dir})'
+    )
     lines.append('wrote ' + ', '.join(paths.values()))
-    lines.append('review them, then run:')
-    lines.append(f'  asynctrain run --config {paths["config.yaml"]}')
+    lines.append('review them, then run (from any folder):')
+    lines.append(f'  {run.command()}')
     return '\n'.join(lines)

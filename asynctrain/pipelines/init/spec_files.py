@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 
@@ -26,6 +27,37 @@ from asynctrain.pipelines.init.spec_draft import (
 SCHEMA_FILE = 'schema.pbtxt'
 FEATURES_FILE = 'features.yaml'
 CONFIG_FILE = 'config.yaml'
+# What a data file's name ends with, left out of the pipeline's name.
+_DATA_SUFFIXES = (
+    '.csv',
+    '.tsv',
+    '.txt',
+    '.gz',
+    '.bz2',
+    '.xz',
+    '.zst',
+    '.zip',
+    '.deflate',
+    '.snappy',
+)
+# TFX's limit on a pipeline's name (`tfx.orchestration.pipeline`).
+_MAX_PIPELINE_NAME = 63
+
+
+def pipeline_name(files: list[str], data_dir: str, label: str) -> str:
+    """`<data>-<label>`, in TFX's rules for a pipeline name: the one input file's name without
+    its suffixes (`penguins_raw.csv.gz`: `penguins_raw`), or the data folder's name when there
+    are several, then the label; lowercase letters, digits and `-` (the pattern Kubeflow's
+    compiler requires, `[a-z0-9][a-z0-9-]*`), at most 63 characters. Two datasets, or two labels
+    of one, get two names, hence two folders of state in one work directory."""
+    if len(files) == 1:
+        stem = os.path.basename(files[0])
+        while stem.lower().endswith(_DATA_SUFFIXES):
+            stem = stem[: stem.rindex('.')]
+    else:
+        stem = os.path.basename(os.path.abspath(data_dir))
+    name = re.sub(r'[^a-z0-9]+', '-', f'{stem}-{label}'.lower()).strip('-')
+    return name[:_MAX_PIPELINE_NAME].rstrip('-') or 'dataset'
 
 
 def infer_schema(sample: CsvSample) -> schema_pb2.Schema:
@@ -91,6 +123,7 @@ def write_features(path: str, task: TaskPlan, columns: list[ColumnPlan]) -> None
 
 def write_config(
     path: str,
+    name: str,
     spec_dir: str,
     data_dir: str,
     delimiter: str,
@@ -102,11 +135,12 @@ def write_config(
     drift: DriftPlan,
     slices: slice_draft.SlicePlan,
 ) -> None:
-    name = os.path.basename(os.path.abspath(spec_dir)).lower().replace('_', '-') or 'dataset'
     lines = [
         '# Pipeline config by `asynctrain init`; `asynctrain run --config` reads it. Each field is',
         '# a field of PipelineConfig (asynctrain/pipelines/config.py); what is left out keeps its default.',
-        f'pipeline_name: {_yaml_scalar("asynctrain-" + name)}',
+        "# Named after the data and the label (`pipeline_name`): the name of this pipeline's",
+        '# folder of the work directory, which holds its metadata, artifacts and pushed models.',
+        f'pipeline_name: {_yaml_scalar(name)}',
         '# The CSV input the sample was read from; `asynctrain run --data DIR` overrides it.',
         f'data: {_yaml_scalar(os.path.abspath(data_dir))}',
         '# Where schema.pbtxt and features.yaml are: this folder.',

@@ -6,7 +6,7 @@
 
 Without `--image`, every step runs the local tag `asynctrain:<version>` (for clusters that load
 local images, such as kind or minikube; pass the pushed image otherwise); without
-`--pipeline-root`, the config's `<work_dir>/pipeline_root`.
+`--pipeline-root`, the config's `<work_dir>/<pipeline_name>/pipeline_root`.
 
 Beam arguments given with `--beam-arg` (repeatable) or after `--` replace the config's
 `beam_pipeline_args`; with neither, the config's are compiled in.
@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         '--pipeline-root',
         help='artifact root the cluster writes, e.g. gs://bucket/asynctrain; '
-        "default the config's pipeline root (<work_dir>/pipeline_root)",
+        "default the config's pipeline root (<work_dir>/<pipeline_name>/pipeline_root)",
     )
     parser.add_argument(
         '--config', help='pipeline config YAML (asynctrain/pipelines/config.py); defaults otherwise'

@@ -1,5 +1,5 @@
 """The executor's `Do` with hand-built artifacts: paths in, a served Model and a ModelRun out,
-warm-started from a base Model."""
+warm-started from a base Model, carrying its pipeline's identity."""
 
 import json
 import os
@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 from tfx.types import standard_artifacts
 
+from asynctrain.components.shared import model_identity
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer import executor, spec
 from asynctrain.components.trainer.training import run_files
@@ -44,6 +45,9 @@ def test_do_trains_warm_started_and_exports(transformed_data, trained_model, tmp
     exec_properties = {
         spec.CONFIG_KEY: json.dumps(config_lib.to_dict(config)),
         spec.LABEL_KEY_KEY: LABEL_KEY,
+        spec.MODEL_IDENTITY_KEY: model_identity.ModelIdentity(
+            'taxi-daily', LABEL_KEY, '0123456789abcdef'
+        ).to_json(),
     }
 
     executor.Executor().Do(input_dict, output_dict, exec_properties)
@@ -54,3 +58,11 @@ def test_do_trains_warm_started_and_exports(transformed_data, trained_model, tmp
     assert report['eval']['auc'] == pytest.approx(trained_model.report.eval['auc'], abs=0.01)
     loaded = tf.saved_model.load(os.path.join(model.uri, 'Format-Serving'))
     assert set(loaded.signatures) == {'serving_default', 'transform_features'}
+    # The pipeline's identity travels in the model, as LatestBlessedModel reads it from a push.
+    identity_path = os.path.join(model.uri, 'Format-Serving', model_identity.MODEL_IDENTITY_PATH)
+    with open(identity_path) as f:
+        assert json.load(f) == {
+            'pipeline_name': 'taxi-daily',
+            'label': LABEL_KEY,
+            'schema_fingerprint': '0123456789abcdef',
+        }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 
 import pyarrow as pa
 import pytest
@@ -537,3 +538,61 @@ def test_init_writes_the_slices_and_a_commented_gate_the_config_accepts(tmp_path
     (spec / 'gated.yaml').write_text(text.replace(gate, gate.replace('# ', '')))
     gated = load_config(str(spec / 'gated.yaml'))
     assert gated.evaluation.slice_min_value == config.evaluation.min_value
+
+
+@pytest.mark.parametrize(
+    'files, label, name',
+    [
+        (['/d/penguins_raw.csv'], 'Species', 'penguins-raw-species'),
+        (['/d/penguins_raw.csv.gz'], 'Species', 'penguins-raw-species'),
+        (['/d/diabetes.csv'], 'disease_progression', 'diabetes-disease-progression'),
+        (['/d/Weather 2024.CSV'], 'visib', 'weather-2024-visib'),
+        (['/d/data.2024.tsv.bz2'], 'y', 'data-2024-y'),
+        # Several files: the folder's name.
+        (['/exports/daily/a.csv', '/exports/daily/b.csv'], 'Culmen Length (mm)', None),
+        (['/d/x.csv'], 'é' * 3, 'x'),
+        (['/d/' + 'a' * 80 + '.csv'], 'label', 'a' * 63),
+        (['/d/' + 'a' * 62 + '.csv'], 'label', 'a' * 62),
+    ],
+)
+def test_the_pipeline_is_named_after_the_data_and_the_label_in_tfxs_rules(files, label, name):
+    from asynctrain.pipelines.config import PIPELINE_NAME
+    from asynctrain.pipelines.init import spec_files
+
+    data_dir = '/exports/daily/' if len(files) > 1 else '/d'
+    got = spec_files.pipeline_name(files, data_dir, label)
+    assert got == (name or 'daily-culmen-length-mm')
+    # Kubeflow's pattern for a pipeline name, TFX's 63 characters, and a folder name.
+    assert re.fullmatch(r'[a-z0-9][a-z0-9-]{0,62}', got) and PIPELINE_NAME.fullmatch(got)
+
+
+@pytest.mark.integration
+def test_init_names_the_pipeline_and_prints_a_command_with_absolute_paths(
+    tmp_path, capsys, monkeypatch
+):
+    from asynctrain.pipelines.config import load_config
+
+    _write_csv(tmp_path / 'exports' / 'Trips_2024.csv', HEADER, _rows(80))
+    monkeypatch.chdir(tmp_path)
+    # Relative paths, as a user types them.
+    assert init_command.run(init_args('exports', 'level', 'spec')) == 0
+    printed = capsys.readouterr().out
+
+    written = yaml.safe_load((tmp_path / 'spec' / 'config.yaml').read_text())
+    assert written['pipeline_name'] == 'trips-2024-level'
+    state = tmp_path / 'runs' / 'local' / 'trips-2024-level'
+    assert (
+        f"  pipeline: 'trips-2024-level' (named after the data and the label; its state: {state})"
+        in printed.splitlines()
+    )
+    command = printed.splitlines()[-1]
+    assert command == (
+        f'  asynctrain run --config {tmp_path}/spec/config.yaml --work-dir {tmp_path}/runs/local'
+    )
+    # From another folder, the command's config is the same pipeline in the same state folder.
+    monkeypatch.chdir(tmp_path / 'exports')
+    config = load_config(f'{tmp_path}/spec/config.yaml', work_dir=f'{tmp_path}/runs/local')
+    assert config.pipeline_name == 'trips-2024-level'
+    assert config.state_dir == str(state)
+    assert config.data_dir == str(tmp_path / 'exports')
+    assert config.dataset_dir == tmp_path / 'spec'

@@ -417,7 +417,9 @@ def test_compile_prints_its_own_line_only(tmp_path):
     # pod does not have: said, by task and parameter.
     assert [line.split(' is a local path')[0] for line in lines[1:]] == [
         f'  warning: CsvExampleGen.input_base: {bundled_data_dir()}',
-        f'  warning: Pusher.push_destination: {os.path.abspath("runs/local/serving_model")}',
+        # The pipeline's own folder of the default work dir (`work_dir_layout`).
+        '  warning: Pusher.push_destination: '
+        + os.path.abspath('runs/local/asynctrain-taxi/serving_model'),
         '  warning: latest_blessed_model.push_destination: '
-        + os.path.abspath('runs/local/serving_model'),
+        + os.path.abspath('runs/local/asynctrain-taxi/serving_model'),
     ]
