@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from asynctrain.pipelines.kubeflow import kfp_storage
+from asynctrain.pipelines.kubeflow.container import kfp_storage
 
 
 @pytest.mark.parametrize(

@@ -44,7 +44,7 @@ import sys
 import traceback
 from typing import Any
 
-from asynctrain.pipelines.kubeflow import kfp_launcher
+from asynctrain.pipelines.kubeflow.local_backend import kfp_launcher
 
 # <sched.h> and <sys/mount.h>.
 CLONE_NEWNS = 0x00020000
@@ -209,7 +209,7 @@ def modules(spec: dict[str, Any]) -> list[str]:
 
 class TaskProcesses:
     """Runs task commands: `python -m MODULE ...` forked from a server that imported the modules
-    once (`asynctrain.pipelines.kubeflow.compiled_task`), or, `fresh`, every command as a new process."""
+    once (`asynctrain.pipelines.kubeflow.local_backend.compiled_task`), or, `fresh`, every command as a new process."""
 
     def __init__(self, modules: list[str], log_dir: str, tfjob_local: bool, fresh: bool):
         self._tfjob_log_dir = os.path.join(log_dir, 'tfjob') if tfjob_local else None
@@ -222,7 +222,7 @@ class TaskProcesses:
                 [
                     sys.executable,
                     '-m',
-                    'asynctrain.pipelines.kubeflow.compiled_task',
+                    'asynctrain.pipelines.kubeflow.local_backend.compiled_task',
                     '--serve',
                     *preload,
                 ],
@@ -249,7 +249,7 @@ class TaskProcesses:
                     [
                         sys.executable,
                         '-m',
-                        'asynctrain.pipelines.kubeflow.compiled_task',
+                        'asynctrain.pipelines.kubeflow.local_backend.compiled_task',
                         '--run',
                         json.dumps(request),
                     ],
@@ -273,7 +273,9 @@ class TaskProcesses:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog='python -m asynctrain.pipelines.kubeflow.compiled_task')
+    parser = argparse.ArgumentParser(
+        prog='python -m asynctrain.pipelines.kubeflow.local_backend.compiled_task'
+    )
     parser.add_argument('--serve', action='store_true', help='read task requests from stdin')
     parser.add_argument('--preload', action='append', default=[], help='module to import first')
     parser.add_argument('--run', metavar='REQUEST_JSON', help='run this one request here')

@@ -40,14 +40,14 @@ from typing import Any, TextIO
 import yaml
 
 from asynctrain.components.shared import console
-from asynctrain.pipelines.kubeflow import (
+from asynctrain.pipelines.kubeflow.compile import kfp_rules
+from asynctrain.pipelines.kubeflow.container import kfp_storage
+from asynctrain.pipelines.kubeflow.local_backend import (
     compiled_task,
     kfp_cache,
     kfp_driver,
     kfp_launcher,
     kfp_profiles,
-    kfp_rules,
-    kfp_storage,
 )
 
 

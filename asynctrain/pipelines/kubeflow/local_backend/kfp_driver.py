@@ -35,7 +35,8 @@ import numpy
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from asynctrain.pipelines.kubeflow import kfp_profiles, kfp_storage
+from asynctrain.pipelines.kubeflow.container import kfp_storage
+from asynctrain.pipelines.kubeflow.local_backend import kfp_profiles
 
 
 @dataclasses.dataclass(frozen=True)

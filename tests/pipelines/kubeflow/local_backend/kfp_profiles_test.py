@@ -8,8 +8,8 @@ import inspect
 
 import pytest
 
-from asynctrain.pipelines.kubeflow import kfp_profiles
-from asynctrain.pipelines.kubeflow.kfp_profiles import KFP_2_0, KFP_2_5, KFP_2_17
+from asynctrain.pipelines.kubeflow.local_backend import kfp_profiles
+from asynctrain.pipelines.kubeflow.local_backend.kfp_profiles import KFP_2_0, KFP_2_5, KFP_2_17
 
 
 def _row(field: str) -> tuple:
