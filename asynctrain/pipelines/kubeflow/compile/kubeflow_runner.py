@@ -32,13 +32,7 @@ from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from asynctrain.pipelines.config import PipelineConfig
 from asynctrain.pipelines.kubeflow.compile import kfp_rules
-from asynctrain.pipelines.kubeflow.compile.compile_options import (  # noqa: F401 (the runner's API)
-    DEFAULT_IMAGE_HINT,
-    TARGETS,
-    CompileOptions,
-    check_target,
-    default_image,
-)
+from asynctrain.pipelines.kubeflow.compile.compile_options import CompileOptions, check_target
 from asynctrain.pipelines.pipeline import create_pipeline
 
 
