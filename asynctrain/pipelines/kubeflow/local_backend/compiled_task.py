@@ -42,8 +42,8 @@ import runpy
 import subprocess
 import sys
 import traceback
-from typing import Any
 
+from asynctrain.pipelines.kubeflow.compile import compiled_pipeline
 from asynctrain.pipelines.kubeflow.local_backend import kfp_launcher
 
 # <sched.h> and <sys/mount.h>.
@@ -192,13 +192,12 @@ def serve(modules: list[str]) -> None:
         replies.flush()
 
 
-def modules(spec: dict[str, Any]) -> list[str]:
-    """The modules the spec's containers run with `python -m`, and those of the executor classes
-    they name (`--executor_class_path`), in a stable order."""
+def modules(pipeline: compiled_pipeline.PipelineSpec) -> list[str]:
+    """The modules the pipeline's containers run with `python -m`, and those of the executor
+    classes they name (`--executor_class_path`), in a stable order."""
     modules = set()
-    for executor in spec['deploymentSpec']['executors'].values():
-        container = executor.get('container', {})
-        command, args = container.get('command', []), container.get('args', [])
+    for executor in compiled_pipeline.executors(pipeline).values():
+        command, args = list(executor.container.command), list(executor.container.args)
         if command[:2] in (['python', '-m'], ['python3', '-m']) and len(command) > 2:
             modules.add(command[2])
         for flag, value in zip(args, args[1:]):

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from asynctrain.pipelines import cli
+from asynctrain.pipelines.kubeflow.compile import compiled_pipeline
 from asynctrain.pipelines.kubeflow.local_backend import compiled_run, kfp_profiles
 
 TYPE = {'instanceSchema': 'title: tfx.Examples\ntype: object\n'}
@@ -87,7 +88,7 @@ def _read(store, uri: str) -> str:
 def test_tasks_run_after_their_producers_ties_by_name():
     spec = _spec({'d': _task('b'), 'b': _task('a'), 'c': _task('a'), 'a': _task()})
     spec['root']['dag']['tasks']['c']['dependentTasks'] = ['d']
-    assert compiled_run.task_order(spec) == ['a', 'b', 'd', 'c']
+    assert compiled_run.task_order(compiled_pipeline.parse(spec)) == ['a', 'b', 'd', 'c']
 
 
 def test_python_is_this_interpreter_and_the_launchers_placeholders_are_filled():
