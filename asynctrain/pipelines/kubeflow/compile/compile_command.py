@@ -87,9 +87,10 @@ def run(args: argparse.Namespace) -> int:
         f'{len(spec["root"]["dag"]["tasks"])} steps, image {options.image}, '
         f'pipeline root {options.pipeline_root}'
     )
+    from asynctrain.pipelines.kubeflow.compile import compiled_pipeline
     from asynctrain.pipelines.kubeflow.container import kfp_storage
 
-    for where in kfp_storage.pod_local_paths(spec):
+    for where in kfp_storage.pod_local_paths(compiled_pipeline.parse(spec)):
         print(
             f"  warning: {where} is a local path: a step's pod starts without it and loses what "
             'it writes there; give a gs:// or s3:// URI (docs/kubeflow.md, where artifacts live)'

@@ -6,6 +6,6 @@
 downloads, placeholders and uploads), `kfp_cache` (the cache key and the ML Metadata store) and
 `kfp_profiles` (the KFP lines reproduced, one behaviour a field).
 
-May import `compile` (`kfp_rules`, to refuse what the backend refuses) and `container` (the
-launcher's staging rule); neither imports this room.
+May import `compile` (`kfp_rules`, to refuse what the backend refuses; `compiled_pipeline`, the
+typed PipelineSpec) and `container` (the launcher's staging rule); neither imports this room.
 """

@@ -305,7 +305,7 @@ def run_compiled(
     if not root:
         raise ValueError(f'{spec_path}: no defaultPipelineRoot; give --pipeline-root')
     kfp_launcher.check_pipeline_root(root)
-    kfp_storage.check_pod_paths(spec)
+    kfp_storage.check_pod_paths(pipeline)
     compiled_task.check_pods()
     name = pipeline.pipeline_info.name
     run = kfp_driver.RunContext(
