@@ -16,7 +16,9 @@ Reports, and exits 1 on any of the first three:
   and the trainer keeps its one direction (kubernetes -> cluster -> training):
   `asynctrain/components/trainer/training/` imports neither `asynctrain.components.trainer.cluster`
   nor `asynctrain.components.trainer.kubernetes`, and `asynctrain/components/trainer/cluster/`
-  never imports `asynctrain.components.trainer.kubernetes`;
+  never imports `asynctrain.components.trainer.kubernetes`; the Kubeflow layer keeps its one
+  direction too (local_backend -> compile -> container): `asynctrain/pipelines/kubeflow/container/`
+  imports neither `compile` nor `local_backend`, and `compile/` never imports `local_backend`;
 - imports from one component into another: a module of `asynctrain.components.X` imports
   another component's modules only through the shared home, `asynctrain.components.shared`, and
   the shared home imports no component;
@@ -45,7 +47,8 @@ MAX_LINES = 450
 WARN_LINES = 400
 # (importing package, imported package it must never reach): components below the pipeline layer
 # and the benchmarks, docs generation and the test kit above both (nothing a run does imports
-# them), the benches above the test kit, then the trainer's one direction.
+# them), the benches above the test kit, then the trainer's one direction and the Kubeflow
+# layer's (local_backend -> compile -> container).
 DIRECTION_RULES = (
     ('asynctrain.components', 'asynctrain.pipelines'),
     ('asynctrain.components', 'asynctrain.benchmarks'),
@@ -57,6 +60,9 @@ DIRECTION_RULES = (
     ('asynctrain.components.trainer.training', 'asynctrain.components.trainer.cluster'),
     ('asynctrain.components.trainer.training', 'asynctrain.components.trainer.kubernetes'),
     ('asynctrain.components.trainer.cluster', 'asynctrain.components.trainer.kubernetes'),
+    ('asynctrain.pipelines.kubeflow.container', 'asynctrain.pipelines.kubeflow.compile'),
+    ('asynctrain.pipelines.kubeflow.container', 'asynctrain.pipelines.kubeflow.local_backend'),
+    ('asynctrain.pipelines.kubeflow.compile', 'asynctrain.pipelines.kubeflow.local_backend'),
 )
 # Below the components, code more than one of them reads; the one way between components.
 COMPONENTS = 'asynctrain.components'

@@ -199,7 +199,7 @@ def test_unreadable_config_fails_naming_the_file(make, message, tmp_path, capsys
 )
 def test_bad_cron_fails_before_contacting_the_server(cron, field, tmp_path, capsys, monkeypatch):
     """Bad cron for asynctrain schedule: exit 2 naming the cron field, no KFP client created"""
-    from asynctrain.pipelines.kubeflow import schedule
+    from asynctrain.pipelines.kubeflow.compile import schedule
 
     def no_client(*args, **kwargs):
         raise AssertionError('a KFP client was created for an invalid cron')

@@ -1,7 +1,7 @@
 """`tools/import_graph.py`: the repository has no import cycle, keeps its layers (components below
-pipelines, the test kit above both and below the benches, the trainer's one direction, one
-component reaching another only through the shared home) and no oversized module; on a synthetic
-package it reports exactly the planted faults."""
+pipelines, the test kit above both and below the benches, the trainer's one direction, the Kubeflow
+rooms' one direction, one component reaching another only through the shared home) and no
+oversized module; on a synthetic package it reports exactly the planted faults."""
 
 import importlib.util
 import pathlib
@@ -269,5 +269,54 @@ def test_a_component_importing_another_except_through_the_shared_home_is_reporte
         'asynctrain.components.trainer.training.data imports '
         'asynctrain.components.example_batcher.records '
         '(a component imports another only through asynctrain.components.shared)',
+    ]
+    assert not report.ok
+
+
+def test_the_kubeflow_rooms_import_one_way_local_backend_compile_container(graph, tmp_path):
+    kubeflow = 'asynctrain/pipelines/kubeflow'
+    _write(
+        tmp_path,
+        {
+            'asynctrain/pipelines/__init__.py': '',
+            f'{kubeflow}/__init__.py': '',
+            f'{kubeflow}/container/__init__.py': '',
+            f'{kubeflow}/container/kfp_storage.py': 'import os\n',
+            # The step's container reaching for the compiler, and for the emulator in a function.
+            f'{kubeflow}/container/kfp_entrypoint.py': """\
+                from asynctrain.pipelines.kubeflow.compile import kfp_rules
+
+                def run():
+                    from asynctrain.pipelines.kubeflow.local_backend import kfp_cache
+                    return kfp_cache
+            """,
+            f'{kubeflow}/compile/__init__.py': '',
+            f'{kubeflow}/compile/kfp_rules.py': 'import os\n',
+            # The compiler reaching for the emulator; the container room below it is allowed.
+            f'{kubeflow}/compile/kubeflow_runner.py': (
+                'from asynctrain.pipelines.kubeflow.container import kfp_storage\n'
+                'from asynctrain.pipelines.kubeflow.local_backend import kfp_profiles\n'
+            ),
+            f'{kubeflow}/local_backend/__init__.py': '',
+            f'{kubeflow}/local_backend/kfp_profiles.py': 'import os\n',
+            f'{kubeflow}/local_backend/kfp_cache.py': 'import os\n',
+            # The emulator may import both rooms below it.
+            f'{kubeflow}/local_backend/compiled_run.py': (
+                'from asynctrain.pipelines.kubeflow.compile import kfp_rules\n'
+                'from asynctrain.pipelines.kubeflow.container import kfp_storage\n'
+            ),
+        },
+    )
+
+    report = graph.check(str(tmp_path))
+
+    prefix = 'asynctrain.pipelines.kubeflow'
+    assert report.direction_violations == [
+        f'{kubeflow}/compile/kubeflow_runner.py:2: {prefix}.compile.kubeflow_runner imports '
+        f'{prefix}.local_backend.kfp_profiles ({prefix}.compile must not import {prefix}.local_backend)',
+        f'{kubeflow}/container/kfp_entrypoint.py:1: {prefix}.container.kfp_entrypoint imports '
+        f'{prefix}.compile.kfp_rules ({prefix}.container must not import {prefix}.compile)',
+        f'{kubeflow}/container/kfp_entrypoint.py:4: {prefix}.container.kfp_entrypoint imports '
+        f'{prefix}.local_backend.kfp_cache ({prefix}.container must not import {prefix}.local_backend)',
     ]
     assert not report.ok

@@ -48,11 +48,11 @@ COMMANDS = {
         'Train outside a pipeline, or as one TF_CONFIG replica.',
     ),
     'compile': (
-        'asynctrain.pipelines.kubeflow.compile_command',
+        'asynctrain.pipelines.kubeflow.compile.compile_command',
         'Compile the pipeline for Kubeflow or Vertex AI.',
     ),
     'schedule': (
-        'asynctrain.pipelines.kubeflow.schedule',
+        'asynctrain.pipelines.kubeflow.compile.schedule',
         'Create a KFP recurring run of the compiled pipeline.',
     ),
     'docs': (

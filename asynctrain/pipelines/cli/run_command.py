@@ -15,7 +15,7 @@ import sys
 
 from asynctrain.pipelines import dataset_spec
 from asynctrain.pipelines.config import BUNDLED_DATA, ConfigError, load_config
-from asynctrain.pipelines.kubeflow import kfp_profiles
+from asynctrain.pipelines.kubeflow.local_backend import kfp_profiles
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -180,7 +180,8 @@ def run_compiled(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-    from asynctrain.pipelines.kubeflow import compiled_run, kfp_rules
+    from asynctrain.pipelines.kubeflow.compile import kfp_rules
+    from asynctrain.pipelines.kubeflow.local_backend import compiled_run
 
     try:
         result = compiled_run.run_compiled(

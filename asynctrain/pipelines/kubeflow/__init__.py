@@ -1,6 +1,12 @@
-"""Kubeflow Pipelines: compile, schedule, the compiled steps' entrypoint, and `run --compiled`.
-Compiling the pipeline (`kubeflow_runner`, `compile_command`, `compile_options`, `kfp_rules`,
-`kfp_storage`), scheduling it (`schedule`), the entrypoint every compiled step runs
-(`kfp_entrypoint`), and `asynctrain run --compiled`, which runs a compiled spec on this machine as
-an open-source KFP line's driver and launcher would (`compiled_run`, `compiled_task`,
-`kfp_driver`, `kfp_launcher`, `kfp_cache`, `kfp_profiles`)."""
+"""Kubeflow Pipelines, in three rooms: compiling the pipeline, what runs in a compiled step's
+container, and a local backend that runs the compiled pipeline as KFP's driver and launcher would.
+
+- `compile/`: `asynctrain compile` and `asynctrain schedule`, what the cluster is given;
+- `container/`: the entrypoint every compiled step's container runs, and where KFP's launcher
+  stages artifacts in the step's pod;
+- `local_backend/`: `asynctrain run --compiled`, KFP's driver, launcher and cache emulated on this
+  machine.
+
+Imports run one way (`tools/import_graph.py` checks it): `local_backend` may import `compile` and
+`container`, `compile` may import `container`, and `container` imports neither.
+"""

@@ -16,7 +16,7 @@ from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.pipelines import pipeline as pipeline_lib
 from asynctrain.pipelines.config import load_config
-from asynctrain.pipelines.kubeflow import kfp_driver
+from asynctrain.pipelines.kubeflow.local_backend import kfp_driver
 from tests.components.evaluator import evaluator_testdata as data
 
 pytestmark = pytest.mark.integration

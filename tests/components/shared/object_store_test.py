@@ -11,7 +11,7 @@ import pytest
 
 from asynctrain.components.shared import object_store, versions
 from asynctrain.components.trainer import cli
-from asynctrain.pipelines.kubeflow import kfp_entrypoint
+from asynctrain.pipelines.kubeflow.container import kfp_entrypoint
 
 
 @pytest.fixture

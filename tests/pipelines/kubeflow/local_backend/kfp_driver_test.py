@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from asynctrain.pipelines.kubeflow import kfp_driver, kfp_profiles
+from asynctrain.pipelines.kubeflow.local_backend import kfp_driver, kfp_profiles
 
 RUN = kfp_driver.RunContext(
     pipeline_name='taxi',

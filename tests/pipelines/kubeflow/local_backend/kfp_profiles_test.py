@@ -8,8 +8,8 @@ import inspect
 
 import pytest
 
-from asynctrain.pipelines.kubeflow import kfp_profiles
-from asynctrain.pipelines.kubeflow.kfp_profiles import KFP_2_0, KFP_2_5, KFP_2_17
+from asynctrain.pipelines.kubeflow.local_backend import kfp_profiles
+from asynctrain.pipelines.kubeflow.local_backend.kfp_profiles import KFP_2_0, KFP_2_5, KFP_2_17
 
 
 def _row(field: str) -> tuple:
@@ -63,7 +63,7 @@ def test_run_placeholders_none_then_five_then_seven():
     )
 
 
-def test_ml_metadata_parameters_downloads_and_caching():
+def test_ml_metadata_parameters_downloads_and_placeholders():
     # metadata/client.go RecordArtifact: store_session_info from 2.2.
     assert _row('store_session_info') == (False, True, True)
     # handleParamTypeValidationAndConversion: the struct types.
@@ -76,8 +76,6 @@ def test_ml_metadata_parameters_downloads_and_caching():
     assert _row('download_keys_under_prefix_only') == (False, False, True)
     # launcher_v2.go executeV2 (2.5.0) / compileCmdAndArgs (2.14+).
     assert _row('command_placeholders') == (True, True, False)
-    # driver: cachingOptions.enableCache is honoured by every line.
-    assert _row('caching_default') == (True, True, True)
 
 
 def test_every_field_is_documented():

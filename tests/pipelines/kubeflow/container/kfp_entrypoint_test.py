@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from asynctrain.pipelines.kubeflow import kfp_entrypoint
+from asynctrain.pipelines.kubeflow.container import kfp_entrypoint
 
 EXAMPLES = {'instanceSchema': 'title: tfx.Examples\ntype: object\n'}
 MODEL = {'instanceSchema': 'title: tfx.Model\ntype: object\n'}

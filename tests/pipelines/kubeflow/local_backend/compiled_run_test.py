@@ -13,7 +13,8 @@ import sys
 import pytest
 
 from asynctrain.pipelines import cli
-from asynctrain.pipelines.kubeflow import compiled_run, kfp_profiles
+from asynctrain.pipelines.kubeflow.compile import compiled_pipeline
+from asynctrain.pipelines.kubeflow.local_backend import compiled_run, kfp_profiles
 
 TYPE = {'instanceSchema': 'title: tfx.Examples\ntype: object\n'}
 # Lists the files it finds under /s3, writes that and its ExecutorInput into its `out` artifact's
@@ -87,7 +88,7 @@ def _read(store, uri: str) -> str:
 def test_tasks_run_after_their_producers_ties_by_name():
     spec = _spec({'d': _task('b'), 'b': _task('a'), 'c': _task('a'), 'a': _task()})
     spec['root']['dag']['tasks']['c']['dependentTasks'] = ['d']
-    assert compiled_run.task_order(spec) == ['a', 'b', 'd', 'c']
+    assert compiled_run.task_order(compiled_pipeline.parse(spec)) == ['a', 'b', 'd', 'c']
 
 
 def test_python_is_this_interpreter_and_the_launchers_placeholders_are_filled():
@@ -286,7 +287,7 @@ def test_without_root_a_run_is_refused_saying_why_never_run_on_shared_paths():
     # `nobody` after its imports).
     script = (
         'import os\n'
-        'from asynctrain.pipelines.kubeflow import compiled_task\n'
+        'from asynctrain.pipelines.kubeflow.local_backend import compiled_task\n'
         'os.setgid(65534); os.setuid(65534)\n'
         'try:\n'
         '    compiled_task.check_pods()\n'
@@ -355,7 +356,7 @@ def test_tasks_side_by_side_each_see_their_own_pod_paths(tmp_path):
                 [
                     sys.executable,
                     '-m',
-                    'asynctrain.pipelines.kubeflow.compiled_task',
+                    'asynctrain.pipelines.kubeflow.local_backend.compiled_task',
                     '--run',
                     json.dumps(request),
                 ]

@@ -19,7 +19,10 @@ it, so that a compiled spec runs here the way a cluster would run it:
   (`GetOutputArtifactsByExecutionId`, `OutputArtifact.ToRuntimeArtifact`, `toRuntimeArtifact`):
   named by its ML Metadata id, with an empty instance schema, not its producer's type.
 
-No caching: every task runs (see `KfpProfile.caching_default`).
+The driver's cache lookup is `kfp_cache`'s (the key, `GenerateCacheKey`; the store of succeeded
+executions), and `compiled_run` applies it as the driver's `Container` does: a task whose
+`cachingOptions.enableCache` is set and whose key a succeeded execution of the same pipeline
+recorded is not launched; it publishes that execution's outputs. Every KFP line does so.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ import numpy
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from asynctrain.pipelines.kubeflow import kfp_profiles, kfp_storage
+from asynctrain.pipelines.kubeflow.container import kfp_storage
+from asynctrain.pipelines.kubeflow.local_backend import kfp_profiles
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,7 +4,8 @@ frozen profile each, every field one behaviour of the backend's driver or launch
 Each field names the Go file and function it is read from (kubeflow/pipelines, at the tag in
 `source_tag`; `backend/src/v2/` below is shortened to `v2/`). The releases between the tags were
 compared in the backend's history; where a behaviour changed inside a profile's range, the
-profile follows its tag and the table says where the change falls:
+profile follows its tag and the table says where the change falls (its last row, the cache, is
+the same in every line and so not a field: see below):
 
 | behaviour                        | 2.0 (2.0.5)  | 2.5 (2.5.0; 2.14.x)    | 2.17 (2.17.0)      |
 |----------------------------------|--------------|------------------------|--------------------|
@@ -19,6 +20,7 @@ profile follows its tag and the table says where the change falls:
 | download only keys under prefix  | no           | no                     | yes (2.17)         |
 | a failed task's logs uploaded    | no           | no                     | yes (2.16+)        |
 | placeholders in argv[0] filled   | yes          | yes (2.14: no)         | no                 |
+| cache looked up (`enableCache`)  | yes          | yes                    | yes                |
 
 Kept the same in every line (and so not a field): output parameters are read from
 `/tmp/kfp/outputs/<name>` when the executor output does not hold them, a missing file failing the
@@ -28,7 +30,12 @@ input turned into text (`handleParamTypeValidationAndConversion`, `v2/driver/dri
 `v2/driver/resolve.go` after); an output path the executor did not write is not uploaded and not
 an error (`uploadOutputArtifacts`); an upstream artifact reaches its consumer from ML Metadata with
 an empty instance schema (`v2/metadata/client.go` `GetOutputArtifactsByExecutionId`,
-`OutputArtifact.ToRuntimeArtifact`).
+`OutputArtifact.ToRuntimeArtifact`); and a task whose `cachingOptions.enableCache` is set is looked
+up in KFP's cache, a succeeded execution of its key for the same pipeline handing back that
+execution's outputs without running it (`v2/driver/driver.go` `Container`; from 2.14 the driver's
+`--cache_disabled` flag turns that off for every task, but it defaults to false and a run here
+never sets it). `run --compiled` emulates the cache on every line (`kfp_cache`, `compiled_run`),
+across runs that share a metadata file.
 """
 
 from __future__ import annotations
@@ -96,10 +103,6 @@ class KfpProfile:
         placeholders in the command line's first element as well as in the rest (`executeV2`
         up to 2.5; from 2.14 `compileCmdAndArgs` fills them in a copy of the first element that
         it drops, `{{$}}` only being filled there).
-      caching_default: The driver looks a task up in the cache when the spec's
-        `cachingOptions.enableCache` is set (`v2/driver` `Container`, every 2.x; from 2.14 its
-        `--cache_disabled` flag, default false, turns that off for all). Not emulated: a run
-        here has a run root of its own, where no cache entry could hit.
     """
 
     version: str
@@ -116,7 +119,6 @@ class KfpProfile:
     download_keys_under_prefix_only: bool
     upload_logs_of_failed_task: bool
     command_placeholders: bool
-    caching_default: bool = True
 
     def describe(self) -> str:
         """The one line a run's header shows."""

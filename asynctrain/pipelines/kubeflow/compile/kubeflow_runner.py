@@ -31,14 +31,8 @@ from tfx.components.util import udf_utils
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from asynctrain.pipelines.config import PipelineConfig
-from asynctrain.pipelines.kubeflow import kfp_rules
-from asynctrain.pipelines.kubeflow.compile_options import (  # noqa: F401 (the runner's API)
-    DEFAULT_IMAGE_HINT,
-    TARGETS,
-    CompileOptions,
-    check_target,
-    default_image,
-)
+from asynctrain.pipelines.kubeflow.compile import kfp_rules
+from asynctrain.pipelines.kubeflow.compile.compile_options import CompileOptions, check_target
 from asynctrain.pipelines.pipeline import create_pipeline
 
 
@@ -65,7 +59,7 @@ def _refuse_module_file_upload(pipeline: Any, pipeline_root: str) -> None:
 
 
 TFX_ENTRYPOINT = 'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor'
-ENTRYPOINT = 'asynctrain.pipelines.kubeflow.kfp_entrypoint'
+ENTRYPOINT = 'asynctrain.pipelines.kubeflow.container.kfp_entrypoint'
 # Executors whose work leaves the step's pod when the config says so: they are given object-store
 # URIs rather than the launcher's local copies (`kfp_entrypoint`, `--artifact_access`).
 _TRAINER_EXECUTOR = 'asynctrain.components.trainer.executor.Executor'

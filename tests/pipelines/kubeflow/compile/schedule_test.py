@@ -1,4 +1,4 @@
-"""Tests for asynctrain/pipelines/kubeflow/schedule.py (`asynctrain schedule`).
+"""Tests for asynctrain/pipelines/kubeflow/compile/schedule.py (`asynctrain schedule`).
 
 No KFP server can run here, so kfp's real client talks to a fake KFP v2beta1 REST API on
 127.0.0.1 that records every request (method, path, query, body, uploaded file) and answers the
@@ -17,7 +17,7 @@ import urllib.parse
 import kfp
 import pytest
 
-from asynctrain.pipelines.kubeflow import schedule as schedule_lib
+from asynctrain.pipelines.kubeflow.compile import schedule as schedule_lib
 
 PIPELINE_YAML = """\
 # PIPELINE DEFINITION

@@ -12,7 +12,10 @@ each output's local path after it (`downloadArtifacts`, `uploadOutputArtifacts`)
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kfp.pipeline_spec import pipeline_spec_pb2
 
 # Scheme -> the local folder the launcher stages it under.
 STAGING_ROOTS = {'gs://': '/gcs/', 'minio://': '/minio/', 's3://': '/s3/'}
@@ -59,15 +62,16 @@ def _destination_directory(value: Any) -> str | None:
     return destination.get('filesystem', {}).get('base_directory')
 
 
-def pod_local_paths(spec: dict[str, Any]) -> list[str]:
-    """The input folders and push destinations a compiled PipelineSpec names by a local path,
-    each as `<task>.<parameter>: <path>`. A step's pod starts with none of them and loses what it
-    writes there, so on a cluster the ExampleGen finds no input and the next run no pushed model.
+def pod_local_paths(pipeline: pipeline_spec_pb2.PipelineSpec) -> list[str]:
+    """The input folders and push destinations a compiled pipeline names by a local path, each as
+    `<task>.<parameter>: <path>`. A step's pod starts with none of them and loses what it writes
+    there, so on a cluster the ExampleGen finds no input and the next run no pushed model.
     """
     found = []
-    for task_name, task in sorted(spec['root']['dag']['tasks'].items()):
-        for name, parameter in sorted(task.get('inputs', {}).get('parameters', {}).items()):
-            value = parameter.get('runtimeValue', {}).get('constant')
+    for task_name, task in sorted(pipeline.root.dag.tasks.items()):
+        for name, parameter in sorted(task.inputs.parameters.items()):
+            constant = parameter.runtime_value.constant
+            value = constant.string_value if constant.WhichOneof('kind') == 'string_value' else None
             if name == INPUT_BASE:
                 path = value
             elif name == PUSH_DESTINATION:
@@ -79,10 +83,10 @@ def pod_local_paths(spec: dict[str, Any]) -> list[str]:
     return found
 
 
-def check_pod_paths(spec: dict[str, Any]) -> None:
-    """Raises ValueError naming every `pod_local_paths` of `spec`, as `run --compiled` refuses
+def check_pod_paths(pipeline: pipeline_spec_pb2.PipelineSpec) -> None:
+    """Raises ValueError naming every `pod_local_paths` of `pipeline`, as `run --compiled` refuses
     them: its tasks see this machine's files, a cluster's pods would not."""
-    local = pod_local_paths(spec)
+    local = pod_local_paths(pipeline)
     if local:
         raise ValueError(
             "a step's pod starts without these local paths and loses what it writes there:\n"

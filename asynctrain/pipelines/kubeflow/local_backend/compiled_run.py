@@ -37,17 +37,15 @@ import uuid
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-import yaml
-
 from asynctrain.components.shared import console
-from asynctrain.pipelines.kubeflow import (
+from asynctrain.pipelines.kubeflow.compile import compiled_pipeline, kfp_rules
+from asynctrain.pipelines.kubeflow.container import kfp_storage
+from asynctrain.pipelines.kubeflow.local_backend import (
     compiled_task,
     kfp_cache,
     kfp_driver,
     kfp_launcher,
     kfp_profiles,
-    kfp_rules,
-    kfp_storage,
 )
 
 
@@ -132,31 +130,12 @@ class CompiledRun:
         return '\n'.join(lines)
 
 
-def load_spec(path: str) -> dict[str, Any]:
-    """The PipelineSpec in `path` (the YAML `asynctrain compile --target kubeflow` writes, or a
-    PipelineJob JSON, whose `pipelineSpec` is taken)."""
-    with open(path, encoding='utf-8') as f:
-        document = yaml.safe_load(f)
-    if not isinstance(document, dict):
-        raise ValueError(f'{path}: expected a PipelineSpec mapping, got {type(document).__name__}')
-    return document.get('pipelineSpec', document)
-
-
-def task_order(spec: dict[str, Any]) -> list[str]:
+def task_order(pipeline: compiled_pipeline.PipelineSpec) -> list[str]:
     """The root DAG's tasks in an order that runs every producer before its consumers."""
-    tasks = spec['root']['dag']['tasks']
-    graph = {}
-    for name, task in tasks.items():
-        upstream = set(task.get('dependentTasks', []))
-        inputs = task.get('inputs', {})
-        for kind, key in (
-            ('artifacts', 'taskOutputArtifact'),
-            ('parameters', 'taskOutputParameter'),
-        ):
-            for value in inputs.get(kind, {}).values():
-                if key in value:
-                    upstream.add(value[key]['producerTask'])
-        graph[name] = upstream
+    graph = {
+        name: compiled_pipeline.upstream_tasks(task)
+        for name, task in pipeline.root.dag.tasks.items()
+    }
     # Ties broken by name, so that a run's order is the same every time.
     sorter = graphlib.TopologicalSorter({k: sorted(v) for k, v in sorted(graph.items())})
     order = []
@@ -313,21 +292,22 @@ def run_compiled(
       kfp_rules.SpecRefused: open-source KFP would refuse the spec.
       kfp_launcher.StagingRefused: the launcher could not stage artifacts under the root.
       compiled_task.PodUnavailable: tasks cannot have mount namespaces of their own here.
-      ValueError: the spec has no pipeline root, an unknown `kfp_version`, or a task input the
-        driver cannot resolve.
+      ValueError: the spec is not a PipelineSpec kfp reads or has no pipeline root, an unknown
+        `kfp_version`, or a task input the driver cannot resolve.
       CompiledTaskFailed: a task's command exited non-zero; the tasks after it did not run.
     """
     out = out or sys.stdout
     profile = kfp_profiles.profile(kfp_version)
-    spec = load_spec(spec_path)
+    spec = compiled_pipeline.read_document(spec_path)
     kfp_rules.check(spec)
-    root = pipeline_root or spec.get('defaultPipelineRoot')
+    pipeline = compiled_pipeline.parse(spec)
+    root = pipeline_root or pipeline.default_pipeline_root
     if not root:
         raise ValueError(f'{spec_path}: no defaultPipelineRoot; give --pipeline-root')
     kfp_launcher.check_pipeline_root(root)
-    kfp_storage.check_pod_paths(spec)
+    kfp_storage.check_pod_paths(pipeline)
     compiled_task.check_pods()
-    name = spec['pipelineInfo']['name']
+    name = pipeline.pipeline_info.name
     run = kfp_driver.RunContext(
         pipeline_name=name,
         run_id=run_id or time.strftime('run-%Y%m%d-%H%M%S-') + uuid.uuid4().hex[:6],
@@ -339,7 +319,7 @@ def run_compiled(
     )
     log_dir = log_dir or os.path.join('runs', 'compiled', name, run.run_id)
     os.makedirs(log_dir, exist_ok=True)
-    order = task_order(spec)
+    order = task_order(pipeline)
     print(
         f'asynctrain: running compiled pipeline {name!r} ({len(order)} tasks) as open-source '
         f'{profile.describe()} would\n            run {run.run_id}, root {kfp_driver.run_root(run)}'
@@ -348,7 +328,7 @@ def run_compiled(
         flush=True,
     )
     processes = compiled_task.TaskProcesses(
-        compiled_task.modules(spec), log_dir, tfjob_local, fresh_processes
+        compiled_task.modules(pipeline), log_dir, tfjob_local, fresh_processes
     )
     try:
         with kfp_cache.metadata_store(metadata_path) as metadata:

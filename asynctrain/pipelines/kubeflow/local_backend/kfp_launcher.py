@@ -26,7 +26,8 @@ import os
 import shutil
 from typing import Any
 
-from asynctrain.pipelines.kubeflow import kfp_driver, kfp_profiles, kfp_storage
+from asynctrain.pipelines.kubeflow.container import kfp_storage
+from asynctrain.pipelines.kubeflow.local_backend import kfp_driver, kfp_profiles
 
 # The pod paths a task's process must see as its own: the launcher's staging roots
 # (`LocalPathForURI`), the output metadata file's folder up to 2.14 and the output parameters'.

@@ -1,4 +1,4 @@
-"""Tests for asynctrain/pipelines/kubeflow/kubeflow_runner.py and `asynctrain compile`.
+"""Tests for asynctrain/pipelines/kubeflow/compile/kubeflow_runner.py and `asynctrain compile`.
 
 The compiled files are read back with kfp's own protos (`pipeline_spec_pb2.PipelineSpec` for the
 KFP YAML, `PipelineJob` for the Vertex JSON) and compared, step by step, with the TFX pipeline
@@ -26,7 +26,7 @@ from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 from asynctrain.components.shared import versions
 from asynctrain.pipelines import cli
 from asynctrain.pipelines.config import bundled_data_dir, load_config
-from asynctrain.pipelines.kubeflow import kfp_rules, kubeflow_runner
+from asynctrain.pipelines.kubeflow.compile import compile_options, kfp_rules, kubeflow_runner
 from asynctrain.pipelines.pipeline import PREPROCESSING_FN, create_pipeline
 
 IMAGE = 'registry.example/asynctrain:1.2.3'
@@ -137,7 +137,7 @@ def test_kubeflow_yaml_loads_as_a_pipeline_spec_naming_every_component(
         # TFX's command, our module: the entrypoint that survives KFP's driver and launcher.
         assert container['command'] == [
             *kubeflow_v2_dag_runner.KUBEFLOW_TFX_CMD[:-1],
-            'asynctrain.pipelines.kubeflow.kfp_entrypoint',
+            'asynctrain.pipelines.kubeflow.container.kfp_entrypoint',
         ]
         args = container['args']
         assert args[:4] == [
@@ -274,7 +274,7 @@ def test_compiling_makes_no_network_call(tmp_path, config_file, monkeypatch):
 
     document = kubeflow_runner.compile_pipeline(
         load_config(str(config_file)),
-        kubeflow_runner.CompileOptions(
+        compile_options.CompileOptions(
             target='kubeflow', output='out.yaml', image=IMAGE, pipeline_root=ROOT
         ),
     )
@@ -287,7 +287,7 @@ def test_a_module_file_with_a_remote_root_is_refused_before_uploading(tmp_path):
     module = tmp_path / 'my_preprocessing.py'
     module.write_text('def preprocessing_fn(inputs):\n  return inputs\n')
     config = load_config(None, preprocessing_module=str(module))
-    options = kubeflow_runner.CompileOptions(
+    options = compile_options.CompileOptions(
         target='kubeflow', output=str(tmp_path / 'p.yaml'), image=IMAGE, pipeline_root=ROOT
     )
 
@@ -320,13 +320,13 @@ def test_bad_options_name_the_field(tmp_path, capsys, args, message):
 
 def test_image_must_be_tagged():
     with pytest.raises(ValueError, match='image: expected a tagged image reference'):
-        kubeflow_runner.CompileOptions(
+        compile_options.CompileOptions(
             target='kubeflow',
             output='p.yaml',
             image='registry.example:5000/asynctrain',
             pipeline_root=ROOT,
         )
-    assert kubeflow_runner.CompileOptions(
+    assert compile_options.CompileOptions(
         target='kubeflow', output='p.yaml', image='r.example:5000/a@sha256:ab', pipeline_root=ROOT
     )
 

@@ -11,7 +11,7 @@ from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from asynctrain.pipelines import cli
 from asynctrain.pipelines.config import load_config
-from asynctrain.pipelines.kubeflow import kfp_rules
+from asynctrain.pipelines.kubeflow.compile import kfp_rules
 from asynctrain.pipelines.pipeline import create_pipeline
 
 pytestmark = pytest.mark.integration

@@ -42,9 +42,9 @@ import runpy
 import subprocess
 import sys
 import traceback
-from typing import Any
 
-from asynctrain.pipelines.kubeflow import kfp_launcher
+from asynctrain.pipelines.kubeflow.compile import compiled_pipeline
+from asynctrain.pipelines.kubeflow.local_backend import kfp_launcher
 
 # <sched.h> and <sys/mount.h>.
 CLONE_NEWNS = 0x00020000
@@ -192,13 +192,12 @@ def serve(modules: list[str]) -> None:
         replies.flush()
 
 
-def modules(spec: dict[str, Any]) -> list[str]:
-    """The modules the spec's containers run with `python -m`, and those of the executor classes
-    they name (`--executor_class_path`), in a stable order."""
+def modules(pipeline: compiled_pipeline.PipelineSpec) -> list[str]:
+    """The modules the pipeline's containers run with `python -m`, and those of the executor
+    classes they name (`--executor_class_path`), in a stable order."""
     modules = set()
-    for executor in spec['deploymentSpec']['executors'].values():
-        container = executor.get('container', {})
-        command, args = container.get('command', []), container.get('args', [])
+    for executor in compiled_pipeline.executors(pipeline).values():
+        command, args = list(executor.container.command), list(executor.container.args)
         if command[:2] in (['python', '-m'], ['python3', '-m']) and len(command) > 2:
             modules.add(command[2])
         for flag, value in zip(args, args[1:]):
@@ -209,7 +208,7 @@ def modules(spec: dict[str, Any]) -> list[str]:
 
 class TaskProcesses:
     """Runs task commands: `python -m MODULE ...` forked from a server that imported the modules
-    once (`asynctrain.pipelines.kubeflow.compiled_task`), or, `fresh`, every command as a new process."""
+    once (`asynctrain.pipelines.kubeflow.local_backend.compiled_task`), or, `fresh`, every command as a new process."""
 
     def __init__(self, modules: list[str], log_dir: str, tfjob_local: bool, fresh: bool):
         self._tfjob_log_dir = os.path.join(log_dir, 'tfjob') if tfjob_local else None
@@ -222,7 +221,7 @@ class TaskProcesses:
                 [
                     sys.executable,
                     '-m',
-                    'asynctrain.pipelines.kubeflow.compiled_task',
+                    'asynctrain.pipelines.kubeflow.local_backend.compiled_task',
                     '--serve',
                     *preload,
                 ],
@@ -249,7 +248,7 @@ class TaskProcesses:
                     [
                         sys.executable,
                         '-m',
-                        'asynctrain.pipelines.kubeflow.compiled_task',
+                        'asynctrain.pipelines.kubeflow.local_backend.compiled_task',
                         '--run',
                         json.dumps(request),
                     ],
@@ -273,7 +272,9 @@ class TaskProcesses:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog='python -m asynctrain.pipelines.kubeflow.compiled_task')
+    parser = argparse.ArgumentParser(
+        prog='python -m asynctrain.pipelines.kubeflow.local_backend.compiled_task'
+    )
     parser.add_argument('--serve', action='store_true', help='read task requests from stdin')
     parser.add_argument('--preload', action='append', default=[], help='module to import first')
     parser.add_argument('--run', metavar='REQUEST_JSON', help='run this one request here')

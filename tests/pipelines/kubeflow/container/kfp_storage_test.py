@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from google.protobuf import json_format
+from kfp.pipeline_spec import pipeline_spec_pb2
 
-from asynctrain.pipelines.kubeflow import kfp_storage
+from asynctrain.pipelines.kubeflow.container import kfp_storage
 
 
 @pytest.mark.parametrize(
@@ -32,6 +34,10 @@ def test_any_other_uri_is_refused_with_the_launchers_message(uri):
         match=f'^failed to generate local path for URI {uri}: unsupported storage scheme$',
     ):
         kfp_storage.local_path_for_uri(uri)
+
+
+def _pipeline(document: dict) -> pipeline_spec_pb2.PipelineSpec:
+    return json_format.ParseDict(document, pipeline_spec_pb2.PipelineSpec())
 
 
 def _task(**constants):
@@ -58,7 +64,7 @@ def test_local_input_folders_and_push_destinations_are_named_by_task_and_paramet
             }
         }
     }
-    assert kfp_storage.pod_local_paths(spec) == [
+    assert kfp_storage.pod_local_paths(_pipeline(spec)) == [
         'CsvExampleGen.input_base: /data/csv',
         'Pusher.push_destination: /srv/serving',
         'latest_blessed_model.push_destination: /srv/serving',
@@ -66,4 +72,4 @@ def test_local_input_folders_and_push_destinations_are_named_by_task_and_paramet
     spec['root']['dag']['tasks']['CsvExampleGen'] = _task(input_base='gs://b/csv')
     spec['root']['dag']['tasks']['Pusher'] = _task(push_destination=remote_push)
     spec['root']['dag']['tasks']['latest_blessed_model'] = _task(push_destination='s3://b/serving')
-    assert kfp_storage.pod_local_paths(spec) == []
+    assert kfp_storage.pod_local_paths(_pipeline(spec)) == []

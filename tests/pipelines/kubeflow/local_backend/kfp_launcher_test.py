@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 
-from asynctrain.pipelines.kubeflow import kfp_driver, kfp_launcher, kfp_profiles
+from asynctrain.pipelines.kubeflow.local_backend import kfp_driver, kfp_launcher, kfp_profiles
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 
-from asynctrain.pipelines.kubeflow import kfp_cache
+from asynctrain.pipelines.kubeflow.local_backend import kfp_cache
 
 COMPONENT = {'outputDefinitions': {'parameters': {'count': {'parameterType': 'NUMBER_INTEGER'}}}}
 CONTAINER = {'image': 'r/asynctrain:1', 'command': ['python', '-m', 'm'], 'args': ['{{$}}']}

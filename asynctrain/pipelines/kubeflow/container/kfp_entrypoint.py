@@ -50,7 +50,7 @@ import traceback
 from typing import Any
 
 from asynctrain.components.shared import object_store, tf_environment
-from asynctrain.pipelines.kubeflow import kfp_storage
+from asynctrain.pipelines.kubeflow.container import kfp_storage
 
 ACCESS_MODES = ('staged', 'object_store')
 
@@ -164,7 +164,9 @@ def publish_executor_output(
 
 
 def _parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    parser = argparse.ArgumentParser(prog='python -m asynctrain.pipelines.kubeflow.kfp_entrypoint')
+    parser = argparse.ArgumentParser(
+        prog='python -m asynctrain.pipelines.kubeflow.container.kfp_entrypoint'
+    )
     parser.add_argument('--executor_class_path', required=True)
     parser.add_argument('--json_serialized_invocation_args', required=True)
     parser.add_argument('--json_serialized_inputs_spec_args', default='{}')

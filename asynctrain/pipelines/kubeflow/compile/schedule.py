@@ -20,7 +20,7 @@ import kfp
 import kfp_server_api
 import yaml
 
-from asynctrain.pipelines.kubeflow import kfp_rules
+from asynctrain.pipelines.kubeflow.compile import kfp_rules
 
 # KFP's ScheduledWorkflow controller parses schedules with robfig/cron: seconds come first.
 _CRON_FIELDS = (

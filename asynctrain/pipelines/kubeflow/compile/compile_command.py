@@ -19,7 +19,7 @@ import os
 import tempfile
 
 from asynctrain.pipelines.config import ConfigError, load_config
-from asynctrain.pipelines.kubeflow import compile_options
+from asynctrain.pipelines.kubeflow.compile import compile_options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     log_path = console.new_log_path(os.path.join(tempfile.gettempdir(), 'asynctrain'), 'compile')
     try:
         with console.quiet(log_path):
-            from asynctrain.pipelines.kubeflow import kubeflow_runner
+            from asynctrain.pipelines.kubeflow.compile import kubeflow_runner
 
             document = kubeflow_runner.compile_pipeline(config, options)
     except ValueError as error:  # kfp_rules.SpecRefused, a module file with a remote root
@@ -87,9 +87,10 @@ def run(args: argparse.Namespace) -> int:
         f'{len(spec["root"]["dag"]["tasks"])} steps, image {options.image}, '
         f'pipeline root {options.pipeline_root}'
     )
-    from asynctrain.pipelines.kubeflow import kfp_storage
+    from asynctrain.pipelines.kubeflow.compile import compiled_pipeline
+    from asynctrain.pipelines.kubeflow.container import kfp_storage
 
-    for where in kfp_storage.pod_local_paths(spec):
+    for where in kfp_storage.pod_local_paths(compiled_pipeline.parse(spec)):
         print(
             f"  warning: {where} is a local path: a step's pod starts without it and loses what "
             'it writes there; give a gs:// or s3:// URI (docs/kubeflow.md, where artifacts live)'
