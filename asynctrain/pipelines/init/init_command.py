@@ -77,6 +77,7 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
         slice_draft,
         spec_draft,
         spec_files,
+        training_draft,
     )
 
     try:
@@ -105,7 +106,7 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
             for plan in spec_draft.plan_columns(sample, args.label)
         ]
         threshold = spec_draft.plan_threshold(sample, task)
-        training = spec_draft.plan_training(
+        training = training_draft.plan_training(
             sample, task.task, long_tail=bool(task.skew and task.skew.long_tail)
         )
         bad_rows = spec_draft.plan_bad_rows(sample, args.label)

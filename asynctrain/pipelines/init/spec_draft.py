@@ -75,21 +75,6 @@ class TaskPlan:
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainingPlan:
-    """How long to train on data of this size.
-
-    Attributes:
-      batch_size: Examples per step per worker.
-      train_steps: Optimizer steps over all workers.
-      reason: How they were chosen.
-    """
-
-    batch_size: int
-    train_steps: int
-    reason: str
-
-
-@dataclasses.dataclass(frozen=True)
 class ThresholdPlan:
     """The evaluation gate.
 
@@ -329,46 +314,6 @@ def plan_datetime(name: str, present: pa.Array, column_type: ColumnType) -> Colu
         fc.DATETIME,
         options,
         f'{what}: calendar parts{" with the time of day" if with_time else ""}{tail}',
-    )
-
-
-# Smaller batches for small data (more updates per epoch); about this many passes over the train
-# split (2 of 3 rows with the default split), within these bounds on the step count. A class label
-# gets 40 passes: on datasets/seattle_weather 20 (609 steps) reached eval accuracy 0.739 and 40
-# (1218) 0.752, HistGradientBoosting 0.768 on the same split (its README); Adagrad at 0.1 instead
-# of the Trainer's 0.05 did not help (0.725 and 0.711). A regression label keeps 20: diabetes'
-# eval RMSE went from 56.2 to 61.4 at 40 (HistGradientBoosting 55.6): it overfits sooner.
-EPOCHS = {'binary': 40, 'multiclass': 40, 'regression': 20}
-MIN_STEPS, MAX_STEPS = 100, 1500
-# A regression label with a long right tail (`label_skew`) trains as long as a class label, and
-# may take more steps: on datasets/diamonds (11 passes at the 1,500-step cap: 16% behind
-# HistGradientBoosting; 43 passes 5.7%; 107 passes 2.0%) and datasets/txhousing (17 passes 13.4%,
-# 33 passes 8.7%, 100 passes 10.5%) about 40 passes is where both are within 10%.
-LONG_TAIL_EPOCHS, LONG_TAIL_MAX_STEPS = 40, 15_000
-
-
-def plan_training(
-    sample: CsvSample, task: str = 'multiclass', long_tail: bool = False
-) -> TrainingPlan:
-    """Batch size and steps from the number of rows: about EPOCHS[task] passes over the train
-    split, between MIN_STEPS and MAX_STEPS steps; LONG_TAIL_EPOCHS passes, up to
-    LONG_TAIL_MAX_STEPS, for a regression label with a long right tail."""
-    rows = sample.rows
-    batch_size = 256 if rows >= 50_000 else 64 if rows >= 2_000 else 32
-    train_rows = rows * 2 // 3
-    passes, max_steps = EPOCHS[task], MAX_STEPS
-    if long_tail and task == 'regression':
-        passes, max_steps = LONG_TAIL_EPOCHS, LONG_TAIL_MAX_STEPS
-    steps = min(max_steps, max(MIN_STEPS, math.ceil(passes * train_rows / batch_size)))
-    of_rows = f'all {rows:,} rows' if sample.complete else f'the {rows:,} sampled rows'
-    return TrainingPlan(
-        batch_size,
-        steps,
-        f'{steps} steps of {batch_size}: about {steps * batch_size / max(train_rows, 1):.0f} '
-        f'passes over the ~{train_rows:,} training rows of {of_rows} '
-        f'(bounded to {MIN_STEPS}-{max_steps} steps'
-        + ('; the label has a long right tail' if max_steps != MAX_STEPS else '')
-        + ')',
     )
 
 

@@ -13,7 +13,7 @@ from asynctrain.components.example_gen import csv_dialect, csv_sample
 from asynctrain.components.shared.feature_types import ColumnType
 from asynctrain.components.shared.yaml_config import ConfigError
 from asynctrain.components.transform import feature_config as fc
-from asynctrain.pipelines.init import init_command, spec_draft
+from asynctrain.pipelines.init import init_command, spec_draft, training_draft
 from tests.pipelines.init.init_args import init_args
 
 
@@ -355,11 +355,46 @@ def test_the_committed_date_and_gzip_datasets_are_what_init_proposes(
 
 def test_a_class_label_trains_40_passes_and_a_regression_label_20(tmp_path):
     sample = _sample(tmp_path, HEADER, _rows(n=960))  # 640 training rows, batches of 32
-    assert spec_draft.plan_training(sample, 'multiclass').train_steps == 800
-    assert spec_draft.plan_training(sample, 'binary').train_steps == 800
-    regression = spec_draft.plan_training(sample, 'regression')
+    assert training_draft.plan_training(sample, 'multiclass').train_steps == 800
+    assert training_draft.plan_training(sample, 'binary').train_steps == 800
+    regression = training_draft.plan_training(sample, 'regression')
     assert regression.train_steps == 400
     assert regression.reason.startswith('400 steps of 32: about 20 passes over the ~640 training')
+
+
+def _rows_sample(rows, complete=True):
+    """A sample of `rows` rows: all the step budget reads of one."""
+    return csv_sample.CsvSample(('part.csv',), {}, {}, rows, 0, complete)
+
+
+@pytest.mark.parametrize(
+    'rows, task, batch_size, steps',
+    [
+        (150, 'multiclass', 32, 125),  # 100 training rows, 40 passes
+        (60, 'regression', 32, 100),  # 40 training rows: 25 steps, raised to the floor of 100
+        (26_115, 'regression', 64, 5_441),  # the issue's 17,410 training rows: 20 passes
+        (15_002, 'regression', 64, 3_126),  # the bundled taxi data's size
+        (15_002, 'binary', 64, 6_251),
+        (100_000, 'binary', 256, 10_417),  # a full default sample, under the cap
+    ],
+)
+def test_the_step_budget_is_passes_over_the_training_rows(rows, task, batch_size, steps):
+    plan = training_draft.plan_training(_rows_sample(rows), task)
+    assert (plan.batch_size, plan.train_steps) == (batch_size, steps)
+    passes = training_draft.EPOCHS[task]
+    if steps > training_draft.MIN_STEPS:
+        assert f'about {passes} passes over the ~{rows * 2 // 3:,} training rows' in plan.reason
+
+
+def test_only_an_input_past_the_cap_trains_fewer_passes_and_says_so():
+    # 240,000 training rows (a sample of --max-rows 360000), 40 passes of 256: 37,500 steps,
+    # cut to the cap.
+    plan = training_draft.plan_training(_rows_sample(360_000, complete=False), 'binary')
+    assert plan.train_steps == training_draft.MAX_STEPS == 15_000
+    assert plan.reason.startswith(
+        '15000 steps of 256: about 16 passes (not 40: 37,500 steps are over the cap) over the '
+        '~240,000 training rows of the 360,000 sampled rows'
+    )
 
 
 def _drift_sample(tmp_path, rows):
