@@ -72,6 +72,7 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
     """(exit code, what to print: the decisions, or the error)."""
     from asynctrain.components.example_gen import csv_dialect, csv_sample
     from asynctrain.pipelines.init import (
+        column_warnings,
         drift_draft,
         null_markers,
         slice_draft,
@@ -103,7 +104,10 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
             )
             if plan.name in mixed
             else plan
-            for plan in spec_draft.plan_columns(sample, args.label)
+            for plan in (
+                column_warnings.with_warnings(sample, plan)
+                for plan in spec_draft.plan_columns(sample, args.label)
+            )
         ]
         threshold = spec_draft.plan_threshold(sample, task)
         training = training_draft.plan_training(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import math
-import re
 
 import numpy as np
 import pyarrow as pa
@@ -19,7 +18,7 @@ from asynctrain.components.example_gen.csv_sample import CsvSample
 from asynctrain.components.shared.feature_types import ColumnType
 from asynctrain.components.shared.yaml_config import ConfigError
 from asynctrain.components.transform import feature_config as fc
-from asynctrain.pipelines.init import label_skew
+from asynctrain.pipelines.init import column_roles, datetime_draft, label_skew, wording
 
 # An int label with at most this many distinct values is a class label.
 MAX_INT_CLASSES = 20
@@ -201,6 +200,10 @@ def plan_columns(sample: CsvSample, label: str) -> list[ColumnPlan]:
                     name, None, {}, f'left out: an id, every one of {distinct} values unique'
                 )
             )
+        elif column_type == ColumnType.INT and (
+            role := column_roles.int_role(name, present.to_numpy(zero_copy_only=False))
+        ):
+            plans.append(_role_plan(name, role, distinct, len(present)))
         elif column_type == ColumnType.FLOAT or (
             column_type == ColumnType.INT and distinct > MAX_INT_CLASSES
         ):
@@ -217,7 +220,7 @@ def plan_columns(sample: CsvSample, label: str) -> list[ColumnPlan]:
         elif column_type == ColumnType.BYTES and (
             distinct > MAX_VOCABULARY or distinct > len(present) // 2
         ):
-            buckets = min(MAX_HASH_BUCKETS, 1 << math.ceil(math.log2(2 * distinct)))
+            buckets = _hash_buckets(distinct)
             plans.append(
                 ColumnPlan(
                     name,
@@ -240,28 +243,23 @@ def plan_columns(sample: CsvSample, label: str) -> list[ColumnPlan]:
     return plans
 
 
-# A text column is read as dates when at least this share of its cells parse as one of the
-# formats the `datetime` transform reads without a `strptime` (the rest become missing).
-MIN_DATE_SHARE = 0.95
-# A numeric column is read as epoch seconds (or milliseconds) when its name says it is a time and
-# every value falls between these instants (1980-01-01 and 2100-01-01, UTC).
-EPOCH_NAME = re.compile(r'(time|date|timestamp|epoch|(^|_)ts$|_at$)', re.IGNORECASE)
-MIN_EPOCH_SECONDS, MAX_EPOCH_SECONDS = 315_532_800, 4_102_444_800
+def _hash_buckets(distinct: int) -> int:
+    return min(MAX_HASH_BUCKETS, 1 << math.ceil(math.log2(2 * distinct)))
 
 
-def parse_date(text: str) -> datetime.datetime | None:
-    """`text` as the `datetime` transform reads it without a `strptime`, or None."""
-    for pattern, fields in fc.DATE_FORMATS:
-        match = re.fullmatch(pattern, text.strip())
-        if match:
-            values = dict(zip(fields, match.groups()))
-            try:
-                return datetime.datetime(
-                    *(int(values[f] or 0) for f in 'YmdHM'), int(values['S'] or 0) % 60
-                )
-            except ValueError:
-                return None
-    return None
+def _role_plan(name: str, role: column_roles.IntRole, distinct: int, cells: int) -> ColumnPlan:
+    """A vocabulary of the values a role can take (all 24 hours, even if the sample lacks one),
+    or, for a code with too many values for one, hashed ids."""
+    if role.role == 'code' and (distinct > MAX_VOCABULARY or distinct > cells // 2):
+        buckets = _hash_buckets(distinct)
+        return ColumnPlan(
+            name,
+            'hash',
+            {'num_buckets': buckets},
+            f'{role.reason}; {distinct} values in {cells} cells: hashed into {buckets} buckets',
+        )
+    top_k = max(role.size, distinct)
+    return ColumnPlan(name, 'vocabulary', {'top_k': top_k, 'oov_buckets': 1}, role.reason)
 
 
 def plan_datetime(name: str, present: pa.Array, column_type: ColumnType) -> ColumnPlan | None:
@@ -269,27 +267,29 @@ def plan_datetime(name: str, present: pa.Array, column_type: ColumnType) -> Colu
     times), with the parts its resolution has; None for any other column."""
     if column_type == ColumnType.BYTES:
         values = [v for v in pc.unique(present).to_pylist()]
-        parsed = {v: parse_date(v) for v in values}
+        parsed = {v: datetime_draft.parse_date(v) for v in values}
         counts = pc.value_counts(present)
         good = sum(
             int(c.as_py()) for v, c in zip(counts.field(0), counts.field(1)) if parsed[v.as_py()]
         )
-        if not len(present) or good < MIN_DATE_SHARE * len(present):
+        if not len(present) or good < datetime_draft.MIN_DATE_SHARE * len(present):
             return None
         moments = sorted(m for m in parsed.values() if m)
         bad = len(present) - good
         with_time = any(m.hour or m.minute for m in moments)
         what = f'dates{" and times" if with_time else ""} from {moments[0]:%Y-%m-%d} to {moments[-1]:%Y-%m-%d}'
         tail = f', {bad} cells that do not parse become missing' if bad else ''
-    elif column_type in (ColumnType.INT, ColumnType.FLOAT) and EPOCH_NAME.search(name):
+    elif column_type in (ColumnType.INT, ColumnType.FLOAT) and datetime_draft.EPOCH_NAME.search(
+        name
+    ):
         numbers = np.asarray(present.to_numpy(zero_copy_only=False), np.float64)
         unit = next(
             (
                 unit
                 for unit, scale in fc.EPOCH_UNITS.items()
                 if len(numbers)
-                and (numbers >= MIN_EPOCH_SECONDS * scale).all()
-                and (numbers < MAX_EPOCH_SECONDS * scale).all()
+                and (numbers >= datetime_draft.MIN_EPOCH_SECONDS * scale).all()
+                and (numbers < datetime_draft.MAX_EPOCH_SECONDS * scale).all()
             ),
             None,
         )
@@ -303,9 +303,18 @@ def plan_datetime(name: str, present: pa.Array, column_type: ColumnType) -> Colu
         )
         what = f'{unit} since 1970 (by its name and range: {first:%Y-%m-%d} to {last:%Y-%m-%d} UTC)'
         tail = ''
+        moments = [
+            datetime.datetime.fromtimestamp(x, datetime.timezone.utc) for x in np.unique(seconds)
+        ]
     else:
         return None
     parts = fc.DATE_PARTS + (fc.TIME_PARTS if with_time else ())
+    constant = datetime_draft.constant_parts(moments, parts)
+    if constant:
+        parts = tuple(part for part in parts if part not in constant)
+        tail += '; left out, constant: ' + ', '.join(f'{p} ({v})' for p, v in constant.items())
+    if not parts:
+        return ColumnPlan(name, None, {}, f'left out: {what}, every calendar part constant{tail}')
     options = {'parts': list(parts)}
     if column_type != ColumnType.BYTES:
         options['unit'] = unit
@@ -313,7 +322,8 @@ def plan_datetime(name: str, present: pa.Array, column_type: ColumnType) -> Colu
         name,
         fc.DATETIME,
         options,
-        f'{what}: calendar parts{" with the time of day" if with_time else ""}{tail}',
+        f'{what}: calendar parts'
+        f'{" with the time of day" if set(parts) & set(fc.TIME_PARTS) else ""}{tail}',
     )
 
 
@@ -352,7 +362,8 @@ def plan_bad_rows(sample: CsvSample, label: str) -> BadRowsPlan:
     fraction = min(1.0, max(MIN_BAD_FRACTION, math.ceil(2 * seen * 1000) / 1000))
     return BadRowsPlan(
         fraction,
-        f'{missing} rows without {label!r} and {sample.rejected} unreadable of {total:,} '
+        f'{wording.rows(missing)} without {label!r} and {sample.rejected:,} unreadable of '
+        f'{total:,} '
         f'({seen:.2%}) go to the dead letter; twice that share is allowed, {floor}',
     )
 

@@ -246,20 +246,28 @@ def test_a_column_of_dates_is_proposed_as_calendar_parts_with_its_resolution(tmp
     sample = _sample(tmp_path, header, rows)
     plans = {plan.name: plan for plan in spec_draft.plan_columns(sample, label='y')}
 
+    # Every date is in 2014: the year is a constant part, left out with its value.
+    varying = [part for part in fc.DATE_PARTS if part != 'year']
     assert plans['day'].transform == 'datetime'
-    assert plans['day'].options == {'parts': list(fc.DATE_PARTS)}
+    assert plans['day'].options == {'parts': varying}
     assert plans['day'].reason.startswith('dates from 2014-01-01 to 2014-12-24: calendar parts')
-    assert plans['seen'].options == {'parts': [*fc.DATE_PARTS, *fc.TIME_PARTS]}
+    assert plans['day'].reason.endswith('; left out, constant: year (2014)')
+    # March 2014 only, at every hour and minute.
+    assert plans['seen'].options == {'parts': [*varying[1:], *fc.TIME_PARTS]}
     assert 'with the time of day' in plans['seen'].reason
+    assert plans['seen'].reason.endswith('; left out, constant: year (2014), month (3)')
     assert plans['slashed'].transform == 'datetime'
-    assert plans['slashed'].reason.endswith(', 2 cells that do not parse become missing')
+    assert plans['slashed'].reason.endswith(
+        ', 2 cells that do not parse become missing; left out, constant: year (2012), month (1)'
+    )
     assert plans['code'].transform is None and 'an id' in plans['code'].reason
     assert plans['created_at'].transform == 'datetime'
-    # 1,400,000,000 s is 2014-05-13 16:53:20 UTC: a time of day, in seconds.
-    assert plans['created_at'].options == {
-        'parts': [*fc.DATE_PARTS, *fc.TIME_PARTS],
-        'unit': 'seconds',
-    }
+    # 1,400,000,000 s is 2014-05-13 16:53:20 UTC: a time of day, in seconds, the same every day:
+    # its hour and minute are constant parts.
+    assert plans['created_at'].options == {'parts': varying, 'unit': 'seconds'}
+    assert plans['created_at'].reason.endswith(
+        'calendar parts; left out, constant: year (2014), hour (16), minute (53)'
+    )
     # Not named as a time: the same numbers are what they were before, an id.
     assert plans['amount'].transform is None and 'an id' in plans['amount'].reason
 
