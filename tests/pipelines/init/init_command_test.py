@@ -438,6 +438,22 @@ def test_init_proposes_a_threshold_for_a_feature_that_moves_over_the_file(tmp_pa
     assert 'first and second halves of 600 sampled rows' in plan.reason
 
 
+def test_the_drift_line_counts_the_rows_read_when_a_half_leaves_one_out(tmp_path):
+    from asynctrain.pipelines.init import drift_draft
+
+    rng = random.Random(0)
+    rows = [(rng.choice(['n', 's']), rng.random(), rng.choice(['a', 'b'])) for _ in range(601)]
+    sample, schema = _drift_sample(tmp_path, rows)
+    plan = drift_draft.plan_drift(sample, schema, 'label')
+    # Halves of 300 rows each: the count said is the 601 read, not the 600 compared.
+    assert plan.reason == (
+        'measured between the first and second halves of 601 sampled rows, and random halves '
+        '(4 splits; one row in neither half)'
+    )
+    few = drift_draft.plan_drift(_drift_sample(tmp_path / 'one', rows[:1])[0], schema, 'label')
+    assert few.reason == '1 row: too few to measure how the data varies; the defaults apply'
+
+
 def test_init_measures_random_halves_only_when_the_rows_are_ordered_by_the_label(tmp_path):
     from asynctrain.pipelines.init import drift_draft
 
