@@ -87,8 +87,10 @@ def _calendar(spec: fc.FeatureSpec, values: list) -> dict[str, np.ndarray]:
     if any(isinstance(v, bytes) for v in values):
         civil = calendar_parts.parse_text(tf.constant([v or b'' for v in values]), spec.strptime)
     else:
+        # Through numpy: int64 (or float64) as the graph reads the feature; Python ints would make
+        # an int32 tensor that parse_epoch's int64 arithmetic refuses.
         civil = calendar_parts.parse_epoch(
-            tf.constant([v or 0 for v in values]), tf.constant(present), spec.unit
+            tf.constant(np.asarray([v or 0 for v in values])), tf.constant(present), spec.unit
         )
     valid = civil.valid.numpy()
     return {

@@ -33,7 +33,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 from asynctrain.components.drift_validator import comparison
 from asynctrain.components.example_gen.csv_sample import CsvSample
 from asynctrain.pipelines.config import DriftSettings
-from asynctrain.pipelines.init import sample_statistics
+from asynctrain.pipelines.init import sample_statistics, wording
 
 # Fewer rows than this per half and the distances are mostly noise: the defaults are proposed.
 MIN_ROWS_PER_HALF = 100
@@ -140,18 +140,21 @@ def plan_drift(sample: CsvSample, schema: schema_pb2.Schema, label: str | None) 
     if half < MIN_ROWS_PER_HALF:
         return DriftPlan(
             {},
-            f'{sample.rows} rows: too few to measure how the data varies; the defaults apply',
+            f'{wording.rows(sample.rows)}: too few to measure how the data varies; the defaults '
+            'apply',
         )
     ordered = np.arange(2 * half)
     in_order = _distances(sample, schema, ordered[:half], ordered[half:])
     at_random = _random_distances(sample, schema, half)
+    # An odd count leaves one row out of the halves; the count said is the rows read.
+    left_out = '; one row in neither half' if sample.rows % 2 else ''
     how = (
-        f'the first and second halves of {2 * half:,} sampled rows, and random halves '
-        f'({RANDOM_SPLITS} splits)'
+        f'the first and second halves of {sample.rows:,} sampled rows, and random halves '
+        f'({RANDOM_SPLITS} splits{left_out})'
     )
     random_only = (
-        f'random halves of {2 * half:,} sampled rows ({RANDOM_SPLITS} splits; the rows are '
-        'ordered: {}, so file order says nothing of days)'
+        f'random halves of {sample.rows:,} sampled rows ({RANDOM_SPLITS} splits{left_out}; the '
+        'rows are ordered: {}, so file order says nothing of days)'
     )
     if (
         label

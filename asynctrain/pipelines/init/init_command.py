@@ -77,11 +77,13 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
     from asynctrain.components.example_gen import csv_dialect, csv_sample
     from asynctrain.pipelines.config import PipelineConfig
     from asynctrain.pipelines.init import (
+        column_warnings,
         drift_draft,
         null_markers,
         slice_draft,
         spec_draft,
         spec_files,
+        training_draft,
     )
 
     try:
@@ -107,10 +109,13 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
             )
             if plan.name in mixed
             else plan
-            for plan in spec_draft.plan_columns(sample, args.label)
+            for plan in (
+                column_warnings.with_warnings(sample, plan)
+                for plan in spec_draft.plan_columns(sample, args.label)
+            )
         ]
         threshold = spec_draft.plan_threshold(sample, task)
-        training = spec_draft.plan_training(
+        training = training_draft.plan_training(
             sample, task.task, long_tail=bool(task.skew and task.skew.long_tail)
         )
         bad_rows = spec_draft.plan_bad_rows(sample, args.label)
@@ -192,7 +197,7 @@ def describe(
     run: RunPlan,
 ) -> str:
     """What init decided, as printed."""
-    from asynctrain.pipelines.init import slice_draft
+    from asynctrain.pipelines.init import slice_draft, wording
 
     if sample.complete:
         how = f'all rows of {len(sample.files)} file(s)'
@@ -203,7 +208,7 @@ def describe(
         )
     lines = [
         f'asynctrain init: read {how}'
-        + (f' ({sample.rejected} unreadable rows skipped)' if sample.rejected else ''),
+        + (f' ({wording.rows(sample.rejected)} unreadable, skipped)' if sample.rejected else ''),
         f'  missing values: {", ".join(map(repr, markers.markers)) or "empty cells"} '
         f'({markers.reason})',
         *(f'  WARNING: {column.describe()}' for column in markers.mixed),

@@ -1,6 +1,6 @@
 """How `asynctrain init` trains a regression label with a long right tail (prices, counts): it
 measures the label's skewness and, above MIN_SKEWNESS, proposes longer training
-(`spec_draft.LONG_TAIL_EPOCHS`); the loss stays the default `mse`, so the model is fit and served
+(`training_draft.LONG_TAIL_EPOCHS`); the loss stays the default `mse`, so the model is fit and served
 in the label's own units.
 
 Measured on `datasets/diamonds` (price, skewness 1.62; each figure a whole `asynctrain run`,

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from asynctrain.components.example_gen.csv_sample import TextSample
 from asynctrain.components.shared import feature_types
 from asynctrain.components.shared.feature_types import ColumnType
-from asynctrain.pipelines.init import spec_draft
+from asynctrain.pipelines.init import datetime_draft
 
 # In the order they are proposed. pandas' `read_csv`, TFDV's CSV decoder and R read these as
 # missing by default; the empty cell is missing already.
@@ -101,7 +101,7 @@ def _is_numbers(cells: pa.Array) -> bool:
 
 def _is_dates(cells: pa.Array) -> bool:
     values = pc.unique(cells).to_pylist()
-    return bool(values) and all(spec_draft.parse_date(value) for value in values)
+    return bool(values) and all(datetime_draft.parse_date(value) for value in values)
 
 
 def _counts(cells: pa.Array) -> list[tuple[str, int]]:

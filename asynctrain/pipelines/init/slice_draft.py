@@ -18,6 +18,7 @@ import dataclasses
 import pyarrow.compute as pc
 
 from asynctrain.components.example_gen.csv_sample import CsvSample
+from asynctrain.pipelines.init import wording
 from asynctrain.pipelines.init.spec_draft import ColumnPlan, ThresholdPlan
 
 # At most this many values: each becomes a slice in the evaluation and its summary.
@@ -64,7 +65,8 @@ def plan_slices(
             reasons[plan.name] = f'not sliced: {values} values (more than {MAX_SLICE_VALUES})'
         elif rarest_rows < MIN_SLICE_ROWS:
             reasons[plan.name] = (
-                f'not sliced: its rarest value {rarest!r} has {rarest_rows} rows in the sample '
+                f'not sliced: its rarest value {rarest!r} has {wording.rows(rarest_rows)} in the '
+                'sample '
                 f'(fewer than {MIN_SLICE_ROWS})'
             )
         elif len(slices) == MAX_SLICED_COLUMNS:
@@ -72,8 +74,8 @@ def plan_slices(
         else:
             slices.append((plan.name,))
             reasons[plan.name] = (
-                f'{values} values, the rarest {rarest!r} with {rarest_rows:,} of '
-                f'{sample.rows:,} sample rows'
+                f'{values} values, the rarest value {rarest!r}, with {rarest_rows:,} of '
+                f'{wording.rows(sample.rows)} in the sample'
             )
     return SlicePlan(tuple(slices), reasons, f'slice_{threshold.bound}', threshold.value)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import math
-import re
 
 import numpy as np
 import pyarrow as pa
@@ -19,7 +18,7 @@ from asynctrain.components.example_gen.csv_sample import CsvSample
 from asynctrain.components.shared.feature_types import ColumnType
 from asynctrain.components.shared.yaml_config import ConfigError
 from asynctrain.components.transform import feature_config as fc
-from asynctrain.pipelines.init import label_skew
+from asynctrain.pipelines.init import column_roles, datetime_draft, label_skew, wording
 
 # An int label with at most this many distinct values is a class label.
 MAX_INT_CLASSES = 20
@@ -72,21 +71,6 @@ class TaskPlan:
     positive: str | int | None
     reason: str
     skew: label_skew.SkewPlan | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainingPlan:
-    """How long to train on data of this size.
-
-    Attributes:
-      batch_size: Examples per step per worker.
-      train_steps: Optimizer steps over all workers.
-      reason: How they were chosen.
-    """
-
-    batch_size: int
-    train_steps: int
-    reason: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -216,6 +200,10 @@ def plan_columns(sample: CsvSample, label: str) -> list[ColumnPlan]:
                     name, None, {}, f'left out: an id, every one of {distinct} values unique'
                 )
             )
+        elif column_type == ColumnType.INT and (
+            role := column_roles.int_role(name, present.to_numpy(zero_copy_only=False))
+        ):
+            plans.append(_role_plan(name, role, distinct, len(present)))
         elif column_type == ColumnType.FLOAT or (
             column_type == ColumnType.INT and distinct > MAX_INT_CLASSES
         ):
@@ -232,7 +220,7 @@ def plan_columns(sample: CsvSample, label: str) -> list[ColumnPlan]:
         elif column_type == ColumnType.BYTES and (
             distinct > MAX_VOCABULARY or distinct > len(present) // 2
         ):
-            buckets = min(MAX_HASH_BUCKETS, 1 << math.ceil(math.log2(2 * distinct)))
+            buckets = _hash_buckets(distinct)
             plans.append(
                 ColumnPlan(
                     name,
@@ -255,28 +243,23 @@ def plan_columns(sample: CsvSample, label: str) -> list[ColumnPlan]:
     return plans
 
 
-# A text column is read as dates when at least this share of its cells parse as one of the
-# formats the `datetime` transform reads without a `strptime` (the rest become missing).
-MIN_DATE_SHARE = 0.95
-# A numeric column is read as epoch seconds (or milliseconds) when its name says it is a time and
-# every value falls between these instants (1980-01-01 and 2100-01-01, UTC).
-EPOCH_NAME = re.compile(r'(time|date|timestamp|epoch|(^|_)ts$|_at$)', re.IGNORECASE)
-MIN_EPOCH_SECONDS, MAX_EPOCH_SECONDS = 315_532_800, 4_102_444_800
+def _hash_buckets(distinct: int) -> int:
+    return min(MAX_HASH_BUCKETS, 1 << math.ceil(math.log2(2 * distinct)))
 
 
-def parse_date(text: str) -> datetime.datetime | None:
-    """`text` as the `datetime` transform reads it without a `strptime`, or None."""
-    for pattern, fields in fc.DATE_FORMATS:
-        match = re.fullmatch(pattern, text.strip())
-        if match:
-            values = dict(zip(fields, match.groups()))
-            try:
-                return datetime.datetime(
-                    *(int(values[f] or 0) for f in 'YmdHM'), int(values['S'] or 0) % 60
-                )
-            except ValueError:
-                return None
-    return None
+def _role_plan(name: str, role: column_roles.IntRole, distinct: int, cells: int) -> ColumnPlan:
+    """A vocabulary of the values a role can take (all 24 hours, even if the sample lacks one),
+    or, for a code with too many values for one, hashed ids."""
+    if role.role == 'code' and (distinct > MAX_VOCABULARY or distinct > cells // 2):
+        buckets = _hash_buckets(distinct)
+        return ColumnPlan(
+            name,
+            'hash',
+            {'num_buckets': buckets},
+            f'{role.reason}; {distinct} values in {cells} cells: hashed into {buckets} buckets',
+        )
+    top_k = max(role.size, distinct)
+    return ColumnPlan(name, 'vocabulary', {'top_k': top_k, 'oov_buckets': 1}, role.reason)
 
 
 def plan_datetime(name: str, present: pa.Array, column_type: ColumnType) -> ColumnPlan | None:
@@ -284,27 +267,29 @@ def plan_datetime(name: str, present: pa.Array, column_type: ColumnType) -> Colu
     times), with the parts its resolution has; None for any other column."""
     if column_type == ColumnType.BYTES:
         values = [v for v in pc.unique(present).to_pylist()]
-        parsed = {v: parse_date(v) for v in values}
+        parsed = {v: datetime_draft.parse_date(v) for v in values}
         counts = pc.value_counts(present)
         good = sum(
             int(c.as_py()) for v, c in zip(counts.field(0), counts.field(1)) if parsed[v.as_py()]
         )
-        if not len(present) or good < MIN_DATE_SHARE * len(present):
+        if not len(present) or good < datetime_draft.MIN_DATE_SHARE * len(present):
             return None
         moments = sorted(m for m in parsed.values() if m)
         bad = len(present) - good
         with_time = any(m.hour or m.minute for m in moments)
         what = f'dates{" and times" if with_time else ""} from {moments[0]:%Y-%m-%d} to {moments[-1]:%Y-%m-%d}'
         tail = f', {bad} cells that do not parse become missing' if bad else ''
-    elif column_type in (ColumnType.INT, ColumnType.FLOAT) and EPOCH_NAME.search(name):
+    elif column_type in (ColumnType.INT, ColumnType.FLOAT) and datetime_draft.EPOCH_NAME.search(
+        name
+    ):
         numbers = np.asarray(present.to_numpy(zero_copy_only=False), np.float64)
         unit = next(
             (
                 unit
                 for unit, scale in fc.EPOCH_UNITS.items()
                 if len(numbers)
-                and (numbers >= MIN_EPOCH_SECONDS * scale).all()
-                and (numbers < MAX_EPOCH_SECONDS * scale).all()
+                and (numbers >= datetime_draft.MIN_EPOCH_SECONDS * scale).all()
+                and (numbers < datetime_draft.MAX_EPOCH_SECONDS * scale).all()
             ),
             None,
         )
@@ -318,9 +303,18 @@ def plan_datetime(name: str, present: pa.Array, column_type: ColumnType) -> Colu
         )
         what = f'{unit} since 1970 (by its name and range: {first:%Y-%m-%d} to {last:%Y-%m-%d} UTC)'
         tail = ''
+        moments = [
+            datetime.datetime.fromtimestamp(x, datetime.timezone.utc) for x in np.unique(seconds)
+        ]
     else:
         return None
     parts = fc.DATE_PARTS + (fc.TIME_PARTS if with_time else ())
+    constant = datetime_draft.constant_parts(moments, parts)
+    if constant:
+        parts = tuple(part for part in parts if part not in constant)
+        tail += '; left out, constant: ' + ', '.join(f'{p} ({v})' for p, v in constant.items())
+    if not parts:
+        return ColumnPlan(name, None, {}, f'left out: {what}, every calendar part constant{tail}')
     options = {'parts': list(parts)}
     if column_type != ColumnType.BYTES:
         options['unit'] = unit
@@ -328,47 +322,8 @@ def plan_datetime(name: str, present: pa.Array, column_type: ColumnType) -> Colu
         name,
         fc.DATETIME,
         options,
-        f'{what}: calendar parts{" with the time of day" if with_time else ""}{tail}',
-    )
-
-
-# Smaller batches for small data (more updates per epoch); about this many passes over the train
-# split (2 of 3 rows with the default split), within these bounds on the step count. A class label
-# gets 40 passes: on datasets/seattle_weather 20 (609 steps) reached eval accuracy 0.739 and 40
-# (1218) 0.752, HistGradientBoosting 0.768 on the same split (its README); Adagrad at 0.1 instead
-# of the Trainer's 0.05 did not help (0.725 and 0.711). A regression label keeps 20: diabetes'
-# eval RMSE went from 56.2 to 61.4 at 40 (HistGradientBoosting 55.6): it overfits sooner.
-EPOCHS = {'binary': 40, 'multiclass': 40, 'regression': 20}
-MIN_STEPS, MAX_STEPS = 100, 1500
-# A regression label with a long right tail (`label_skew`) trains as long as a class label, and
-# may take more steps: on datasets/diamonds (11 passes at the 1,500-step cap: 16% behind
-# HistGradientBoosting; 43 passes 5.7%; 107 passes 2.0%) and datasets/txhousing (17 passes 13.4%,
-# 33 passes 8.7%, 100 passes 10.5%) about 40 passes is where both are within 10%.
-LONG_TAIL_EPOCHS, LONG_TAIL_MAX_STEPS = 40, 15_000
-
-
-def plan_training(
-    sample: CsvSample, task: str = 'multiclass', long_tail: bool = False
-) -> TrainingPlan:
-    """Batch size and steps from the number of rows: about EPOCHS[task] passes over the train
-    split, between MIN_STEPS and MAX_STEPS steps; LONG_TAIL_EPOCHS passes, up to
-    LONG_TAIL_MAX_STEPS, for a regression label with a long right tail."""
-    rows = sample.rows
-    batch_size = 256 if rows >= 50_000 else 64 if rows >= 2_000 else 32
-    train_rows = rows * 2 // 3
-    passes, max_steps = EPOCHS[task], MAX_STEPS
-    if long_tail and task == 'regression':
-        passes, max_steps = LONG_TAIL_EPOCHS, LONG_TAIL_MAX_STEPS
-    steps = min(max_steps, max(MIN_STEPS, math.ceil(passes * train_rows / batch_size)))
-    of_rows = f'all {rows:,} rows' if sample.complete else f'the {rows:,} sampled rows'
-    return TrainingPlan(
-        batch_size,
-        steps,
-        f'{steps} steps of {batch_size}: about {steps * batch_size / max(train_rows, 1):.0f} '
-        f'passes over the ~{train_rows:,} training rows of {of_rows} '
-        f'(bounded to {MIN_STEPS}-{max_steps} steps'
-        + ('; the label has a long right tail' if max_steps != MAX_STEPS else '')
-        + ')',
+        f'{what}: calendar parts'
+        f'{" with the time of day" if set(parts) & set(fc.TIME_PARTS) else ""}{tail}',
     )
 
 
@@ -407,7 +362,8 @@ def plan_bad_rows(sample: CsvSample, label: str) -> BadRowsPlan:
     fraction = min(1.0, max(MIN_BAD_FRACTION, math.ceil(2 * seen * 1000) / 1000))
     return BadRowsPlan(
         fraction,
-        f'{missing} rows without {label!r} and {sample.rejected} unreadable of {total:,} '
+        f'{wording.rows(missing)} without {label!r} and {sample.rejected:,} unreadable of '
+        f'{total:,} '
         f'({seen:.2%}) go to the dead letter; twice that share is allowed, {floor}',
     )
 

@@ -21,8 +21,8 @@ from asynctrain.pipelines.init.spec_draft import (
     ColumnPlan,
     TaskPlan,
     ThresholdPlan,
-    TrainingPlan,
 )
+from asynctrain.pipelines.init.training_draft import TrainingPlan
 
 SCHEMA_FILE = 'schema.pbtxt'
 FEATURES_FILE = 'features.yaml'

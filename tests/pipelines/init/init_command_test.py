@@ -14,7 +14,7 @@ from asynctrain.components.example_gen import csv_dialect, csv_sample
 from asynctrain.components.shared.feature_types import ColumnType
 from asynctrain.components.shared.yaml_config import ConfigError
 from asynctrain.components.transform import feature_config as fc
-from asynctrain.pipelines.init import init_command, spec_draft
+from asynctrain.pipelines.init import init_command, spec_draft, training_draft
 from tests.pipelines.init.init_args import init_args
 
 
@@ -247,20 +247,28 @@ def test_a_column_of_dates_is_proposed_as_calendar_parts_with_its_resolution(tmp
     sample = _sample(tmp_path, header, rows)
     plans = {plan.name: plan for plan in spec_draft.plan_columns(sample, label='y')}
 
+    # Every date is in 2014: the year is a constant part, left out with its value.
+    varying = [part for part in fc.DATE_PARTS if part != 'year']
     assert plans['day'].transform == 'datetime'
-    assert plans['day'].options == {'parts': list(fc.DATE_PARTS)}
+    assert plans['day'].options == {'parts': varying}
     assert plans['day'].reason.startswith('dates from 2014-01-01 to 2014-12-24: calendar parts')
-    assert plans['seen'].options == {'parts': [*fc.DATE_PARTS, *fc.TIME_PARTS]}
+    assert plans['day'].reason.endswith('; left out, constant: year (2014)')
+    # March 2014 only, at every hour and minute.
+    assert plans['seen'].options == {'parts': [*varying[1:], *fc.TIME_PARTS]}
     assert 'with the time of day' in plans['seen'].reason
+    assert plans['seen'].reason.endswith('; left out, constant: year (2014), month (3)')
     assert plans['slashed'].transform == 'datetime'
-    assert plans['slashed'].reason.endswith(', 2 cells that do not parse become missing')
+    assert plans['slashed'].reason.endswith(
+        ', 2 cells that do not parse become missing; left out, constant: year (2012), month (1)'
+    )
     assert plans['code'].transform is None and 'an id' in plans['code'].reason
     assert plans['created_at'].transform == 'datetime'
-    # 1,400,000,000 s is 2014-05-13 16:53:20 UTC: a time of day, in seconds.
-    assert plans['created_at'].options == {
-        'parts': [*fc.DATE_PARTS, *fc.TIME_PARTS],
-        'unit': 'seconds',
-    }
+    # 1,400,000,000 s is 2014-05-13 16:53:20 UTC: a time of day, in seconds, the same every day:
+    # its hour and minute are constant parts.
+    assert plans['created_at'].options == {'parts': varying, 'unit': 'seconds'}
+    assert plans['created_at'].reason.endswith(
+        'calendar parts; left out, constant: year (2014), hour (16), minute (53)'
+    )
     # Not named as a time: the same numbers are what they were before, an id.
     assert plans['amount'].transform is None and 'an id' in plans['amount'].reason
 
@@ -356,11 +364,46 @@ def test_the_committed_date_and_gzip_datasets_are_what_init_proposes(
 
 def test_a_class_label_trains_40_passes_and_a_regression_label_20(tmp_path):
     sample = _sample(tmp_path, HEADER, _rows(n=960))  # 640 training rows, batches of 32
-    assert spec_draft.plan_training(sample, 'multiclass').train_steps == 800
-    assert spec_draft.plan_training(sample, 'binary').train_steps == 800
-    regression = spec_draft.plan_training(sample, 'regression')
+    assert training_draft.plan_training(sample, 'multiclass').train_steps == 800
+    assert training_draft.plan_training(sample, 'binary').train_steps == 800
+    regression = training_draft.plan_training(sample, 'regression')
     assert regression.train_steps == 400
     assert regression.reason.startswith('400 steps of 32: about 20 passes over the ~640 training')
+
+
+def _rows_sample(rows, complete=True):
+    """A sample of `rows` rows: all the step budget reads of one."""
+    return csv_sample.CsvSample(('part.csv',), {}, {}, rows, 0, complete)
+
+
+@pytest.mark.parametrize(
+    'rows, task, batch_size, steps',
+    [
+        (150, 'multiclass', 32, 125),  # 100 training rows, 40 passes
+        (60, 'regression', 32, 100),  # 40 training rows: 25 steps, raised to the floor of 100
+        (26_115, 'regression', 64, 5_441),  # the issue's 17,410 training rows: 20 passes
+        (15_002, 'regression', 64, 3_126),  # the bundled taxi data's size
+        (15_002, 'binary', 64, 6_251),
+        (100_000, 'binary', 256, 10_417),  # a full default sample, under the cap
+    ],
+)
+def test_the_step_budget_is_passes_over_the_training_rows(rows, task, batch_size, steps):
+    plan = training_draft.plan_training(_rows_sample(rows), task)
+    assert (plan.batch_size, plan.train_steps) == (batch_size, steps)
+    passes = training_draft.EPOCHS[task]
+    if steps > training_draft.MIN_STEPS:
+        assert f'about {passes} passes over the ~{rows * 2 // 3:,} training rows' in plan.reason
+
+
+def test_only_an_input_past_the_cap_trains_fewer_passes_and_says_so():
+    # 240,000 training rows (a sample of --max-rows 360000), 40 passes of 256: 37,500 steps,
+    # cut to the cap.
+    plan = training_draft.plan_training(_rows_sample(360_000, complete=False), 'binary')
+    assert plan.train_steps == training_draft.MAX_STEPS == 15_000
+    assert plan.reason.startswith(
+        '15000 steps of 256: about 16 passes (not 40: 37,500 steps are over the cap) over the '
+        '~240,000 training rows of the 360,000 sampled rows'
+    )
 
 
 def _drift_sample(tmp_path, rows):
@@ -394,6 +437,22 @@ def test_init_proposes_a_threshold_for_a_feature_that_moves_over_the_file(tmp_pa
     assert 0.5 < measured < 0.7
     assert threshold == drift_draft.MAX_PROPOSED
     assert 'first and second halves of 600 sampled rows' in plan.reason
+
+
+def test_the_drift_line_counts_the_rows_read_when_a_half_leaves_one_out(tmp_path):
+    from asynctrain.pipelines.init import drift_draft
+
+    rng = random.Random(0)
+    rows = [(rng.choice(['n', 's']), rng.random(), rng.choice(['a', 'b'])) for _ in range(601)]
+    sample, schema = _drift_sample(tmp_path, rows)
+    plan = drift_draft.plan_drift(sample, schema, 'label')
+    # Halves of 300 rows each: the count said is the 601 read, not the 600 compared.
+    assert plan.reason == (
+        'measured between the first and second halves of 601 sampled rows, and random halves '
+        '(4 splits; one row in neither half)'
+    )
+    few = drift_draft.plan_drift(_drift_sample(tmp_path / 'one', rows[:1])[0], schema, 'label')
+    assert few.reason == '1 row: too few to measure how the data varies; the defaults apply'
 
 
 def test_init_measures_random_halves_only_when_the_rows_are_ordered_by_the_label(tmp_path):

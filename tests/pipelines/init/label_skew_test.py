@@ -38,7 +38,7 @@ def test_a_symmetric_label_or_one_with_negative_values_has_no_long_tail(labels):
 
 def test_a_long_tailed_regression_label_trains_longer(tmp_path):
     from asynctrain.components.example_gen import csv_dialect, csv_sample
-    from asynctrain.pipelines.init import spec_draft
+    from asynctrain.pipelines.init import training_draft
 
     (tmp_path / 'data').mkdir()
     (tmp_path / 'data' / 'rows.csv').write_text(
@@ -47,13 +47,13 @@ def test_a_long_tailed_regression_label_trains_longer(tmp_path):
     sample = csv_sample.read_sample(
         csv_sample.input_files(str(tmp_path / 'data')), csv_dialect.CsvDialect()
     )
-    # 20,000 training rows in batches of 64: 20 passes are 6,250 steps, cut to 1,500; a long
-    # tail gets 40 passes, 12,500 steps, under its own cap of 15,000.
-    assert spec_draft.plan_training(sample, 'regression').train_steps == 1500
-    long = spec_draft.plan_training(sample, 'regression', long_tail=True)
+    # 20,000 training rows in batches of 64: 20 passes are 6,250 steps (no longer cut to 1,500);
+    # a long tail gets 40 passes, 12,500 steps, under the cap of 15,000.
+    assert training_draft.plan_training(sample, 'regression').train_steps == 6250
+    long = training_draft.plan_training(sample, 'regression', long_tail=True)
     assert long.train_steps == 12_500
     assert long.reason.endswith('(bounded to 100-15000 steps; the label has a long right tail)')
-    # A class label has no tail: the flag changes nothing (40 passes, at most 1,500 steps).
-    assert spec_draft.plan_training(sample, 'multiclass', long_tail=True) == (
-        spec_draft.plan_training(sample, 'multiclass')
+    # A class label has no tail: the flag changes nothing (40 passes).
+    assert training_draft.plan_training(sample, 'multiclass', long_tail=True) == (
+        training_draft.plan_training(sample, 'multiclass')
     )
