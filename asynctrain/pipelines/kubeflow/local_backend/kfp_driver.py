@@ -346,12 +346,18 @@ def _through_mlmd(value: Any) -> Any:
     return value
 
 
-def store_session_info(uri: str) -> str:
-    """The `store_session_info` custom property `RecordArtifact` adds (2.5+): the JSON of the
-    launcher's `objectstore.SessionInfo`; its Params here are this machine's (credentials from
-    the environment, as the launcher's `fromEnv`)."""
-    provider = 'minio' if uri.startswith('minio://') else uri.split('://', 1)[0]
-    return json.dumps({'Provider': provider, 'Params': {'fromEnv': 'true'}}, separators=(',', ':'))
+def store_session_info(uri: str, profile: kfp_profiles.KfpProfile) -> str:
+    """The `store_session_info` custom property `RecordArtifact` adds (2.2+): the JSON of the
+    launcher's `objectstore.SessionInfo` for the root, as a cluster without a `providers` entry in
+    its `kfp-launcher` ConfigMap gives it. A `minio://` root gets the profile's default MinIO
+    session (`v2/config/env.go` `getDefaultMinioSessionInfo`: keys from a Secret, `fromEnv`
+    false); any other scheme the SDK's own credential chain (`v2/config/s3.go`, `gcs.go`
+    `ProvideSessionInfo`: `fromEnv` true). Go's `json.Marshal` writes a map's keys sorted."""
+    if uri.startswith('minio://'):
+        session = {'Provider': 'minio', 'Params': dict(sorted(profile.minio_session_params))}
+    else:
+        session = {'Provider': uri.split('://', 1)[0], 'Params': {'fromEnv': 'true'}}
+    return json.dumps(session, separators=(',', ':'))
 
 
 def published(
@@ -369,7 +375,7 @@ def published(
     metadata = {k: _through_mlmd(v) for k, v in artifact.get('metadata', {}).items()}
     metadata.setdefault('display_name', output_name)
     if profile.store_session_info:
-        metadata.setdefault('store_session_info', store_session_info(artifact['uri']))
+        metadata.setdefault('store_session_info', store_session_info(artifact['uri'], profile))
     return {
         'name': str(artifact_id),
         'uri': artifact['uri'],

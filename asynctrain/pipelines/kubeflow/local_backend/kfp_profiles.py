@@ -16,6 +16,7 @@ the same in every line and so not a field: see below):
 | output metadata file             | `/tmp/kfp_outputs/...` | same         | task root (2.15+)  |
 | `{{$.pipeline_*}}` constants     | stay literal | 5 names                | 7 (2.16+)          |
 | `store_session_info` in MLMD     | no           | yes (2.2+)             | yes                |
+| `minio://` session info endpoint | –            | `minio-service.kubeflow:9000` | `seaweedfs.kubeflow:9000` (2.16+), `maxRetries` (2.15+) |
 | struct-valued parameter types    | STRUCT       | STRUCT (2.14: + TASK_FINAL_STATUS) | + TASK_CONFIG |
 | download only keys under prefix  | no           | no                     | yes (2.17)         |
 | a failed task's logs uploaded    | no           | no                     | yes (2.16+)        |
@@ -56,6 +57,16 @@ RUN_PLACEHOLDERS = (
 # The launcher's output metadata file up to 2.14 (`v2/component/launcher_v2.go`,
 # `OutputMetadataFilepath`), still its fallback after.
 LEGACY_OUTPUT_METADATA_FILE = '/tmp/kfp_outputs/output_metadata.json'
+# The Params of a `minio://` root's default session info that every line from 2.2 records
+# (`v2/config/env.go` `getDefaultMinioSessionInfo`); each profile adds its endpoint.
+_MINIO_SESSION = (
+    ('accessKeyKey', 'accesskey'),
+    ('disableSSL', 'true'),
+    ('fromEnv', 'false'),
+    ('region', 'minio'),
+    ('secretKeyKey', 'secretkey'),
+    ('secretName', 'mlpipeline-minio-artifact'),
+)
 # Where the driver points each output parameter's file (`provisionOutputs`, every 2.x).
 OUTPUT_PARAMETERS_DIR = '/tmp/kfp/outputs'
 
@@ -89,6 +100,12 @@ class KfpProfile:
       store_session_info: ML Metadata records each output with a `store_session_info` custom
         property, which a downstream task then receives in the artifact's metadata
         (`v2/metadata/client.go` `RecordArtifact`; from 2.2).
+      minio_session_params: The Params of the session info a `minio://` root gets when the
+        `kfp-launcher` ConfigMap has no `providers` entry for it (`v2/config/env.go`
+        `getDefaultMinioSessionInfo`), recorded on every artifact as `store_session_info`: the
+        keys from the `mlpipeline-minio-artifact` Secret, not the environment (`fromEnv` false);
+        the endpoint `minio-service.kubeflow:9000` up to 2.15, `seaweedfs.kubeflow:9000` from
+        2.16, and `maxRetries` from 2.15. Empty where no session info is recorded.
       struct_parameter_types: The parameter types a struct value is accepted for
         (`handleParamTypeValidationAndConversion`: STRUCT; 2.14 adds TASK_FINAL_STATUS, 2.15
         TASK_CONFIG).
@@ -115,6 +132,7 @@ class KfpProfile:
     output_metadata_in_task_root: bool
     run_placeholders: tuple[str, ...]
     store_session_info: bool
+    minio_session_params: tuple[tuple[str, str], ...]
     struct_parameter_types: tuple[str, ...]
     download_keys_under_prefix_only: bool
     upload_logs_of_failed_task: bool
@@ -136,6 +154,7 @@ KFP_2_0 = KfpProfile(
     output_metadata_in_task_root=False,
     run_placeholders=(),
     store_session_info=False,
+    minio_session_params=(),
     struct_parameter_types=('STRUCT',),
     download_keys_under_prefix_only=False,
     upload_logs_of_failed_task=False,
@@ -152,6 +171,7 @@ KFP_2_5 = KfpProfile(
     output_metadata_in_task_root=False,
     run_placeholders=RUN_PLACEHOLDERS[:5],
     store_session_info=True,
+    minio_session_params=_MINIO_SESSION + (('endpoint', 'minio-service.kubeflow:9000'),),
     struct_parameter_types=('STRUCT',),
     download_keys_under_prefix_only=False,
     upload_logs_of_failed_task=False,
@@ -168,6 +188,8 @@ KFP_2_17 = KfpProfile(
     output_metadata_in_task_root=True,
     run_placeholders=RUN_PLACEHOLDERS,
     store_session_info=True,
+    minio_session_params=_MINIO_SESSION
+    + (('endpoint', 'seaweedfs.kubeflow:9000'), ('maxRetries', '5')),
     struct_parameter_types=('STRUCT', 'TASK_FINAL_STATUS', 'TASK_CONFIG'),
     download_keys_under_prefix_only=True,
     upload_logs_of_failed_task=True,

@@ -250,3 +250,26 @@ def test_a_consumer_receives_the_artifact_as_ml_metadata_rebuilds_it():
     }
     with pytest.raises(ValueError, match='unknown/unsupported value type'):
         kfp_driver.published({**produced, 'metadata': {'none': None}}, 13, 'blessing')
+
+
+def test_a_minio_root_records_the_default_minio_session_of_its_line():
+    # config/env.go getDefaultMinioSessionInfo: the keys from the mlpipeline-minio-artifact
+    # Secret (fromEnv false), the endpoint minio-service up to 2.15 and seaweedfs from 2.16,
+    # maxRetries from 2.15; Go's json.Marshal writes the map's keys sorted.
+    uri = 'minio://mlpipeline/v2/artifacts/taxi/run-1/Evaluator/u/blessing'
+    common = (
+        '"accessKeyKey":"accesskey","disableSSL":"true","endpoint":"{}","fromEnv":"false",'
+        '{}"region":"minio","secretKeyKey":"secretkey","secretName":"mlpipeline-minio-artifact"'
+    )
+    assert kfp_driver.store_session_info(uri, kfp_profiles.KFP_2_5) == (
+        '{"Provider":"minio","Params":{' + common.format('minio-service.kubeflow:9000', '') + '}}'
+    )
+    assert kfp_driver.store_session_info(uri, kfp_profiles.KFP_2_17) == (
+        '{"Provider":"minio","Params":{'
+        + common.format('seaweedfs.kubeflow:9000', '"maxRetries":"5",')
+        + '}}'
+    )
+    # 2.0 records no session info.
+    artifact = {'name': 'blessing', 'uri': uri, 'type': EXAMPLES_TYPE, 'metadata': {}}
+    received = kfp_driver.published(artifact, 3, 'blessing', kfp_profiles.KFP_2_0)
+    assert 'store_session_info' not in received['metadata']

@@ -66,6 +66,14 @@ def test_run_placeholders_none_then_five_then_seven():
 def test_ml_metadata_parameters_downloads_and_placeholders():
     # metadata/client.go RecordArtifact: store_session_info from 2.2.
     assert _row('store_session_info') == (False, True, True)
+    # config/env.go getDefaultMinioSessionInfo: minio-service, then seaweedfs (2.16), maxRetries
+    # (2.15).
+    endpoints = [dict(p.minio_session_params).get('endpoint') for p in (KFP_2_0, KFP_2_5, KFP_2_17)]
+    assert endpoints == [None, 'minio-service.kubeflow:9000', 'seaweedfs.kubeflow:9000']
+    assert [dict(p.minio_session_params).get('maxRetries') for p in (KFP_2_5, KFP_2_17)] == [
+        None,
+        '5',
+    ]
     # handleParamTypeValidationAndConversion: the struct types.
     assert _row('struct_parameter_types') == (
         ('STRUCT',),
