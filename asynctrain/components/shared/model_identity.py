@@ -24,10 +24,9 @@ import hashlib
 import json
 import os
 
-from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from asynctrain.components.shared import object_store
+from asynctrain.components.shared import feature_types, object_store
 
 # Relative to the serving model directory.
 MODEL_IDENTITY_PATH = os.path.join('assets.extra', 'pipeline_identity.json')
@@ -71,9 +70,8 @@ def schema_fingerprint(schema: schema_pb2.Schema) -> str:
 
 
 def schema_file_fingerprint(schema_path: str) -> str:
-    """`schema_fingerprint` of a text-proto schema file."""
-    with open(schema_path, encoding='utf-8') as f:
-        return schema_fingerprint(text_format.Parse(f.read(), schema_pb2.Schema()))
+    """`schema_fingerprint` of a text-proto schema file (read by `feature_types.load_schema`)."""
+    return schema_fingerprint(feature_types.load_schema(schema_path))
 
 
 def attach(identity: ModelIdentity, serving_model_dir: str) -> str:
