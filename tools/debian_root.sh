@@ -23,8 +23,9 @@ SUITE=trixie
 # What the 1.21 line needs besides minbase: python3 and venv for the interpreter, the CA store
 # for pip's TLS, g++ and python3-dev to build pyfarmhash (no cp313 wheel), git for the tests that
 # run a checkout, make for `make` inside, procps for `ps` in the cluster tests, Java and Maven for
-# the local Spark cluster's tests (trixie has no OpenJDK 17; Spark 3.5 runs on 21).
-PACKAGES="g++ python3-dev git make procps openjdk-21-jre-headless maven"
+# the local Spark cluster's tests (trixie has no OpenJDK 17; Spark 3.5 runs on 21), Go for the
+# emulated cluster's Toxiproxy (`go install` from the Go module proxy on first use).
+PACKAGES="g++ python3-dev git make procps openjdk-21-jre-headless maven golang-go"
 STAMP_BASE=.asynctrain-debootstrap
 STAMP_PACKAGES=.asynctrain-packages
 

@@ -59,10 +59,11 @@ def prepare(rows: int, data_dir: str) -> tuple[str, str]:
     graph = os.path.join(data_dir, 'analyzed', 'transform_graph')
     if os.path.exists(os.path.join(data_dir, 'done')):
         return examples_uri, graph
+    from asynctrain.components.shared import feature_types
     from asynctrain.components.transform import feature_config as fc
 
     config = fc.load_feature_config(str(runs.TAXI_FEATURES), str(runs.TAXI_SCHEMA))
-    table = runs.read_taxi_table(fc.load_schema(str(runs.TAXI_SCHEMA)))
+    table = runs.read_taxi_table(feature_types.load_schema(str(runs.TAXI_SCHEMA)))
     runs.write_span(os.path.join(data_dir, 'examples'), 1, runs.resample_span(table, 1, rows))
     sample = runs.write_span(
         os.path.join(data_dir, 'sample'), 1, runs.resample_span(table, 1, ANALYZED_ROWS)

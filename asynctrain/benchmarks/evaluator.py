@@ -12,7 +12,8 @@ Then, for each of `--rows`, that many examples (the bundled sample resampled, as
 `tf.Example`s in GZIP TFRecords, both splits) are evaluated twice, each in a fresh child process:
 
 - `stock`: `tfma.run_model_analysis`, the engine inside TFX's Evaluator (the test kit's
-  `evaluation_outputs.run_stock`);
+  `evaluation_outputs.run_stock`, whose slice keys come from the raw features, as ours do: TFMA
+  alone would slice the transformed `payment_type`, a vocabulary id);
 - `ours`: the Evaluator's Beam pipeline (`executor.add_evaluation`) with the component's batch
   size.
 

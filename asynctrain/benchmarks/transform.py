@@ -10,6 +10,10 @@ check that they agree feature by feature.
 
     asynctrain bench transform [--rows-per-span N] [--window DAYS] [--output DIR]
                                [--disable-statistics] [-- BEAM_ARGS...]
+    asynctrain bench transform --wide-vocabularies [--wide-rows N] [--wide-columns N]
+                               [--output DIR]
+
+The second form is `transform_vocabularies`: many vocabulary columns, stock against ours.
 """
 
 from __future__ import annotations
@@ -53,6 +57,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help='transform only these features of the taxi feature config (default: all 16); '
         'a quick check of the bench itself needs no more than one per kind of transform',
+    )
+    parser.add_argument(
+        '--wide-vocabularies',
+        action='store_true',
+        help='instead of the cache windows: a wide table of integer codes, every column a '
+        'vocabulary feature, analyzed with one stock vocabulary analyzer per column and with ours',
+    )
+    parser.add_argument(
+        '--wide-rows', type=int, default=5822, help='rows of the wide table (default 5822)'
+    )
+    parser.add_argument(
+        '--wide-columns', type=int, default=85, help='columns of the wide table (default 85)'
     )
     parser.add_argument(
         '--disable-statistics',
@@ -116,10 +132,10 @@ def select_features(config, features: str | None):
 
 def write_spans(output: str, spans: int, rows_per_span: int) -> dict:
     """Daily spans 1 to `spans` resampled from the taxi CSV: their Examples artifacts by span."""
-    from asynctrain.components.transform import feature_config as fc
+    from asynctrain.components.shared import feature_types
     from asynctrain.testing import transform_runs as runs
 
-    schema_proto = fc.load_schema(str(runs.TAXI_SCHEMA))
+    schema_proto = feature_types.load_schema(str(runs.TAXI_SCHEMA))
     table = runs.read_taxi_table(schema_proto)
     _progress(f'read {table.num_rows} rows of {taxi_data.taxi_csv_path()}')
     examples = {}
@@ -238,6 +254,10 @@ def print_summary(result: dict, result_path: str, chart_path: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """The bench: write the spans, run A, B and C, compare B with C, write and print the report."""
+    if args.wide_vocabularies:
+        from asynctrain.benchmarks import transform_vocabularies
+
+        return transform_vocabularies.run(args)
     if args.rows_per_span < 3:
         print('--rows-per-span: expected at least 3 (train and eval need rows)', file=sys.stderr)
         return 2

@@ -156,14 +156,17 @@ def make_transformed_examples(
 
 def _transform_sample(output_dir: str, sample_rows: int, seed: int, config) -> TransformOutput:
     """Runs the stock Transform executor on `sample_rows` taxi rows; returns its output."""
-    from asynctrain.components.transform import feature_config as fc
+    from asynctrain.components.shared import feature_types
     from asynctrain.testing import transform_runs as runs
 
     raw_uri = runs.write_span(
         os.path.join(output_dir, 'raw'),
         1,
         runs.resample_span(
-            runs.read_taxi_table(fc.load_schema(str(runs.TAXI_SCHEMA))), 1, sample_rows, seed
+            runs.read_taxi_table(feature_types.load_schema(str(runs.TAXI_SCHEMA))),
+            1,
+            sample_rows,
+            seed,
         ),
     )
     transform = runs.run_transform(

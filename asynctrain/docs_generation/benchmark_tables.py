@@ -100,6 +100,34 @@ def transform(result: Result) -> list[str]:
     ]
 
 
+def transform_vocabularies(result: Result) -> list[str]:
+    seconds, cpu = result['seconds'], result['cpu_seconds']
+    rows = [
+        [
+            'stock: one `tft.vocabulary` per column',
+            f'{seconds["stock"]:.1f} s',
+            f'{cpu["stock"]:.1f} s',
+        ],
+        [
+            '**ours**: one analyzer for all columns',
+            f'{seconds["ours"]:.1f} s',
+            f'{cpu["ours"]:.1f} s',
+        ],
+        [
+            'stock / ours',
+            f'**{result["speedup_stock_over_ours"]:.2f}×**',
+            f'{result["cpu_speedup_stock_over_ours"]:.2f}×',
+        ],
+    ]
+    same = 'identical' if result['outputs_match'] else '**different**'
+    return [
+        *_table(['', 'wall', 'CPU'], rows),
+        '',
+        f'{_n(result["rows"])} rows × {result["columns"]} vocabulary columns; the '
+        f'{result["vocabularies"]} vocabularies and the transformed values {same}.',
+    ]
+
+
 _INPUT_NAMES = {
     'upper_bound': 'upper bound: one parsed batch held in memory, no I/O, parsing or iterator',
     'ours': '**ours**: the pre-batched records through `training/data.py` (first epoch, no cache)',
@@ -524,9 +552,52 @@ def evaluator(result: Result) -> list[str]:
     return _table(header, rows)
 
 
+def async_training(result: Result) -> list[str]:
+    """`bench async`: per scenario, our loop's throughput, held-out AUC and loss, staleness and
+    the slow host's throttling, with each scenario's examples/s against equal hosts'."""
+    scenarios = result['scenarios']
+    base = scenarios.get('equal', {}).get('ours')
+    rows = []
+    for name, strategies in scenarios.items():
+        ours = strategies['ours']
+        last = ours['curve'][-1]
+        throttled = ', '.join(
+            f'{host} {c["throttled_periods"]}'
+            for host, c in ours['hosts'].items()
+            if c['throttled_periods']
+        )
+        versus = f'{ours["examples_per_sec"] / base["examples_per_sec"]:.2f}' if base else ''
+        rows.append(
+            [
+                name,
+                _n(ours['examples_per_sec']),
+                versus,
+                f'{ours["held_out_auc"]:.4f}',
+                f'{ours["held_out_loss"]:.4f} ({ours["untrained_held_out_loss"]:.4f})',
+                f'{last["staleness_mean"]:.2f} / {last["staleness_max"]}',
+                throttled or 'none',
+                f'{ours["wall_s"]:.1f}',
+            ]
+        )
+    return _table(
+        [
+            'scenario',
+            'ours examples/s',
+            'vs equal',
+            'held-out AUC',
+            'held-out loss (untrained)',
+            'staleness mean / max (last round)',
+            'throttled periods',
+            'wall s',
+        ],
+        rows,
+    )
+
+
 TABLES: dict[str, Callable[..., list[str]]] = {
     'examplegen': examplegen,
     'transform': transform,
+    'transform_vocabularies': transform_vocabularies,
     'input': training_input,
     'input_widths': input_widths,
     'ps': parameter_servers,
@@ -539,6 +610,7 @@ TABLES: dict[str, Callable[..., list[str]]] = {
     'preprocess': preprocess,
     'recsys': recsys,
     'evaluator': evaluator,
+    'async_training': async_training,
 }
 
 

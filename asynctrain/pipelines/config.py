@@ -20,14 +20,7 @@ from asynctrain.components.shared import yaml_config
 from asynctrain.components.shared.tasks import REGRESSION_LOSSES, TASK_TYPES
 from asynctrain.components.trainer.config import TrainerConfig
 from asynctrain.pipelines import work_dir_layout
-from asynctrain.pipelines.evaluation_settings import (  # noqa: F401 (part of this module's API)
-    BASELINES,
-    CONFIDENCE_INTERVAL_METHODS,
-    DEFAULT_METRIC,
-    METRICS,
-    UPPER_BOUND_METRICS,
-    EvaluationSettings,
-)
+from asynctrain.pipelines.evaluation_settings import EvaluationSettings
 
 # The bundled datasets' schema and feature configs, package data of the installed `asynctrain`
 # (a folder on disk: the package is never imported from a zip).

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from asynctrain.components.shared import yaml_config
+from asynctrain.components.shared import feature_types, yaml_config
 from asynctrain.components.shared.model_identity import ModelIdentity, schema_fingerprint
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.pipelines.config import PipelineConfig
@@ -33,7 +33,7 @@ def resolve_label(config: PipelineConfig, features: fc.FeatureConfig) -> fc.Labe
     if config.label is not None:
         label = fc.build_label(dataclasses.asdict(config.label))
         try:
-            fc.check_label(label, fc.load_schema(config.schema_path), features.names)
+            fc.check_label(label, feature_types.load_schema(config.schema_path), features.names)
         except yaml_config.ConfigError as e:
             raise yaml_config.ConfigError(
                 f'pipeline config: {e} (schema: {config.schema_path})'
@@ -54,7 +54,7 @@ def model_identity(config: PipelineConfig, label: fc.LabelSpec) -> ModelIdentity
     return ModelIdentity(
         pipeline_name=config.pipeline_name,
         label=label.key,
-        schema_fingerprint=schema_fingerprint(fc.load_schema(config.schema_path)),
+        schema_fingerprint=schema_fingerprint(feature_types.load_schema(config.schema_path)),
     )
 
 
@@ -66,7 +66,7 @@ def check_drift_settings(config: PipelineConfig) -> None:
     from asynctrain.components.drift_validator import comparison
 
     settings = config.drift
-    schema = fc.load_schema(config.schema_path)
+    schema = feature_types.load_schema(config.schema_path)
     try:
         comparison.check_features(
             comparison.Thresholds(

@@ -45,20 +45,33 @@ class EvaluationSettings:
       slices: Slices to evaluate besides the whole split, each a list of raw feature names (TFMA's
         `feature_keys`): `[[payment_type], [payment_type, trip_start_hour]]` evaluates every
         payment type, and every (payment type, hour) pair. Features the model does not use slice
-        too. With slices, `min_value`, `max_value` and `max_regression` gate the whole split only.
+        too. Slices are the raw values of the input, also where the transform outputs a feature
+        under the same name (`payment_type:Cash`, not its vocabulary id, which stock TFMA would
+        slice on). With slices, `min_value`, `max_value` and `max_regression` gate the whole split
+        only.
       slice_min_value: For AUC, BinaryAccuracy and Accuracy: with `slices`, the model is blessed
-        only if the metric is at least this on every slice of them too. Empty: slices are reported,
-        not gated.
+        only if the metric is at least this on every slice of them too. A slice of one class (no
+        positive or no negative example) has no AUC: it is reported undefined (NaN; TFMA says 0)
+        and its gate is not applied, which the run's summary says ("check not applied"). Empty:
+        slices are reported, not gated.
       slice_max_value: For RMSE and MSE: with `slices`, the model is blessed only if the metric
         is at most this on every slice of them too. Empty: slices are reported, not gated.
       slice_max_regression: With `slices` and `baseline: latest_blessed`: how much worse than the
         baseline the candidate's metric may be on each slice. Empty: no per-slice comparison.
+      min_slice_size: With `slices`: a slice of fewer examples of the eval split than this is
+        not evaluated (TFMA's `min_slice_size`: the slice is written with TFMA's note, no metric,
+        no plot), and no slice gate is applied to it, which the run's summary says. 0: every
+        slice is evaluated.
       example_weight: A numeric column whose value weighs each example in the metrics (TFMA's
         `example_weight_key`; one value per example). Metrics are then reported both weighted and
         unweighted, and the bounds above apply to both.
       confidence_intervals: Report a 95% confidence interval with every metric but the example
         count, by `confidence_interval_method`. The bounds above still gate the metric's value,
-        not its interval, as in TFMA.
+        not its interval, as in TFMA. TFMA's interval is the value plus or minus a t quantile
+        times the standard error; its bounds are clipped to the metric's range ([0, 1] for AUC
+        and the accuracies, at least 0 for RMSE and MSE, [-1, 1] for a change of AUC or
+        accuracy against the baseline), so a small slice's interval may be lopsided. A slice
+        where some resample has one class has an undefined (NaN) AUC interval.
       confidence_interval_method: With `confidence_intervals`: `jackknife` (TFMA's default: 20
         random partitions of each slice, each metric on all but one) or `bootstrap` (TFMA's
         Poisson bootstrap: 20 samples, each counting every example of a slice a Poisson(1)
@@ -78,6 +91,7 @@ class EvaluationSettings:
     slice_min_value: float | None = None
     slice_max_value: float | None = None
     slice_max_regression: float | None = None
+    min_slice_size: int = 0
     example_weight: str = ''
     confidence_intervals: bool = False
     confidence_interval_method: str = 'jackknife'
@@ -124,6 +138,16 @@ class EvaluationSettings:
         for field in gates:
             if getattr(self, field) is not None and not self.slices:
                 yaml_config.fail(f'evaluation.{field}', 'needs `evaluation.slices` to gate')
+        if isinstance(self.min_slice_size, bool) or not isinstance(self.min_slice_size, int):
+            yaml_config.fail(
+                'evaluation.min_slice_size', f'expected an integer, got {self.min_slice_size!r}'
+            )
+        if self.min_slice_size < 0:
+            yaml_config.fail(
+                'evaluation.min_slice_size', f'expected a number >= 0, got {self.min_slice_size}'
+            )
+        if self.min_slice_size and not self.slices:
+            yaml_config.fail('evaluation.min_slice_size', 'needs `evaluation.slices`')
         if self.slice_min_value is not None and not 0.0 <= self.slice_min_value <= 1.0:
             yaml_config.fail('evaluation.slice_min_value', 'expected a number in [0, 1]')
         if self.slice_max_value is not None and self.slice_max_value <= 0:

@@ -55,11 +55,11 @@ from asynctrain.components.trainer.training.export import (
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.components.transform import preprocessing
 from asynctrain.pipelines import dataset_spec
-from asynctrain.pipelines.config import (
+from asynctrain.pipelines.config import PipelineConfig
+from asynctrain.pipelines.evaluation_settings import (
     CONFIDENCE_INTERVAL_METHODS,
     UPPER_BOUND_METRICS,
     EvaluationSettings,
-    PipelineConfig,
 )
 
 # Node id of the latest blessed model (warm start and the Evaluator's baseline).
@@ -156,12 +156,17 @@ def _metric_config(
 
 
 def _options(settings: EvaluationSettings) -> config_pb2.Options | None:
-    """TFMA's options for the confidence intervals; the jackknife, TFMA's default method, is left
-    unset so that the eval_config (and the Evaluator's cache key) stays as it was before the
-    choice existed."""
-    if not settings.confidence_intervals:
+    """TFMA's options for the confidence intervals and `min_slice_size`; the jackknife, TFMA's
+    default method, is left unset so that the eval_config (and the Evaluator's cache key) stays
+    as it was before the choice existed."""
+    if not settings.confidence_intervals and not settings.min_slice_size:
         return None
-    options = config_pb2.Options(compute_confidence_intervals={'value': True})
+    options = config_pb2.Options()
+    if settings.min_slice_size:
+        options.min_slice_size.value = settings.min_slice_size
+    if not settings.confidence_intervals:
+        return options
+    options.compute_confidence_intervals.value = True
     method = CONFIDENCE_INTERVAL_METHODS[settings.confidence_interval_method]
     if method != 'JACKKNIFE':
         options.confidence_intervals.method = getattr(config_pb2.ConfidenceIntervalOptions, method)

@@ -72,7 +72,10 @@ class RunSummary:
       drift: DriftValidator's verdict, where it ran: `first_run`, `drifted` (unaccepted drifts:
         feature, comparator, distance, threshold), `accepted` (feature names), `compared_with`.
       failed_checks: The Evaluator's failed threshold checks, one line each naming the slice,
-        the metric, its value and the threshold (`evaluator.results.failures`).
+        the metric, its value and the threshold (`evaluator.checks.failures`).
+      unapplied_checks: The Evaluator's threshold checks it did not apply, one line each naming
+        the slice, the metric, why (undefined on the slice, or a slice under `min_slice_size`)
+        and the threshold (`evaluator.checks.unapplied_checks`).
       passed_over: The pushed models `LatestBlessedModel` did not take, being another
         pipeline's, one line each naming the push, its pipeline and this one.
     """
@@ -91,6 +94,7 @@ class RunSummary:
     drift: dict[str, Any] | None = None
     failed_checks: list[str] = dataclasses.field(default_factory=list)
     passed_over: list[str] = dataclasses.field(default_factory=list)
+    unapplied_checks: list[str] = dataclasses.field(default_factory=list)
 
     def format(self) -> str:
         lines = [f'components executed: {len(self.executed)}, from cache: {len(self.cached)}']
@@ -102,6 +106,7 @@ class RunSummary:
                 f'blessed: {"yes" if self.blessed else "no"}'
             )
         lines.extend(f'failed check: {line}' for line in self.failed_checks)
+        lines.extend(f'check not applied: {line}' for line in self.unapplied_checks)
         if 'examples_per_sec' in self.training:
             lines.append(
                 f'training: {self.training["examples_per_sec"]:.0f} examples/s '
@@ -238,13 +243,20 @@ def _failed_checks(uri: str) -> list[str]:
     """The failed threshold checks of the evaluation at `uri` ([] when none or not written)."""
     import tensorflow_model_analysis as tfma
 
-    from asynctrain.components.evaluator import results
+    from asynctrain.components.evaluator import checks
 
     try:
         validation = tfma.load_validation_result(uri)
     except Exception:  # No validation written (the Evaluator did not run).
         return []
-    return results.failures(validation)
+    return checks.failures(validation)
+
+
+def _unapplied_checks(uri: str) -> list[str]:
+    """The threshold checks the evaluation at `uri` did not apply ([] when none or not written)."""
+    from asynctrain.components.evaluator import checks
+
+    return checks.read_unapplied_checks(uri)
 
 
 def read_summary(config: PipelineConfig, started: float) -> RunSummary:
@@ -308,6 +320,7 @@ def read_summary(config: PipelineConfig, started: float) -> RunSummary:
         tensorboard_dir=model_run.uri if model_run is not None else None,
         drift=_drift(drift),
         failed_checks=_failed_checks(evaluation.uri) if evaluation else [],
+        unapplied_checks=_unapplied_checks(evaluation.uri) if evaluation else [],
         passed_over=json.loads(
             (_custom(latest_blessed, PASSED_OVER_PROPERTY) if latest_blessed else None) or '[]'
         ),

@@ -1,6 +1,6 @@
-"""What tests and benches share: a local Spark cluster, an S3 endpoint (moto's server), generated
-taxi-like data, evaluation-output comparisons, a variant's run in a child process with its peak
-memory.
+"""What tests and benches share: a local Spark cluster, an emulated cluster of unequal hosts, an
+S3 endpoint (moto's server), generated taxi-like data, evaluation-output comparisons, a variant's
+run in a child process with its peak memory.
 
 The kit ships in the wheel, as `apache_beam.testing` does, so that users can test their own
 pipelines with it: run their Beam stages on a local Spark cluster (`spark`), compare their

@@ -60,3 +60,40 @@ def test_bench_writes_side_by_side_times_and_checks_outputs_agree(tmp_path, caps
     assert png.startswith(b'\x89PNG\r\n\x1a\n') and len(png) > 5000
     printed = capsys.readouterr().out
     assert '[bench transform] run B' in printed and 'B/C = ' in printed
+
+
+def test_wide_vocabularies_reports_stock_and_ours_side_by_side_with_agreeing_outputs(
+    tmp_path, capsys
+):
+    output = tmp_path / 'wide'
+    # Four columns of 300 rows: the case's 85 of 5,822 take minutes.
+    code = cli.main(
+        [
+            'bench',
+            'transform',
+            '--wide-vocabularies',
+            '--wide-rows',
+            '300',
+            '--wide-columns',
+            '4',
+            '--output',
+            str(output),
+        ]
+    )
+
+    assert code == 0
+    result = json.loads((output / 'result.json').read_text())
+    assert (result['benchmark'], result['rows'], result['columns']) == (
+        'transform_vocabularies',
+        300,
+        4,
+    )
+    seconds, cpu = result['seconds'], result['cpu_seconds']
+    assert set(seconds) == set(cpu) == {'stock', 'ours'}
+    assert all(value > 0 for value in [*seconds.values(), *cpu.values()])
+    assert result['speedup_stock_over_ours'] == pytest.approx(seconds['stock'] / seconds['ours'])
+    # Four vocabularies, the same files and the same ids on both sides, the label too.
+    assert result['vocabularies'] == 4 and result['vocabularies_equal'] is True
+    assert result['outputs_match'] is True and result['mismatched_features'] == []
+    printed = capsys.readouterr().out
+    assert 'stock/ours = ' in printed and 'transformed values: match' in printed

@@ -68,6 +68,39 @@ def test_a_cache_that_wins_is_reported_as_faster(tmp_path):
     assert '| ratio | **1.25× faster with the cache** | 1.25× |' in page
 
 
+def test_the_wide_vocabularies_table_gives_both_sides_their_ratio_and_the_agreement(tmp_path):
+    result = {
+        'rows': 5822,
+        'columns': 85,
+        'seconds': {'stock': 80.0, 'ours': 20.0},
+        'cpu_seconds': {'stock': 70.0, 'ours': 14.0},
+        'speedup_stock_over_ours': 4.0,
+        'cpu_speedup_stock_over_ours': 5.0,
+        'outputs_match': True,
+        'vocabularies': 85,
+    }
+    (tmp_path / 'wide.json').write_text(json.dumps(result))
+
+    page = benchmark_tables.fill(
+        '<!-- table: transform_vocabularies wide.json -->\n<!-- end table -->\n', str(tmp_path)
+    )
+
+    assert page == (
+        '<!-- table: transform_vocabularies wide.json -->\n'
+        '|  | wall | CPU |\n'
+        '|---|---|---|\n'
+        '| stock: one `tft.vocabulary` per column | 80.0 s | 70.0 s |\n'
+        '| **ours**: one analyzer for all columns | 20.0 s | 14.0 s |\n'
+        '| stock / ours | **4.00×** | 5.00× |\n'
+        '\n'
+        '5,822 rows × 85 vocabulary columns; the 85 vocabularies and the transformed values '
+        'identical.\n'
+        '\n'
+        'From [wide.json](wide.json).\n'
+        '<!-- end table -->\n'
+    )
+
+
 def test_an_unknown_table_kind_is_refused_naming_it(tmp_path):
     page = '<!-- table: tables_of_wonder x.json -->\n<!-- end table -->\n'
 

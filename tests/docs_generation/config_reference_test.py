@@ -53,6 +53,7 @@ def test_the_pipeline_config_has_every_nested_section_once():
         'trainer.kubernetes',
         'trainer.task',
         'trainer.profile',
+        'trainer.stale_gradients',
         'evaluation',
         'transform',
         'example_batcher',

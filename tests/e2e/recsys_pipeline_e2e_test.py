@@ -64,6 +64,10 @@ NUM_PS = 2
 RESHARDED_NUM_PS = 3
 RESHARD_STEPS = 200
 CHECKPOINT_INTERVAL = 200
+# The reviewer's budget: init proposes about 40 passes (8,334 steps of 64 on 20,000 rows); this
+# test is about where the table lives and how training resumes, which 1,500 steps (about 7
+# passes, blessed) show as well as 8,334.
+TRAIN_STEPS = 1_500
 # Kill once the run has recorded this step: past its first checkpoint, so a restart from step 0
 # would show.
 KILL_AFTER_STEP = 300
@@ -99,7 +103,8 @@ def _edit_trainer(config_path, num_ps: int, **training) -> None:
 
 
 def _review(spec_dir, work_dir, proposed_buckets: int) -> None:
-    """The reviewer's edits: the table's size, the cluster, checkpoints a rerun resumes from."""
+    """The reviewer's edits: the table's size, the cluster, checkpoints a rerun resumes from, a
+    shorter training."""
     features_path, config_path = spec_dir / 'features.yaml', spec_dir / 'config.yaml'
     features = yaml.safe_load(features_path.read_text())
     (table,) = [f for f in features['features'] if f['name'] == TABLE_COLUMN]
@@ -111,6 +116,7 @@ def _review(spec_dir, work_dir, proposed_buckets: int) -> None:
         NUM_PS,
         checkpoint_dir=str(work_dir / 'checkpoints'),
         checkpoint_interval_steps=CHECKPOINT_INTERVAL,
+        train_steps=TRAIN_STEPS,
     )
 
 
@@ -243,6 +249,7 @@ def test_a_million_row_table_trains_on_two_ps_resumes_after_kill_9_and_serves(tm
     _review(spec_dir, work_dir, proposed)
     config = load_config(str(spec_dir / 'config.yaml'), work_dir=str(work_dir))
     train_steps = config.trainer.training.train_steps
+    assert train_steps == TRAIN_STEPS
     assert KILL_AFTER_STEP + CHECKPOINT_INTERVAL < train_steps
 
     progress_at_kill, checkpoint_at_kill = _run_and_kill(

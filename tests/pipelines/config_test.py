@@ -5,13 +5,13 @@ import pytest
 from asynctrain.pipelines.config import (
     BUNDLED_DATA,
     ConfigError,
-    EvaluationSettings,
     ExampleGenSettings,
     LabelSettings,
     PipelineConfig,
     from_dict,
     load_config,
 )
+from asynctrain.pipelines.evaluation_settings import EvaluationSettings
 
 
 def test_defaults_point_at_the_bundled_sample_and_taxi_schema():
@@ -149,6 +149,11 @@ def test_label_settings_define_the_label_and_task(tmp_path):
         (
             {'evaluation': {'slices': [['a']], 'slice_max_regression': 0.1}},
             'evaluation.slice_max_regression: needs `baseline: latest_blessed`',
+        ),
+        ({'evaluation': {'min_slice_size': 20}}, 'evaluation.min_slice_size: needs `evaluation'),
+        (
+            {'evaluation': {'slices': [['a']], 'min_slice_size': -1}},
+            'evaluation.min_slice_size: expected a number >= 0, got -1',
         ),
     ],
 )

@@ -10,7 +10,6 @@ from asynctrain.components.evaluator import results as evaluator_results
 from asynctrain.components.example_gen import spec as example_gen_spec
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.components.transform import preprocessing
-from asynctrain.components.transform.feature_config import FeatureConfigError
 from asynctrain.pipelines import pipeline as pipeline_lib
 from asynctrain.pipelines import run_summary
 from asynctrain.pipelines.config import ConfigError, load_config
@@ -166,9 +165,7 @@ def test_an_unknown_feature_fails_at_build_time_naming_it(tmp_path):
         'features:\n  - {name: speed, transform: zscore}\n'
     )
     config = load_config(work_dir=str(tmp_path), dataset=str(dataset))
-    with pytest.raises(
-        FeatureConfigError, match=r"features\[0\] \(speed\): unknown feature 'speed'"
-    ):
+    with pytest.raises(ConfigError, match=r"features\[0\] \(speed\): unknown feature 'speed'"):
         pipeline_lib.create_pipeline(config)
 
 
@@ -430,7 +427,7 @@ def test_a_penguin_user_with_the_old_label_form_is_told_the_new_one(tmp_path):
         tmp_path, PENGUIN_FEATURES.replace('column: Species, task: multiclass', 'name: Species')
     )
     config = load_config(work_dir=str(tmp_path / 'work'), dataset=dataset)
-    with pytest.raises(FeatureConfigError) as error:
+    with pytest.raises(ConfigError) as error:
         _components(config)
     assert str(error.value).startswith(
         f'{config.feature_config_path}: label: expected {{column: NAME'
@@ -508,6 +505,19 @@ def test_slices_gate_each_slice_and_the_whole_split_apart(tmp_path):
     assert sliced.threshold.value_threshold.lower_bound.value == 0.7
     assert sliced.threshold.change_threshold.absolute.value == -0.05
     assert run_summary.gated_metric_names(eval_config) == ['auc']
+
+
+def test_min_slice_size_is_tfmas_option_and_leaves_the_intervals_unset(tmp_path):
+    config = load_config(
+        work_dir=str(tmp_path), evaluation={'slices': [['payment_type']], 'min_slice_size': 20}
+    )
+    eval_config = pipeline_lib.eval_config(config, fc.ColumnLabel('tips', 'binary'))
+    assert eval_config.options == config_pb2.Options(min_slice_size={'value': 20})
+    unsized = pipeline_lib.eval_config(
+        load_config(work_dir=str(tmp_path), evaluation={'slices': [['payment_type']]}),
+        fc.ColumnLabel('tips', 'binary'),
+    )
+    assert not unsized.HasField('options')
 
 
 def test_an_example_weight_column_weighs_every_metric_and_keeps_the_unweighted_ones(tmp_path):

@@ -39,15 +39,13 @@ def test_pipeline_config_refuses_python_object_tag(tmp_path):
 
 def test_feature_config_refuses_python_object_tag(tmp_path):
     """YAML !!python/object tag in features.yaml: refused, nothing executed"""
-    from asynctrain.components.transform.feature_config import (
-        FeatureConfigError,
-        load_feature_config,
-    )
+    from asynctrain.components.shared.yaml_config import ConfigError
+    from asynctrain.components.transform.feature_config import load_feature_config
 
     sentinel = tmp_path / 'pwned'
     path = tmp_path / 'features.yaml'
     path.write_text('label: ' + _payload(sentinel) + 'features: []\n')
-    with pytest.raises(FeatureConfigError, match='not valid YAML'):
+    with pytest.raises(ConfigError, match='not valid YAML'):
         load_feature_config(
             str(path), str(REPO / 'asynctrain' / 'schemas' / 'taxi' / 'schema.pbtxt')
         )

@@ -21,7 +21,7 @@ from tfx.components.evaluator import executor as evaluator_executor
 from tfx.types import artifact_utils
 from tfx.utils import io_utils, json_utils, path_utils, proto_utils
 
-from asynctrain.components.evaluator import metrics, results, scoring, slicing, spec
+from asynctrain.components.evaluator import checks, metrics, results, scoring, slicing, spec
 from asynctrain.components.shared import drift_properties
 
 
@@ -86,7 +86,9 @@ def evaluate_and_write(
         results.num_jackknife_partitions(eval_config),
         results.num_bootstrap_samples(eval_config),
     )
-    validation = results.validate(values, eval_config)
+    validation = checks.validate(values, eval_config)
+    for line in checks.unapplied_checks(values, eval_config):
+        logging.info('Threshold check not applied: %s', line)
     results.write_evaluation(
         output_dir, eval_config, values, validation, model_locations, data_location
     )
@@ -181,7 +183,7 @@ class Executor(evaluator_executor.Executor):
             add_evaluation(pipeline, patterns, models, eval_config, output_dir, batch_size)
         validation = tfma.load_validation_result(output_dir)
         logging.info('Evaluation written to %s: %s', output_dir, _metrics_line(output_dir))
-        for line in results.failures(validation):
+        for line in checks.failures(validation):
             logging.info('Validation failed: %s', line)
 
         if not tfma.metrics.metric_thresholds_from_metrics_specs(

@@ -175,6 +175,14 @@ class Histogram:
         return values[computations[-1].keys[-1]]
 
     @staticmethod
+    def one_class(state: list[HistogramState]) -> bool:
+        """Whether the examples (by weight) are all positive or all negative, or none: AUC is then
+        undefined, where TFMA's interpolation gives 0."""
+        (histogram,) = state
+        labels, _, examples = histogram.sums.sum(axis=1)
+        return not (labels > 0.0 and examples - labels > 0.0)
+
+    @staticmethod
     def auc(state: list[HistogramState]) -> float:
         """TFMA's AUC of the histogram: `rebin` onto its thresholds (with their epsilon fences),
         `_histogram_to_binary_confusion_matrices`, then AUC's interpolation, TFMA's own function.

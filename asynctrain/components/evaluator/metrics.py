@@ -129,8 +129,38 @@ def metric_specs(eval_config) -> tuple[MetricSpec, ...]:
     return tuple(specs)
 
 
+# The value of a metric that a slice does not define: AUC of a slice with one class (no positive
+# or no negative example). Written as NaN; no gate fails on it but the whole split's.
+UNDEFINED = float('nan')
+
+# Each metric's range, where it has one: the confidence intervals are clipped to it (the
+# t-interval of a bounded metric runs past its bounds on a small or lopsided slice).
+_RANGES = {
+    'AUC': (0.0, 1.0),
+    'BinaryAccuracy': (0.0, 1.0),
+    'SparseCategoricalAccuracy': (0.0, 1.0),
+    'MeanSquaredError': (0.0, float('inf')),
+    'RootMeanSquaredError': (0.0, float('inf')),
+    EXAMPLE_COUNT: (0.0, float('inf')),
+}
+
+
+def value_range(spec: MetricSpec, difference: bool = False) -> tuple[float, float]:
+    """The values `spec`'s metric can take; with `difference`, those of a difference of two of
+    them (a diff against the baseline, a cross slice): [low - high, high - low]."""
+    low, high = _RANGES.get(spec.class_name, (-float('inf'), float('inf')))
+    return (low - high, high - low) if difference else (low, high)
+
+
 # A model's state: metric name -> the values of that metric's variables.
 State = dict[str, list]  # arrays, or one HistogramState
+# The state's unweighted count of examples, kept whatever the metrics (no metric has this name).
+EXAMPLES_STATE = '__examples__'
+
+
+def example_count(state: State) -> float:
+    """The examples a model's state has seen, unweighted (bootstrap multiplicities counted)."""
+    return float(state[EXAMPLES_STATE][0]) if EXAMPLES_STATE in state else 0.0
 
 
 class Accumulator:
@@ -138,6 +168,8 @@ class Accumulator:
 
     def __init__(self, specs: tuple[MetricSpec, ...]):
         self._metrics = {spec.key: (spec, _state_metric(spec)) for spec in specs}
+        # The examples counted, whatever the metrics: TFMA's slice size for `min_slice_size`.
+        self._examples = metric_states.Count()
 
     def update(
         self,
@@ -161,6 +193,7 @@ class Accumulator:
         column = None if weights is None else np.asarray(weights, np.float64).reshape(batch, 1)
         times = None if multiplicities is None else np.asarray(multiplicities, np.float64)
         times = None if times is None else times.reshape(batch, 1)
+        self._examples.update_state(float(batch) if times is None else times.sum())
         for spec, metric in self._metrics.values():
             weight = column if spec.example_weighted else None
             if times is not None:
@@ -184,7 +217,9 @@ class Accumulator:
                 )
 
     def state(self) -> State:
-        return {name: metric.state() for name, (_, metric) in self._metrics.items()}
+        state = {name: metric.state() for name, (_, metric) in self._metrics.items()}
+        state[EXAMPLES_STATE] = self._examples.state()
+        return state
 
 
 def _one_column(predictions: np.ndarray, spec: MetricSpec) -> np.ndarray:
@@ -236,7 +271,10 @@ def metric_values(specs: tuple[MetricSpec, ...], state: State) -> dict[MetricSpe
     values = {}
     for spec in specs:
         if spec.class_name == 'AUC':
-            values[spec] = metric_states.Histogram.auc(state[spec.key])
+            # Undefined with one class (TFMA says 0, which fails any gate): NaN, `UNDEFINED`.
+            histogram = state[spec.key]
+            one_class = metric_states.Histogram.one_class(histogram)
+            values[spec] = UNDEFINED if one_class else metric_states.Histogram.auc(histogram)
             continue
         if spec.class_name == 'MultiClassConfusionMatrixPlot':
             values[spec] = metric_states.ClassMatrix.plot(state[spec.key])

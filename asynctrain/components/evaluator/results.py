@@ -5,8 +5,8 @@ A `ModelEvaluation` directory holds `eval_config.json` (the `EvalRun`), `metrics
 `MetricsForSlice` per slice and cross slice), `plots-*` and `attributions-*` (empty per slice, as
 TFMA writes them when no plot or attribution is configured) and `validations.tfrecord` (one
 `ValidationResult`). The metric keys, the cross-slice and candidate-minus-baseline diffs and the
-threshold checks are TFMA's: `tfma.metrics.MetricKey`, TFMA's own
-`metrics_validator.validate_metrics` per slice and its writer's `CombineValidations`.
+threshold checks are TFMA's: `tfma.metrics.MetricKey`, and the checks of `checks` (TFMA's own
+`metrics_validator.validate_metrics` per slice and its writer's `CombineValidations`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_model_analysis as tfma
 from google.protobuf import json_format
@@ -21,13 +22,13 @@ from tensorflow_model_analysis import version as tfma_version
 from tensorflow_model_analysis.evaluators import (
     confidence_intervals_util,
     jackknife,
-    metrics_validator,
     poisson_bootstrap,
 )
 from tensorflow_model_analysis.evaluators import (
     metrics_plots_and_validations_evaluator as tfma_evaluator,
 )
 from tensorflow_model_analysis.metrics import metric_specs as tfma_metric_specs
+from tensorflow_model_analysis.post_export_metrics import metric_keys as tfma_metric_keys
 from tensorflow_model_analysis.proto import config_pb2, metrics_for_slice_pb2, validation_result_pb2
 from tensorflow_model_analysis.slicer import slicer_lib
 from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
@@ -43,6 +44,12 @@ VALIDATIONS_FILE = 'validations.tfrecord'
 OVERALL_SLICE = ()
 # A slice key as TFMA writes it (`slicing.SliceKey`).
 SliceKey = tuple
+# TFMA's key and words for a slice it leaves out for its size (`slicer_lib.FilterOutSlices`).
+ERROR_METRIC = tfma_metric_keys.ERROR_METRIC
+SMALL_SLICE_MESSAGE = (
+    'Example count for this slice key is lower than the minimum required value: %d. '
+    'No data is aggregated for this slice.'
+)
 
 
 def keyed_values(
@@ -157,10 +164,42 @@ def evaluate(
     With bootstrap samples, TFMA's Poisson bootstrap: the point value is the unsampled state's
     (`scoring.FULL_SAMPLE`), the samples each sample's state's, combined by TFMA's own
     `_BootstrapSampleCombineFn` (mean, standard deviation with ddof 1, n - 1 degrees of freedom).
-    Either way, the metrics TFMA skips keep a plain value."""
+    Either way, the metrics TFMA skips keep a plain value. A slice of fewer examples than
+    `options.min_slice_size` keeps TFMA's note alone (`_without_small_slices`)."""
     by_slice: dict[SliceKey, dict[int, Mapping[str, metrics.State]]] = {}
     for (slice_key, partition), by_model in states.items():
         by_slice.setdefault(slice_key, {})[partition] = by_model
+    full = poisson_bootstrap._FULL_SAMPLE_ID if num_bootstrap_samples else None  # pylint: disable=protected-access
+    whole = _sample(by_slice, full) if full is not None else _merged(by_slice, exclude=None)
+    return _without_small_slices(
+        _evaluate(specs, by_slice, eval_config, num_partitions, num_bootstrap_samples),
+        whole,
+        eval_config.options.min_slice_size.value,
+    )
+
+
+def _without_small_slices(
+    values: dict[tuple, dict], whole: Mapping[SliceKey, Mapping[str, metrics.State]], size: int
+) -> dict[tuple, dict]:
+    """`values`, each slice but the overall one with fewer than `size` examples (unweighted, as
+    TFMA counts them) replaced by TFMA's note: no metric, no plot, as TFMA writes it."""
+    if size <= 1:
+        return values
+    out = dict(values)
+    for slice_key, by_model in whole.items():
+        count = max((metrics.example_count(state) for state in by_model.values()), default=0.0)
+        if slice_key != OVERALL_SLICE and count < size:
+            out[slice_key] = {ERROR_METRIC: SMALL_SLICE_MESSAGE % size}
+    return out
+
+
+def _evaluate(
+    specs: tuple[metrics.MetricSpec, ...],
+    by_slice: dict[SliceKey, dict[int, Mapping[str, metrics.State]]],
+    eval_config: config_pb2.EvalConfig,
+    num_partitions: int,
+    num_bootstrap_samples: int,
+) -> dict[tuple, dict]:
     skip = tfma_metric_specs.metric_keys_to_skip_for_confidence_intervals(
         eval_config.metrics_specs, eval_config=eval_config
     )
@@ -231,66 +270,6 @@ def _merged(by_slice, exclude: int | None) -> dict[SliceKey, dict[str, metrics.S
     return out
 
 
-def validate(
-    values: Mapping[tuple, Mapping[tfma.metrics.MetricKey, float]],
-    eval_config: config_pb2.EvalConfig,
-) -> validation_result_pb2.ValidationResult:
-    """TFMA's threshold checks of every slice and cross slice, combined as TFMA's writer combines
-    them (`CombineValidations`: a failing slice fails the whole; a gated slice spec that matched
-    no slice is listed in `missing_slices` and fails too).
-
-    Note, from TFMA's code (`metrics_validator.validate_metrics`): a metric's `threshold` without
-    slicing specs is checked on every single slice, not only the overall one; and a value with a
-    confidence interval is checked by its point value (`float(ValueWithTDistribution)` is the
-    unsampled value), never by its bounds."""
-    combine = tfma_writer.CombineValidations(eval_config)
-    accumulator = combine.create_accumulator()
-    for slice_key, slice_values in values.items():
-        slice_values = _metrics_only(slice_values)
-        accumulator = combine.add_input(
-            accumulator,
-            metrics_validator.validate_metrics((slice_key, dict(slice_values)), eval_config),
-        )
-    return combine.extract_output(accumulator)
-
-
-def failures(validation: validation_result_pb2.ValidationResult) -> list[str]:
-    """One line per failed check: the slice, the metric, its value and the threshold; and the
-    gated slices no example fell into."""
-    lines = []
-    for per_slice in validation.metric_validations_per_slice:
-        if per_slice.HasField('cross_slice_key'):
-            key = slicer_lib.deserialize_cross_slice_key(per_slice.cross_slice_key)
-            where = f'{slicer_lib.stringify_slice_key(key[0])} vs {slicer_lib.stringify_slice_key(key[1])}'
-        else:
-            where = slicer_lib.stringify_slice_key(
-                slicer_lib.deserialize_slice_key(per_slice.slice_key)
-            )
-        for failure in per_slice.failures:
-            key = tfma.metrics.MetricKey.from_proto(failure.metric_key)
-            name = key.name + (f' ({key.model_name})' if key.model_name else '')
-            name += ' change against the baseline' if key.is_diff else ''
-            threshold = failure.metric_threshold
-            bound = json_format.MessageToDict(
-                threshold.value_threshold
-                if threshold.HasField('value_threshold')
-                else threshold.change_threshold
-            )
-            value = (
-                f'{failure.metric_value.double_value.value:.6g}'
-                if failure.HasField('metric_value')
-                else failure.message.strip()
-            )
-            lines.append(f'slice {where}: {name} {value}, threshold {bound}')
-    for spec in validation.missing_slices:
-        lines.append(
-            f'slice spec {json_format.MessageToDict(spec)}: no example in it (missing slice)'
-        )
-    for spec in validation.missing_cross_slices:
-        lines.append(f'cross slice spec {json_format.MessageToDict(spec)}: missing')
-    return lines
-
-
 def write_evaluation(
     output_dir: str,
     eval_config: config_pb2.EvalConfig,
@@ -312,10 +291,14 @@ def write_evaluation(
         f.write(json_format.MessageToJson(eval_run))
     # One record per slice and cross slice in each file, as TFMA's writer writes them (empty
     # plots and attributions when none is configured).
+    by_name = {spec.name: spec for spec in metrics.metric_specs(eval_config)}
     records = {
         METRICS_FILE: [
-            tfma_writer.convert_slice_metrics_to_proto(
-                (key, _metrics_only(v)), add_metrics_callbacks=None
+            _clipped(
+                tfma_writer.convert_slice_metrics_to_proto(
+                    (key, metrics_only(v)), add_metrics_callbacks=None
+                ),
+                by_name,
             )
             for key, v in values.items()
         ],
@@ -337,7 +320,26 @@ def write_evaluation(
                 writer.write(record.SerializeToString())
 
 
-def _metrics_only(values: Mapping) -> dict:
+def _clipped(
+    record: metrics_for_slice_pb2.MetricsForSlice, by_name: Mapping[str, metrics.MetricSpec]
+):
+    """`record` with each confidence interval clipped to its metric's range (`metrics.value_range`:
+    [0, 1] for AUC and accuracies, at least 0 for errors and counts; the range of a difference
+    for a diff against the baseline or a cross slice). TFMA's t-interval, point value plus or minus
+    t times the standard error, is symmetric and runs past the range on a small or lopsided
+    slice; only the bounds move, the value and standard error stay TFMA's."""
+    cross = record.HasField('cross_slice_key')
+    for item in record.metric_keys_and_values:
+        spec = by_name.get(item.key.name)
+        if spec is None or not item.HasField('confidence_interval'):
+            continue
+        low, high = metrics.value_range(spec, difference=cross or item.key.is_diff)
+        for bound in (item.confidence_interval.lower_bound, item.confidence_interval.upper_bound):
+            bound.double_value.value = float(np.clip(bound.double_value.value, low, high))
+    return record
+
+
+def metrics_only(values: Mapping) -> dict:
     """The values of `MetricKey`s, without the plots (TFMA's `_filter_by_key_type`)."""
     return {k: v for k, v in values.items() if not isinstance(k, tfma.metrics.PlotKey)}
 

@@ -6,7 +6,7 @@ Each model is a serving SavedModel as the Trainer exports it: its preprocessing 
 same batch of serialized raw examples, as TFMA calls them. Batches are large (thousands of
 examples per signature call) and a worker keeps one state per slice key and model for its whole
 bundle, so what crosses stages is a few states, not per-example predictions. The rows of each
-slice come from `slicing` (TFMA's slice keys over the transformed and raw features).
+slice come from `slicing` (TFMA's slice keys, over the raw features).
 
 Confidence intervals resample each (slice, example) as TFMA does, without scoring anything twice:
 the jackknife puts it in one of 20 random partitions (a state per partition), the Poisson bootstrap
@@ -151,15 +151,16 @@ class _ScoreBatches(beam.DoFn):
                 serve.outputs(examples), model.prediction_key, 'prediction_key'
             )
             scored.append([model, labels, predictions, None])
+        # Slices read the raw features always; a weight only when no model outputs it.
         unresolved = [n for n in self._raw_names if not any(n in t for t in transformed)]
-        raw = self._raw_features.parse(batch) if unresolved else {}
+        raw = self._raw_features.parse(batch) if self._slice_features or unresolved else {}
         for item, features in zip(scored, transformed):
             if item[0].example_weight_key:
                 item[3] = _weights(item[0], features, raw, size)
         # Without slice features every spec is the overall slice: all rows, no indexing.
         rows_by_slice = {(): None}
         if self._slice_features:
-            columns = slicing.columns_for_slicing(self._slice_features, transformed, raw, size)
+            columns = slicing.columns_for_slicing(self._slice_features, raw)
             rows_by_slice = slicing.rows_by_slice(self._slice_specs, columns, size)
         random = (
             bootstrap_random(batch, self._seed) if self._num_bootstrap_samples else self._random

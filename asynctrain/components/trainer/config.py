@@ -13,6 +13,7 @@ import re
 
 from asynctrain.components.shared import yaml_config
 from asynctrain.components.shared.tasks import REGRESSION_LOSSES, TASK_TYPES
+from asynctrain.components.trainer.stale_gradients_config import StaleGradientsConfig
 
 OPTIMIZERS = ('adagrad', 'adam', 'sgd')
 CACHE_MODES = ('none', 'memory', 'file')
@@ -373,6 +374,7 @@ class TrainerConfig:
       warm_start: Initialize from the base model when the component is given one (and no
         checkpoint is restored).
       profile: A profiler trace of the workers over a few steps; off by default.
+      stale_gradients: Top-K sparsification and delay compensation; both off by default.
     """
 
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
@@ -384,6 +386,7 @@ class TrainerConfig:
     model_module: str = ''
     warm_start: bool = True
     profile: ProfileConfig = dataclasses.field(default_factory=ProfileConfig)
+    stale_gradients: StaleGradientsConfig = dataclasses.field(default_factory=StaleGradientsConfig)
 
     def __post_init__(self):
         for name, cls in (
@@ -394,6 +397,7 @@ class TrainerConfig:
             ('kubernetes', KubernetesConfig),
             ('task', TaskConfig),
             ('profile', ProfileConfig),
+            ('stale_gradients', StaleGradientsConfig),
         ):
             if not isinstance(getattr(self, name), cls):
                 _fail(name, f'expected a {cls.__name__}, got {type(getattr(self, name)).__name__}')
@@ -402,6 +406,12 @@ class TrainerConfig:
                 'kubernetes.image',
                 'required when distribution.cluster is tfjob: the container '
                 'image the TFJob replicas run (the project image)',
+            )
+        if self.stale_gradients.top_k_fraction and self.training.optimizer != 'sgd':
+            # The k entries are applied as plain SGD (see training.gradient_remedies).
+            _fail(
+                'stale_gradients.top_k_fraction',
+                f"needs training.optimizer in ['sgd'], got {self.training.optimizer!r}",
             )
 
 

@@ -25,25 +25,14 @@ from typing import Any
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from asynctrain.components.shared import yaml_config
-
-# The one schema reader lives with ExampleGen; `feature_config.load_schema` is the same function.
 from asynctrain.components.shared.feature_types import load_schema
 from asynctrain.components.shared.tasks import REGRESSION_LOSSES, TASK_TYPES
 from asynctrain.components.transform import datetime_spec
-from asynctrain.components.transform.datetime_spec import (  # noqa: F401
-    DATE_FORMATS,
+from asynctrain.components.transform.datetime_spec import (
     DATE_PARTS,
     DATETIME_MISSING,
-    DATETIME_PART_IDS,
-    DATETIME_PARTS,
-    EPOCH_UNITS,
-    STRPTIME_DIRECTIVES,
     TIME_PARTS,
-    strptime_pattern,
 )
-
-# The one error type of every configuration file; the old name stays for callers that catch it.
-FeatureConfigError = yaml_config.ConfigError
 
 ZSCORE = 'zscore'
 VOCABULARY = 'vocabulary'

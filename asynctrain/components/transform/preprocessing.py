@@ -27,7 +27,7 @@ from tensorflow_transform import analyzers as tft_analyzers
 from tensorflow_transform import schema_inference
 
 from asynctrain.components.shared.tasks import LABEL_VOCABULARY
-from asynctrain.components.transform import calendar_parts
+from asynctrain.components.transform import calendar_parts, datetime_spec, vocabularies
 from asynctrain.components.transform import feature_config as fc
 
 # Keys of the Transform component's custom_config: the whole feature configuration (generated
@@ -35,8 +35,14 @@ from asynctrain.components.transform import feature_config as fc
 FEATURE_CONFIG_KEY = 'feature_config'
 LABEL_KEY = 'label'
 Tensor = Any  # tf.Tensor or tf.SparseTensor
-# `tft.experimental.approximate_vocabulary` refuses a larger top_k.
+# `tft.experimental.approximate_vocabulary` refuses a larger top_k; such vocabularies are
+# counted by `tft.vocabulary` in Beam stages of its own, which scale past what one analyzer
+# holding every count in memory should.
 APPROXIMATE_VOCABULARY_MAX_TOP_K = tft_analyzers.LARGE_VOCAB_TOP_K
+# From this many `vocabulary` features on, one analyzer counts them all (`vocabularies`): each
+# vocabulary analyzer of TFT's own adds about five Beam stages (85 of them: 447 bundles), but is
+# in the analyzer cache, which the shared one is not. The taxi config's six keep TFT's own.
+SHARED_VOCABULARIES_FROM = 16
 
 
 def _present_values(x: Tensor) -> tf.Tensor:
@@ -91,10 +97,37 @@ def _as_strings(x: Tensor) -> Tensor:
     return tf.strings.as_string(x)
 
 
-def _vocabulary(x: Tensor, spec: fc.FeatureSpec) -> tf.Tensor:
+def _counted_together(spec: fc.FeatureSpec) -> bool:
+    """Whether a `vocabulary` feature's vocabulary comes from the one shared analyzer
+    (`vocabularies.vocabulary_files`) rather than a `tft.vocabulary` of its own."""
+    return not spec.frequency_threshold and spec.top_k <= APPROXIMATE_VOCABULARY_MAX_TOP_K
+
+
+def _shared_vocabularies(inputs: Mapping[str, Tensor], config: fc.FeatureConfig) -> dict:
+    """The vocabulary file of every `vocabulary` feature counted together, by feature name; none
+    below `SHARED_VOCABULARIES_FROM` such features.
+
+    One analyzer for all of them: TFT gives each vocabulary analyzer its own ordering and writing
+    stages, and 85 vocabulary columns of 5,822 rows took 75 s to analyze that way. Its counts are
+    not in TFT's analyzer cache, so a config with few vocabularies keeps TFT's own analyzers.
+    """
+    specs = [s for s in config.features if s.transform == fc.VOCABULARY and _counted_together(s)]
+    if len(specs) < SHARED_VOCABULARIES_FROM:
+        return {}
+    files = vocabularies.vocabulary_files(
+        [_present_values(_as_strings(inputs[s.name])) for s in specs],
+        [s.name for s in specs],
+        [s.top_k for s in specs],
+    )
+    return {s.name: f for s, f in zip(specs, files, strict=True)}
+
+
+def _vocabulary(x: Tensor, spec: fc.FeatureSpec, vocab: tf.Tensor | None = None) -> tf.Tensor:
+    """Ids from `vocab`, the feature's vocabulary file when counted together with others', or
+    from an analyzer of its own: the files are `tft.vocabulary`'s either way."""
     strings = _as_strings(x)
     values = _present_values(strings)
-    if spec.frequency_threshold or spec.top_k > APPROXIMATE_VOCABULARY_MAX_TOP_K:
+    if vocab is None and not _counted_together(spec):
         # The combiner below takes no threshold and refuses a top_k this large; `tft.vocabulary`
         # counts in Beam stages of its own, exactly, which is what a table of this size needs.
         vocab = tft.vocabulary(
@@ -103,7 +136,7 @@ def _vocabulary(x: Tensor, spec: fc.FeatureSpec) -> tf.Tensor:
             frequency_threshold=spec.frequency_threshold or None,
             vocab_filename=spec.name,
         )
-    else:
+    elif vocab is None:
         # TFT's combiner-based vocabulary: counted inside TF and packed with the other analyzers'
         # combiners into one Beam stage, where `tft.vocabulary` counts tokens as Python elements
         # in a dozen stages of its own (Transform on 300 taxi rows: 67 s -> 55 s). Its counts are
@@ -166,7 +199,7 @@ def _standardized(values: tf.Tensor, valid: tf.Tensor) -> tf.Tensor:
 
 
 def _datetime(x: Tensor, spec: fc.FeatureSpec) -> dict[str, tf.Tensor]:
-    """One transformed feature per calendar part (see `fc.DATETIME_PARTS`) and `_missing`.
+    """One transformed feature per calendar part (see `datetime_spec.DATETIME_PARTS`) and `_missing`.
 
     The year and the numeric day of year are standardized over the train split; the cyclical
     day of year is its angle's sine and cosine (31 December next to 1 January); month, day of
@@ -192,14 +225,16 @@ def _datetime(x: Tensor, spec: fc.FeatureSpec) -> dict[str, tf.Tensor]:
             outputs[f'{spec.name}_day_of_year_sin'] = tf.where(valid, tf.sin(angle), 0.0)
             outputs[f'{spec.name}_day_of_year_cos'] = tf.where(valid, tf.cos(angle), 0.0)
         else:
-            ids = fc.DATETIME_PART_IDS[part]
+            ids = datetime_spec.DATETIME_PART_IDS[part]
             value = getattr(civil, part)
             # Months and days of the month count from 1; every id counts from 0.
             if part in ('month', 'day'):
                 value = value - 1
             value = tf.where(valid, value, tf.constant(ids, tf.int64))
             outputs[f'{spec.name}_{part}'] = _with_domain(value, ids + 1)
-    outputs[f'{spec.name}_{fc.DATETIME_MISSING}'] = _with_domain(tf.cast(~valid, tf.int64), 2)
+    outputs[f'{spec.name}_{datetime_spec.DATETIME_MISSING}'] = _with_domain(
+        tf.cast(~valid, tf.int64), 2
+    )
     return outputs
 
 
@@ -267,8 +302,12 @@ def build_preprocessing_fn(config: fc.FeatureConfig) -> Callable[[dict], dict]:
 
     def preprocessing_fn(inputs: dict) -> dict:
         outputs = {}
+        shared = _shared_vocabularies(inputs, config)
         for spec in config.features:
-            outputs.update(_TRANSFORMS[spec.transform](inputs[spec.name], spec))
+            if spec.name in shared:
+                outputs[spec.name] = _vocabulary(inputs[spec.name], spec, shared[spec.name])
+            else:
+                outputs.update(_TRANSFORMS[spec.transform](inputs[spec.name], spec))
         outputs[config.label.key] = transform_label(inputs, config.label)
         return outputs
 

@@ -71,6 +71,10 @@ BENCHMARKS = {
         'Input pipelines vs the in-memory upper bound.',
     ),
     'ps': ('asynctrain.benchmarks.parameter_server', 'ParameterServerStrategy scaling.'),
+    'async': (
+        'asynctrain.benchmarks.async_training',
+        'Asynchronous parameter servers on emulated unequal hosts, scenario by scenario.',
+    ),
     'pipeline': ('asynctrain.benchmarks.pipeline', 'Whole pipeline: ours vs stock components.'),
     'preprocess': (
         'asynctrain.benchmarks.preprocess',

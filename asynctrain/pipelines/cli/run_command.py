@@ -149,13 +149,12 @@ def run(args: argparse.Namespace) -> int:
 def _run(config, log_path: str, verbose: bool) -> tuple[int, str, object]:
     """(exit code, message for the console, summary or None)."""
     from asynctrain.components.shared import console
-    from asynctrain.components.transform.feature_config import FeatureConfigError
     from asynctrain.pipelines.local_runner import PipelineRunError, run_local
     from asynctrain.pipelines.work_dir_lock import WorkDirBusyError
 
     try:
         return 0, '', run_local(config, log_path=log_path, verbose=verbose)
-    except (ConfigError, FeatureConfigError) as e:
+    except ConfigError as e:
         return 2, f'asynctrain run: invalid configuration: {e}', None
     except WorkDirBusyError as e:
         return 3, f'asynctrain run: {e}', None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime
 import re
 
-from asynctrain.components.transform import feature_config as fc
+from asynctrain.components.transform import datetime_spec
 
 # A text column is read as dates when at least this share of its cells parse as one of the
 # formats the `datetime` transform reads without a `strptime` (the rest become missing).
@@ -20,7 +20,7 @@ MIN_EPOCH_SECONDS, MAX_EPOCH_SECONDS = 315_532_800, 4_102_444_800
 
 def parse_date(text: str) -> datetime.datetime | None:
     """`text` as the `datetime` transform reads it without a `strptime`, or None."""
-    for pattern, fields in fc.DATE_FORMATS:
+    for pattern, fields in datetime_spec.DATE_FORMATS:
         match = re.fullmatch(pattern, text.strip())
         if match:
             values = dict(zip(fields, match.groups()))

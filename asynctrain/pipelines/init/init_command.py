@@ -133,7 +133,7 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
     spec_files.write_schema(paths[spec_files.SCHEMA_FILE], schema, sample)
     drift = drift_draft.plan_drift(sample, schema, task.column)
     spec_files.write_features(paths[spec_files.FEATURES_FILE], task, columns)
-    slices = slice_draft.plan_slices(sample, columns, threshold)
+    slices = slice_draft.plan_slices(sample, columns, threshold, task)
     name = spec_files.pipeline_name(files, args.data, task.column)
     spec_files.write_config(
         paths[spec_files.CONFIG_FILE],

@@ -22,7 +22,7 @@ from tensorflow_model_analysis.proto import config_pb2
 from tensorflow_model_analysis.slicer import slicer_lib
 from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
 
-from asynctrain.components.evaluator import metric_states, metrics, results, scoring
+from asynctrain.components.evaluator import checks, metric_states, metrics, results, scoring
 
 SAMPLES = 20
 ROWS, BATCH = 900, 300
@@ -159,7 +159,7 @@ def test_intervals_are_tfmas_t_distribution_of_the_samples(tmp_path):
 
     values = results.evaluate(specs, states, eval_config, 0, SAMPLES)
     results.write_evaluation(
-        str(tmp_path), eval_config, values, results.validate(values, eval_config), {'': 'm'}, 'd'
+        str(tmp_path), eval_config, values, checks.validate(values, eval_config), {'': 'm'}, 'd'
     )
 
     written = {

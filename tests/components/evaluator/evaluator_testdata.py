@@ -24,13 +24,25 @@ class ScoreModel(tf.Module):
     """serving_default and transform_features, as the export writes them, for one task.
 
     `slope` changes the predictions (two models that disagree make a candidate and a baseline).
+    With `payment_vocabulary`, `transform_features` also outputs `payment_type` under its raw
+    name, as the taxi transform does: the id of the raw value in that vocabulary, every other
+    value the one out-of-vocabulary id after it.
     """
 
-    def __init__(self, task: str, slope: float = 4.0):
+    def __init__(self, task: str, slope: float = 4.0, payment_vocabulary: tuple[str, ...] = ()):
         super().__init__()
         self._task = task
         self._slope = slope
         self._classes = tf.constant(CLASSES)
+        self._payment_vocabulary = list(payment_vocabulary)
+
+    def _payment_ids(self, examples):
+        raw = tf.io.parse_example(examples, {'payment_type': tf.io.VarLenFeature(tf.string)})
+        text = tf.reshape(tf.sparse.to_dense(raw['payment_type'], default_value=''), [-1])
+        matches = tf.equal(text[:, None], tf.constant(self._payment_vocabulary)[None, :])
+        known = tf.reduce_any(matches, axis=1)
+        oov = tf.cast(len(self._payment_vocabulary), tf.int64)
+        return tf.where(known, tf.argmax(tf.cast(matches, tf.int64), axis=1), oov)
 
     def _transform(self, examples):
         raw = tf.io.parse_example(examples, RAW_SPEC)
@@ -44,7 +56,10 @@ class ScoreModel(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name='examples')])
     def transform_features(self, examples):
-        return self._transform(examples)[0]
+        features = self._transform(examples)[0]
+        if self._payment_vocabulary:
+            features['payment_type'] = self._payment_ids(examples)
+        return features
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name='examples')])
     def serve(self, examples):
@@ -63,8 +78,10 @@ class ScoreModel(tf.Module):
         }
 
 
-def save_model(task: str, model_dir: str, slope: float = 4.0) -> str:
-    model = ScoreModel(task, slope)
+def save_model(
+    task: str, model_dir: str, slope: float = 4.0, payment_vocabulary: tuple[str, ...] = ()
+) -> str:
+    model = ScoreModel(task, slope, payment_vocabulary)
     tf.saved_model.save(
         model,
         model_dir,

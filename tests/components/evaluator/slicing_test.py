@@ -92,9 +92,10 @@ def test_slices_of_a_batch_are_tfmas():
     assert not any(key and key[0][0] == 'absent' for key in ours)
 
 
-def test_transformed_features_hide_raw_ones_and_cross_specs_add_theirs():
-    # The preprocessing signature outputs `hour` (bucketized): TFMA slices on that, not the raw
-    # hour; the cross spec's comparison spec (`company`) is sliced too.
+def test_slices_are_raw_values_where_tfma_takes_the_transformed_ones_and_cross_specs_add_theirs():
+    # The preprocessing signature outputs `hour` (bucketized): TFMA would slice on that; ours
+    # slices the raw hour, what the configuration names. The cross spec's comparison spec
+    # (`company`) is sliced too.
     eval_config = config_pb2.EvalConfig(
         slicing_specs=[config_pb2.SlicingSpec(feature_keys=['hour'])],
         cross_slicing_specs=[
@@ -110,14 +111,26 @@ def test_transformed_features_hide_raw_ones_and_cross_specs_add_theirs():
         slicer_lib.SingleSliceSpec(),
         slicer_lib.SingleSliceSpec(columns=['company']),
     ]
-    transformed = {'hour': np.array([[1], [1], [2], [0], [2]], dtype=np.int64)}
     raw = slicing.RawFeatureParser(slicing.feature_names(specs)).parse(_serialized())
-    columns = slicing.columns_for_slicing(slicing.feature_names(specs), [transformed], raw, 5)
-    ours = _ours(specs, columns)
-    per_row = [{'hour': transformed['hour'][i]} for i in range(5)]
-    assert ours == _tfma_rows(specs, _raw_features_per_row(), per_row)
-    assert ours[(('hour', 2),)] == [2, 4]
+    ours = _ours(specs, slicing.columns_for_slicing(slicing.feature_names(specs), raw))
+    assert ours == _tfma_rows(specs, _raw_features_per_row())
+    transformed = [{'hour': np.array([h], dtype=np.int64)} for h in (1, 1, 2, 0, 2)]
+    tfma_on_transformed = _tfma_rows(specs, _raw_features_per_row(), transformed)
+    assert tfma_on_transformed[(('hour', 2),)] == [2, 4]
+    assert (('hour', 2),) not in ours
+    assert ours[(('hour', 3),)] == [0, 1] and ours[(('hour', 7),)] == [2, 4]
     assert ours[(('company', 'B'),)] == [0, 2]
+
+
+def test_min_slice_size_is_accepted_and_refused_only_with_cross_slices():
+    config = config_pb2.EvalConfig(
+        slicing_specs=[config_pb2.SlicingSpec(feature_keys=['hour'])],
+        options=config_pb2.Options(min_slice_size={'value': 5}),
+    )
+    assert slicing.slice_specs(config) == [slicer_lib.SingleSliceSpec(columns=['hour'])]
+    config.cross_slicing_specs.add(baseline_spec=config_pb2.SlicingSpec())
+    with pytest.raises(ValueError, match=r'options.min_slice_size: not supported with cross'):
+        slicing.slice_specs(config)
 
 
 def test_a_feature_that_changes_type_is_refused_by_name():

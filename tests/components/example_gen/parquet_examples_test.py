@@ -16,6 +16,7 @@ from tfx.utils import proto_utils
 from tfx_bsl.coders import example_coder
 
 from asynctrain.components.example_gen import component, decoded_columns, executor, spec
+from asynctrain.components.shared import feature_types
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.testing import transform_runs as runs
 
@@ -92,7 +93,7 @@ def taxi(tmp_path_factory):
 
 def test_taxi_parquet_rows_equal_the_decoded_examples(taxi):
     _, (examples, parquet_examples) = taxi
-    _assert_same_rows(examples, parquet_examples, fc.load_schema(str(runs.TAXI_SCHEMA)))
+    _assert_same_rows(examples, parquet_examples, feature_types.load_schema(str(runs.TAXI_SCHEMA)))
 
 
 def test_missing_cells_and_an_untyped_column_equal_the_decoded_examples(tmp_path):

@@ -17,6 +17,22 @@ def test_defaults_are_valid_and_round_trip():
     assert config_lib.from_dict(config_lib.to_dict(config)) == config
 
 
+def test_stale_gradient_remedies_are_off_by_default_and_switch_on_from_yaml():
+    assert not config_lib.TrainerConfig().stale_gradients.enabled
+    config = config_lib.from_dict(
+        {
+            'training': {'optimizer': 'sgd'},
+            'stale_gradients': {'top_k_fraction': 0.01, 'delay_compensation': 'adaptive'},
+        }
+    )
+    settings = config.stale_gradients
+    assert settings.enabled
+    assert (settings.top_k_fraction, settings.delay_compensation) == (0.01, 'adaptive')
+    assert config_lib.from_dict(
+        {'stale_gradients': {'delay_compensation': 'constant'}}
+    ).stale_gradients.enabled
+
+
 def test_from_dict_fills_defaults_and_turns_lists_into_tuples():
     config = config_lib.from_dict(
         {
@@ -86,6 +102,29 @@ def test_from_dict_fills_defaults_and_turns_lists_into_tuples():
             {'training': {'optimizer': 'adam', 'staleness_aware_learning_rate': True}},
             'trainer.training.staleness_aware_learning_rate: needs training.optimizer in '
             "['adagrad', 'sgd'], got 'adam'",
+        ),
+        (
+            {'stale_gradients': {'top_k_fraction': 1.0}, 'training': {'optimizer': 'sgd'}},
+            'trainer.stale_gradients.top_k_fraction: got 1.0; allowed: 0 (off) or a fraction '
+            'in (0, 1)',
+        ),
+        (
+            {'stale_gradients': {'top_k_fraction': 0.01}},
+            "trainer.stale_gradients.top_k_fraction: needs training.optimizer in ['sgd'], "
+            "got 'adagrad'",
+        ),
+        (
+            {'stale_gradients': {'delay_compensation': 'dc-asgd'}},
+            "trainer.stale_gradients.delay_compensation: got 'dc-asgd'; allowed: "
+            "['off', 'constant', 'adaptive']",
+        ),
+        (
+            {'stale_gradients': {'delay_compensation_lambda': 0}},
+            'trainer.stale_gradients.delay_compensation_lambda: got 0; allowed: values > 0',
+        ),
+        (
+            {'stale_gradients': {'delay_compensation_momentum': 1.0}},
+            'trainer.stale_gradients.delay_compensation_momentum: got 1.0; allowed: [0, 1)',
         ),
         ({'training': {'trian_steps': 5}}, 'trainer.training.trian_steps: unknown field; allowed:'),
         ({'optimiser': 'sgd'}, 'trainer.optimiser: unknown field'),

@@ -169,10 +169,11 @@ def make_transformed_data(
 ) -> TransformedData:
     from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
+    from asynctrain.components.shared import feature_types
     from asynctrain.components.transform import feature_config, preprocessing
 
     config = feature_config.load_feature_config(str(FEATURES_YAML), str(SCHEMA_PBTXT))
-    schema = feature_config.load_schema(str(SCHEMA_PBTXT))
+    schema = feature_types.load_schema(str(SCHEMA_PBTXT))
     raw_spec = schema_utils.schema_as_feature_spec(schema).feature_spec
     rows = read_taxi_rows(num_train + num_eval)
     examples, transform_graph = write_transformed_data(
@@ -227,9 +228,9 @@ TRAIN_STEPS = 300
 def raw_feature_spec() -> dict:
     from tensorflow_transform.tf_metadata import schema_utils
 
-    from asynctrain.components.transform import feature_config
+    from asynctrain.components.shared import feature_types
 
-    schema = feature_config.load_schema(str(SCHEMA_PBTXT))
+    schema = feature_types.load_schema(str(SCHEMA_PBTXT))
     return schema_utils.schema_as_feature_spec(schema).feature_spec
 
 

@@ -3,6 +3,8 @@
 import pytest
 from tensorflow_metadata.proto.v0 import schema_pb2
 
+from asynctrain.components.shared.yaml_config import ConfigError
+from asynctrain.components.transform import datetime_spec
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.pipelines.config import BUNDLED_SCHEMAS
 
@@ -78,7 +80,7 @@ def test_taxi_config_covers_every_transform_and_sizes_categoricals():
     ],
 )
 def test_bad_features_fail_naming_the_feature_and_field(feature, message):
-    with pytest.raises(fc.FeatureConfigError) as error:
+    with pytest.raises(ConfigError) as error:
         fc.parse_feature_config({'label': LABEL, 'features': [feature]}, SCHEMA, 'f.yaml')
     assert message in str(error.value)
     assert str(error.value).startswith('f.yaml: ')
@@ -86,20 +88,20 @@ def test_bad_features_fail_naming_the_feature_and_field(feature, message):
 
 def test_bad_label_and_duplicates_are_rejected():
     feature = [{'name': 'fare', 'transform': 'zscore'}]
-    with pytest.raises(fc.FeatureConfigError, match="label.rule: unsupported rule 'sum'"):
+    with pytest.raises(ConfigError, match="label.rule: unsupported rule 'sum'"):
         fc.parse_feature_config({'label': dict(LABEL, rule='sum'), 'features': feature}, SCHEMA)
-    with pytest.raises(fc.FeatureConfigError, match="label.value: 'city' is not a numeric"):
+    with pytest.raises(ConfigError, match="label.value: 'city' is not a numeric"):
         fc.parse_feature_config({'label': dict(LABEL, value='city'), 'features': feature}, SCHEMA)
-    with pytest.raises(fc.FeatureConfigError, match=r"listed more than once: \['fare'\]"):
+    with pytest.raises(ConfigError, match=r"listed more than once: \['fare'\]"):
         fc.parse_feature_config({'label': LABEL, 'features': feature * 2}, SCHEMA)
 
 
 def test_missing_or_malformed_files_name_the_file(tmp_path):
-    with pytest.raises(fc.FeatureConfigError, match='nope.yaml: cannot read'):
+    with pytest.raises(ConfigError, match='nope.yaml: cannot read'):
         fc.load_feature_config(str(tmp_path / 'nope.yaml'), str(TAXI / 'schema.pbtxt'))
     bad = tmp_path / 'bad.yaml'
     bad.write_text('label: [\n')
-    with pytest.raises(fc.FeatureConfigError, match='bad.yaml: not valid YAML'):
+    with pytest.raises(ConfigError, match='bad.yaml: not valid YAML'):
         fc.load_feature_config(str(bad), str(TAXI / 'schema.pbtxt'))
 
 
@@ -185,7 +187,7 @@ def test_each_label_form_gives_its_key_and_task(label, key, task, loss):
     ],
 )
 def test_bad_column_labels_fail_naming_the_file_and_field(label, message):
-    with pytest.raises(fc.FeatureConfigError) as error:
+    with pytest.raises(ConfigError) as error:
         fc.parse_feature_config({'label': label, 'features': CULMEN}, LABEL_SCHEMA, 'f.yaml')
     assert message in str(error.value)
 
@@ -197,14 +199,14 @@ def test_with_a_preprocessing_module_label_and_features_are_optional(tmp_path):
         str(tmp_path / 'features.yaml'), str(TAXI / 'schema.pbtxt'), with_module=True
     )
     assert missing == fc.FeatureConfig(label=None, features=())
-    with pytest.raises(fc.FeatureConfigError, match='f.yaml: expected top-level keys "label"'):
+    with pytest.raises(ConfigError, match='f.yaml: expected top-level keys "label"'):
         fc.parse_feature_config({'features': CULMEN}, LABEL_SCHEMA, 'f.yaml')
 
 
 def test_a_bad_schema_names_its_file(tmp_path):
     schema = tmp_path / 'schema.pbtxt'
     schema.write_text('feature { nam: "x" }\n')
-    with pytest.raises(fc.FeatureConfigError, match='schema.pbtxt: not a valid Schema text proto'):
+    with pytest.raises(ConfigError, match='schema.pbtxt: not a valid Schema text proto'):
         fc.load_feature_config(str(TAXI / 'features.yaml'), str(schema))
 
 
@@ -247,7 +249,7 @@ DATED = _schema(day='BYTES', ts='INT', day_year='FLOAT', y='FLOAT')
 def test_bad_datetime_features_fail_naming_the_feature_and_field(feature, message):
     label = {'column': 'y', 'task': 'regression'} if feature['name'] != 'y' else None
     data = {'label': label or {'column': 'day_year', 'task': 'regression'}, 'features': [feature]}
-    with pytest.raises(fc.FeatureConfigError) as error:
+    with pytest.raises(ConfigError) as error:
         fc.parse_feature_config(data, DATED, 'f.yaml')
     assert message in str(error.value)
 
@@ -265,7 +267,7 @@ def test_a_datetime_feature_lists_its_parts_and_its_outputs():
     )
     assert config.feature('day').output_names == ('day_month', 'day_day_of_week', 'day_missing')
     # A number is an instant: its default parts have the time of day.
-    assert config.feature('ts').parts == (*fc.DATE_PARTS, *fc.TIME_PARTS)
+    assert config.feature('ts').parts == (*datetime_spec.DATE_PARTS, *datetime_spec.TIME_PARTS)
     assert 'ts_day_of_year_sin' in config.output_names
     assert config.names == ('day', 'ts')
     assert fc.from_dict(fc.to_dict(config)) == config

@@ -22,7 +22,7 @@ from tfx.types import standard_artifacts
 
 from asynctrain.components.example_batcher import executor as batcher_executor
 from asynctrain.components.example_batcher import spec as batcher_spec
-from asynctrain.components.shared import columnar_records
+from asynctrain.components.shared import columnar_records, feature_types
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.components.transform import preprocessing
 from asynctrain.testing import transform_runs as runs
@@ -46,7 +46,7 @@ FEATURES = (
 
 @pytest.fixture(scope='module')
 def taxi():
-    schema = fc.load_schema(str(runs.TAXI_SCHEMA))
+    schema = feature_types.load_schema(str(runs.TAXI_SCHEMA))
     config = fc.load_feature_config(str(runs.TAXI_FEATURES), str(runs.TAXI_SCHEMA))
     hashed = fc.FeatureSpec(name='payment_type', transform=fc.HASH, num_buckets=64)
     config = dataclasses.replace(

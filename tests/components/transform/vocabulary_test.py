@@ -1,6 +1,8 @@
-"""The vocabulary analyzer our preprocessing uses (`tft.experimental.approximate_vocabulary`, a
-combiner) gives `tft.vocabulary`'s vocabulary, token for token and in the same order, ties
-included, while the distinct values fit in `top_k`: the same files in the same graph. With a
+"""The vocabulary analyzer our preprocessing used before its shared one
+(`tft.experimental.approximate_vocabulary`, a combiner) gives `tft.vocabulary`'s vocabulary, token
+for token and in the same order, ties included, while the distinct values fit in `top_k`: the same
+files in the same graph, so the shared analyzer's exact counts changed no file of that range
+(shared_vocabularies_test.py compares it with `tft.vocabulary`). With a
 `frequency_threshold` (or a top_k beyond the combiner's), our preprocessing's vocabulary and ids
 are stock `tft.vocabulary`'s with the same arguments."""
 

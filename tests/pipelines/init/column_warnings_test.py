@@ -11,7 +11,7 @@ import pytest
 
 from asynctrain.components.example_gen import csv_dialect, csv_sample
 from asynctrain.components.shared.feature_types import ColumnType
-from asynctrain.components.transform import feature_config as fc
+from asynctrain.components.transform import datetime_spec
 from asynctrain.pipelines.init import column_warnings, datetime_draft, spec_draft, wording
 
 
@@ -68,7 +68,9 @@ def test_the_outlier_warning_reaches_the_columns_reason(tmp_path):
 
 def test_constant_calendar_parts_are_left_out_with_their_value():
     moments = [datetime.datetime(2016, 3, d, 12, 30) for d in range(1, 20)]
-    constant = datetime_draft.constant_parts(moments, fc.DATE_PARTS + fc.TIME_PARTS)
+    constant = datetime_draft.constant_parts(
+        moments, datetime_spec.DATE_PARTS + datetime_spec.TIME_PARTS
+    )
     assert constant == {'year': 2016, 'month': 3, 'hour': 12, 'minute': 30}
 
 
@@ -101,8 +103,9 @@ def test_a_slice_names_its_rarest_value_as_a_value(tmp_path):
     rows = [(v, i % 2) for i, v in enumerate([5] * 68 + [7] * 100 + [9] * 90)]
     sample = _sample(tmp_path, 'grade,y\n' + ''.join(f'{g},{y}\n' for g, y in rows))
     columns = spec_draft.plan_columns(sample, 'y')
-    threshold = spec_draft.plan_threshold(sample, spec_draft.plan_task(sample, 'y'))
-    plan = slice_draft.plan_slices(sample, columns, threshold)
+    task = spec_draft.plan_task(sample, 'y')
+    threshold = spec_draft.plan_threshold(sample, task)
+    plan = slice_draft.plan_slices(sample, columns, threshold, task)
     assert (
         plan.reasons['grade'] == '3 values, the rarest value 5, with 68 of 258 rows in the sample'
     )
@@ -110,7 +113,9 @@ def test_a_slice_names_its_rarest_value_as_a_value(tmp_path):
         tmp_path / 'one',
         'grade,y\n' + ''.join(f'{g},{i % 2}\n' for i, g in enumerate([1] + [2] * 40 + [3] * 40)),
     )
-    plan = slice_draft.plan_slices(one, spec_draft.plan_columns(one, 'y'), threshold)
+    plan = slice_draft.plan_slices(
+        one, spec_draft.plan_columns(one, 'y'), threshold, spec_draft.plan_task(one, 'y')
+    )
     assert plan.reasons['grade'] == (
         'not sliced: its rarest value 1 has 1 row in the sample (fewer than 30)'
     )

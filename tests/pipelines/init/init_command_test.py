@@ -11,8 +11,10 @@ import pytest
 import yaml
 
 from asynctrain.components.example_gen import csv_dialect, csv_sample
+from asynctrain.components.shared import feature_types
 from asynctrain.components.shared.feature_types import ColumnType
 from asynctrain.components.shared.yaml_config import ConfigError
+from asynctrain.components.transform import datetime_spec
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.pipelines.init import init_command, spec_draft, training_draft
 from tests.pipelines.init.init_args import init_args
@@ -196,7 +198,6 @@ def test_a_file_sorted_by_a_column_gives_the_proposal_of_the_same_rows_shuffled(
 
 @pytest.mark.integration
 def test_init_writes_reviewable_files_that_the_pipeline_config_accepts(tmp_path, capsys):
-    from asynctrain.components.transform import feature_config as fc
     from asynctrain.pipelines.config import load_config
 
     rows = [(*row[:5], row[5], row[6] if row[6] != '' else 'NA') for row in _rows(80)]
@@ -224,7 +225,7 @@ def test_init_writes_reviewable_files_that_the_pipeline_config_accepts(tmp_path,
     assert features['label'] == {'column': 'level', 'task': 'multiclass'}
     names = [f['name'] for f in features['features']]
     assert names == ['user', 'color', 'weight (kg)', 'count']
-    schema = fc.load_schema(str(spec / 'schema.pbtxt'))
+    schema = feature_types.load_schema(str(spec / 'schema.pbtxt'))
     assert [f.name for f in schema.feature] == list(HEADER)
     types = {f.name: f.type for f in schema.feature}
     assert (types['count'], types['weight (kg)'], types['user']) == (2, 3, 1)  # INT FLOAT BYTES
@@ -248,13 +249,13 @@ def test_a_column_of_dates_is_proposed_as_calendar_parts_with_its_resolution(tmp
     plans = {plan.name: plan for plan in spec_draft.plan_columns(sample, label='y')}
 
     # Every date is in 2014: the year is a constant part, left out with its value.
-    varying = [part for part in fc.DATE_PARTS if part != 'year']
+    varying = [part for part in datetime_spec.DATE_PARTS if part != 'year']
     assert plans['day'].transform == 'datetime'
     assert plans['day'].options == {'parts': varying}
     assert plans['day'].reason.startswith('dates from 2014-01-01 to 2014-12-24: calendar parts')
     assert plans['day'].reason.endswith('; left out, constant: year (2014)')
     # March 2014 only, at every hour and minute.
-    assert plans['seen'].options == {'parts': [*varying[1:], *fc.TIME_PARTS]}
+    assert plans['seen'].options == {'parts': [*varying[1:], *datetime_spec.TIME_PARTS]}
     assert 'with the time of day' in plans['seen'].reason
     assert plans['seen'].reason.endswith('; left out, constant: year (2014), month (3)')
     assert plans['slashed'].transform == 'datetime'
@@ -569,7 +570,7 @@ def test_slices_are_proposed_for_the_categorical_columns_with_few_values_each_in
     sample = _sample(tmp_path, SLICE_HEADER, _sliceable_rows())
     columns = spec_draft.plan_columns(sample, label='clicked')
     task = spec_draft.plan_task(sample, 'clicked')
-    plan = slice_draft.plan_slices(sample, columns, spec_draft.plan_threshold(sample, task))
+    plan = slice_draft.plan_slices(sample, columns, spec_draft.plan_threshold(sample, task), task)
 
     assert plan.slices == (('color',), ('flag',))
     assert plan.reasons['color'].startswith('3 values, the rarest ')
@@ -577,6 +578,34 @@ def test_slices_are_proposed_for_the_categorical_columns_with_few_values_each_in
     assert plan.reasons['code'] == 'not sliced: 20 values (more than 10)'
     assert 'x' not in plan.reasons  # numeric: not a slice candidate
     assert plan.gate_key == 'slice_min_value'
+
+
+def test_slices_on_a_rare_positive_label_need_positives_and_negatives_in_every_value(tmp_path):
+    from asynctrain.pipelines.init import slice_draft
+
+    rows = []
+    for i in range(1500):
+        clicked = int(i % 50 < 3)  # 6% positive
+        # 'C': 300 rows, none of them positive; 'A' and 'B' some 45 positives each.
+        region = 'C' if not clicked and i % 5 == 4 else ('A', 'B')[(i // 7) % 2]
+        rows.append((region, ('web', 'app')[i % 2], ('x', 'y')[i % 3 == 0], clicked))
+    sample = _sample(tmp_path, ('region', 'channel', 'device', 'clicked'), rows)
+    task = spec_draft.plan_task(sample, 'clicked')
+    assert (task.task, task.positive) == ('binary', 1)
+    columns = spec_draft.plan_columns(sample, label='clicked')
+    plan = slice_draft.plan_slices(sample, columns, spec_draft.plan_threshold(sample, task), task)
+
+    assert plan.slices == (('channel',), ('device',))
+    assert plan.reasons['region'] == (
+        "not sliced: its value 'C' has 0 rows with a positive label in the sample (fewer than "
+        '30 of each class, for an AUC per slice)'
+    )
+    labels = sample.columns['clicked'].to_pylist()
+    for (name,) in plan.slices:
+        values = sample.columns[name].to_pylist()
+        for value in set(values):
+            classes = [y for v, y in zip(values, labels) if v == value]
+            assert min(sum(classes), len(classes) - sum(classes)) >= 30, (name, value)
 
 
 def test_init_writes_the_slices_and_a_commented_gate_the_config_accepts(tmp_path, capsys):

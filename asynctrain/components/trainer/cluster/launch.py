@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer.cluster import recovery, servers
-from asynctrain.components.trainer.training import loop, run_files
+from asynctrain.components.trainer.training import run_files
 
 
 def train_and_export(
@@ -45,4 +45,8 @@ def train_and_export(
     if trainer_config.distribution.cluster == 'in_process':
         return recovery.train_in_child(**paths)
     with servers.start(trainer_config.distribution) as cluster:
+        # Imported here: only a chief trains in this process, and the executor's process (which
+        # only launches a child) spends no CPU on the loop's imports.
+        from asynctrain.components.trainer.training import loop
+
         return loop.train_and_export(cluster, **paths)

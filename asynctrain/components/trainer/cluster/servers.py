@@ -27,7 +27,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import asynctrain
 from asynctrain.components.shared import ports as ports_lib
@@ -77,19 +77,26 @@ def server_config(num_workers: int, server_threads: int = 0):
 
 
 def serve_forever(
-    cluster_spec: dict, task_type: str, task_id: int, server_threads: int = 0
+    cluster_spec: dict, task_type: str, task_id: int, server_threads: int = 0, port: int = 0
 ) -> None:
     """Starts this task's server and blocks: a worker or parameter server only answers the
-    coordinator; it ends when its process is stopped."""
+    coordinator; it ends when its process is stopped.
+
+    `port`, when not 0, is the port the server binds instead of its cluster-spec address's: the
+    address others dial is then a proxy's in front of it (`ServerDef.port`)."""
     import tensorflow as tf
 
     if task_type not in (WORKER, PS):
         raise ValueError(f'task type: got {task_type!r}; a server task is one of {[WORKER, PS]}')
-    server = tf.distribute.Server(
-        tf.train.ClusterSpec(cluster_spec),
+    server_def = tf.train.ServerDef(
+        cluster=tf.train.ClusterSpec(cluster_spec).as_cluster_def(),
         job_name=task_type,
         task_index=task_id,
         protocol='grpc',
+        port=port,
+    )
+    server = tf.distribute.Server(
+        server_def,
         config=server_config(len(cluster_spec.get(WORKER, ())), server_threads),
         start=True,
     )
@@ -174,6 +181,22 @@ def spawn(command: list[str], env: dict) -> subprocess.Popen:
     return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
 
 
+# Sets the parent-death signal, then becomes the program its arguments name (the signal survives
+# exec): how a program other than this package's Python dies with its parent.
+_EXEC_DYING_WITH_PARENT = (
+    'import os, sys\n'
+    'from asynctrain.components.trainer.cluster import servers\n'
+    'servers.die_with_parent()\n'
+    'os.execv(sys.argv[1], sys.argv[1:])\n'
+)
+
+
+def spawn_program(command: list[str], env: dict) -> subprocess.Popen:
+    """`spawn` for any program (`command[0]`, a path): it dies with this process too. `env`
+    must let a child import this package (`child_env`)."""
+    return spawn([sys.executable, '-c', _EXEC_DYING_WITH_PARENT, *command], env)
+
+
 def die_with_parent() -> None:
     """Called first by a child `spawn` started: it must not outlive the process that started it.
     On Linux the kernel sends it SIGKILL when its parent dies, even by SIGKILL, so killing a
@@ -202,14 +225,31 @@ def child_env(tf_config: dict | None = None) -> dict:
 
 
 def start_server_process(
-    cluster_spec: dict, task_type: str, task_id: int, server_threads: int = 0
+    cluster_spec: dict,
+    task_type: str,
+    task_id: int,
+    server_threads: int = 0,
+    port: int = 0,
+    prefix: Sequence[str] = (),
 ) -> subprocess.Popen:
     """Runs one worker or parameter server as `python -m asynctrain.components.trainer.cluster.servers`; it is
-    killed if this process dies."""
+    killed if this process dies.
+
+    Args:
+      cluster_spec: The cluster, as every replica sees it.
+      task_type: `worker` or `ps`.
+      task_id: Its index.
+      server_threads: The server's inter-op threads (0: `server_config`'s default).
+      port: The port it binds, when not its cluster-spec address's (a proxy's; 0: that one).
+      prefix: A command the server's Python runs under, which must `exec` its arguments in the
+        same process (one that enters a cgroup first, as `asynctrain.testing`'s hosts do).
+    """
     env = child_env({'cluster': cluster_spec, 'task': {'type': task_type, 'index': task_id}})
-    command = [sys.executable, '-m', 'asynctrain.components.trainer.cluster.servers']
+    command = [*prefix, sys.executable, '-m', 'asynctrain.components.trainer.cluster.servers']
     if server_threads:
         command += ['--server-threads', str(server_threads)]
+    if port:
+        command += ['--port', str(port)]
     return spawn(command, env)
 
 
@@ -339,10 +379,13 @@ def main(argv: list | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument('--server-threads', type=int, default=0)
+    parser.add_argument(
+        '--port', type=int, default=0, help="the port to bind, when not TF_CONFIG's address's"
+    )
     args = parser.parse_args(argv)
     task_type, task_id = task_from_tf_config()
     cluster_spec = json.loads(os.environ['TF_CONFIG'])['cluster']
-    serve_forever(cluster_spec, task_type, task_id, args.server_threads)
+    serve_forever(cluster_spec, task_type, task_id, args.server_threads, args.port)
     return 0
 
 

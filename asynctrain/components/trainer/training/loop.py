@@ -12,9 +12,7 @@ long it waited for input.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import math
 import os
 import time
 from collections.abc import Callable
@@ -29,6 +27,8 @@ from asynctrain.components.trainer.training import (
     data,
     evaluation,
     export,
+    gradient_remedies,
+    measurements,
     placement,
     profiling,
     progress,
@@ -37,16 +37,6 @@ from asynctrain.components.trainer.training import (
     tasks,
 )
 from asynctrain.components.trainer.training import task as task_lib
-
-# What a train function's result holds, in order (float64, counts exact below 2**53).
-MEASUREMENTS = (
-    'steps',
-    'loss_sum',
-    'staleness_sum',
-    'staleness_max',
-    'input_wait_seconds',
-    'seconds',
-)
 
 
 class Trainer:
@@ -75,6 +65,12 @@ class Trainer:
             self.optimizer = task.build_optimizer()
             # Slot variables exist before a restore, so the checkpoint restores them eagerly.
             self.optimizer.build(self.model.trainable_variables)
+            # Worker-local state (residuals, mean squares), only when a remedy is on.
+            self.remedies = (
+                gradient_remedies.GradientRemedies(self.config.stale_gradients, self.model)
+                if self.config.stale_gradients.enabled
+                else None
+            )
         self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
         training = self.config.training
         self.checkpoint_manager = tf.train.CheckpointManager(
@@ -92,9 +88,10 @@ class Trainer:
         features_spec, label_spec = self.task.element_spec
         iterator_spec = tf.data.IteratorSpec((features_spec, label_spec))
         task, model, optimizer, strategy = self.task, self.model, self.optimizer, self.strategy
+        remedies = self.remedies
 
         def replica_step(features, labels):
-            return task.train_step(features, labels, model, optimizer)
+            return task.train_step(features, labels, model, optimizer, remedies)
 
         # A plain step when every execution runs one: a while loop around the remote variable
         # reads and updates costs more than the step itself at that size (bench ps, `vs_fit`).
@@ -109,15 +106,19 @@ class Trainer:
                 tf.constant(0, tf.int64),  # staleness sum
                 tf.constant(0, tf.int64),  # staleness max
                 tf.constant(0.0, tf.float64),  # input wait
+                tf.constant(0, tf.int64),  # gradient bytes sent
+                tf.constant(0, tf.int64),  # the same gradients' bytes, dense
             )
             started = tf.timestamp()
 
             def step(totals):
-                loss_sum, staleness_sum, staleness_max, input_wait = totals
+                loss_sum, staleness_sum, staleness_max, input_wait, sent, dense = totals
                 # Explicit dependencies: automatic control dependencies do not order
                 # `tf.timestamp` against `next(iterator)`, and a while loop may start an
                 # iteration's independent ops early, so without them the wait reads as zero.
-                with tf.control_dependencies([loss_sum, staleness_sum]):
+                # `sent` too: it waits for the previous step's updates of worker state (the
+                # gradient remedies' residuals), which this step reads.
+                with tf.control_dependencies([loss_sum, staleness_sum, sent]):
                     before_input = tf.timestamp()
                 with tf.control_dependencies([before_input]):
                     features, labels = next(iterator)
@@ -131,6 +132,8 @@ class Trainer:
                     staleness_sum + outputs['staleness'],
                     tf.maximum(staleness_max, outputs['staleness']),
                     input_wait,
+                    sent + outputs['gradient_bytes'],
+                    dense + outputs['dense_gradient_bytes'],
                 )
 
             if single_step:
@@ -140,13 +143,23 @@ class Trainer:
                 # cannot sit inside a while loop of the replica function.
                 for _ in tf.range(num_steps):
                     totals = step(totals)
-            loss_sum, staleness_sum, staleness_max, input_wait = totals
+            loss_sum, staleness_sum, staleness_max, input_wait, sent, dense = totals
             with tf.control_dependencies([loss_sum, staleness_sum]):
                 elapsed = tf.timestamp() - started
-            # One tensor, in the order of `MEASUREMENTS`: the coordinator copies each returned
-            # tensor from the worker separately, six copies per execution otherwise, which at
-            # one step per execution made our loop slower than `model.fit` (bench ps).
-            measured = (num_steps, loss_sum, staleness_sum, staleness_max, input_wait, elapsed)
+            # One tensor, in the order of `measurements.MEASUREMENTS`: the coordinator copies
+            # each returned tensor from the worker separately, one copy per measurement
+            # otherwise, which at one step per execution made our loop slower than `model.fit`
+            # (bench ps).
+            measured = (
+                num_steps,
+                loss_sum,
+                staleness_sum,
+                staleness_max,
+                input_wait,
+                elapsed,
+                sent,
+                dense,
+            )
             return tf.stack([tf.cast(m, tf.float64) for m in measured])
 
         return train_steps
@@ -198,17 +211,29 @@ class Trainer:
         self._initial_step = initial_step
         self._write_progress(initial_step)
         # No remote function may be instantiated while another runs (see `scheduling`): the
-        # dataset and iterator are created one worker at a time, and the train function runs
-        # once (zero steps) on each worker in turn before closures are scheduled in bulk.
+        # remedies' per-worker variables, the dataset and the iterator are created one worker at
+        # a time, and the train function runs once (zero steps) on each worker in turn before
+        # closures are scheduled in bulk.
         scheduling.create_resources_in_turn(self.coordinator)
-        per_worker_dataset = self.coordinator.create_per_worker_dataset(self._dataset_fn)
+        if self.remedies is not None:
+            scheduling.create_per_worker_variables_in_turn(
+                self.coordinator, self.remedies.worker_variables
+            )
+        # Traced without AutoGraph: building the dataset is Python over Python values (the
+        # coordinator would wrap it in a converting `tf.function`, which turned every data module
+        # function it calls into graph code, source file by source file: on datasets/penguins'
+        # run, creating the dataset took 562 of the Trainer process's 2,296 py-spy samples, and
+        # 242 without the conversion).
+        per_worker_dataset = self.coordinator.create_per_worker_dataset(
+            tf.function(self._dataset_fn, autograph=False)
+        )
         per_worker_iterator = iter(per_worker_dataset)
         scheduling.warm_up(
             self.coordinator, self.train_steps, (per_worker_iterator, tf.constant(0, tf.int32))
         )
         scheduler = scheduling.ClosureScheduler(self.coordinator, self.train_steps)
         progress_bar = progress.TrainingProgress(training.train_steps, initial_step)
-        totals = _Totals()
+        totals = measurements.Totals()
         in_flight: list = []
         scheduled = initial_step
         next_summary = scheduled + training.summary_interval_steps
@@ -238,7 +263,7 @@ class Trainer:
                     else in_flight[: -max(1, self.cluster.num_workers)]
                 )
                 in_flight = in_flight[len(ready) :]
-                interval_totals = _Totals()
+                interval_totals = measurements.Totals()
                 for remote_value in ready:
                     interval_totals.add_remote(remote_value)
                 totals.merge(interval_totals)
@@ -266,6 +291,10 @@ class Trainer:
                         tf.summary.scalar(
                             'train/input_wait_fraction', interval_totals.input_wait_fraction
                         )
+                        tf.summary.scalar(
+                            'train/gradient_bytes_per_step',
+                            interval_totals.gradient_bytes_per_step,
+                        )
                 next_summary = scheduled + training.summary_interval_steps
         scheduler.join()
         for remote_value in in_flight:
@@ -287,6 +316,8 @@ class Trainer:
             'seconds': seconds,
             'loss': totals.loss_mean,
             'rescheduled_closures': scheduler.rescheduled,
+            'gradient_bytes_per_step': totals.gradient_bytes_per_step,
+            'dense_gradient_bytes_per_step': totals.dense_gradient_bytes_per_step,
             'profile': profiling.finish(trace),
         }
 
@@ -298,59 +329,6 @@ class Trainer:
         status = tf.train.Checkpoint(model=plain).read(latest)
         status.expect_partial().assert_existing_objects_matched()
         return plain
-
-
-@dataclasses.dataclass
-class _Totals:
-    steps: int = 0
-    loss_sum: float = 0.0
-    staleness_sum: int = 0
-    staleness_max: int = 0
-    input_wait_seconds: float = 0.0
-    seconds: float = 0.0
-
-    def add(self, result: dict) -> None:
-        if not isinstance(result, dict):
-            raise TypeError(
-                f'closure result: expected the dict train_steps returns, got {result!r}'
-            )
-        self.steps += int(result['steps'])
-        self.loss_sum += float(result['loss_sum'])
-        self.staleness_sum += int(result['staleness_sum'])
-        self.staleness_max = max(self.staleness_max, int(result['staleness_max']))
-        self.input_wait_seconds += float(result['input_wait_seconds'])
-        self.seconds += float(result['seconds'])
-
-    def add_remote(self, remote_value) -> None:
-        """Adds a closure's measurements. Its updates are applied whatever happens here; only
-        its measurements are lost if the worker that holds them died since (then the
-        measurements cover fewer steps than were trained)."""
-        try:
-            self.add(dict(zip(MEASUREMENTS, remote_value.fetch().tolist())))
-        except (tf.errors.UnavailableError, tf.errors.CancelledError) as e:
-            logging.warning(
-                'Measurements of one execution lost with its worker: %s', str(e).splitlines()[0]
-            )
-
-    def merge(self, other: _Totals) -> None:
-        self.steps += other.steps
-        self.loss_sum += other.loss_sum
-        self.staleness_sum += other.staleness_sum
-        self.staleness_max = max(self.staleness_max, other.staleness_max)
-        self.input_wait_seconds += other.input_wait_seconds
-        self.seconds += other.seconds
-
-    @property
-    def loss_mean(self) -> float:
-        return self.loss_sum / self.steps if self.steps else math.nan
-
-    @property
-    def staleness_mean(self) -> float:
-        return self.staleness_sum / self.steps if self.steps else 0.0
-
-    @property
-    def input_wait_fraction(self) -> float:
-        return self.input_wait_seconds / self.seconds if self.seconds else 0.0
 
 
 def train_and_export(
@@ -426,6 +404,8 @@ def train_and_export(
         input_wait_fraction=measured['input_wait_fraction'],
         seconds=measured['seconds'],
         rescheduled_closures=measured['rescheduled_closures'],
+        gradient_bytes_per_step=measured['gradient_bytes_per_step'],
+        dense_gradient_bytes_per_step=measured['dense_gradient_bytes_per_step'],
         profile=measured['profile'],
         placement=placement.report(trainer.model, trainer.optimizer),
         eval=eval_metrics,

@@ -51,6 +51,11 @@ class TrainingReport:
       placement: Where the trained variables lived (`placement.report`): `model` and
         `optimizer`, each variable with its shards (device, rows, nbytes), and
         `bytes_per_task`. None in a report written before it was recorded.
+      gradient_bytes_per_step: Mean bytes of gradient values (and indices) each step sent to the
+        parameter servers: below `dense_gradient_bytes_per_step` only with
+        `stale_gradients.top_k_fraction`.
+      dense_gradient_bytes_per_step: Mean bytes the same gradients take sent dense (embedding
+        gradients count as the rows they update either way).
     """
 
     steps: int
@@ -69,6 +74,8 @@ class TrainingReport:
     rescheduled_closures: int = 0
     profile: dict | None = None
     placement: dict | None = None
+    gradient_bytes_per_step: float = 0.0
+    dense_gradient_bytes_per_step: float = 0.0
 
     @classmethod
     def read(cls, directory: str) -> TrainingReport:

@@ -12,8 +12,9 @@ there, and `ClusterCoordinator` runs each worker's closures on a thread of its o
 closures, and the per-worker dataset and iterator creation, instantiate on one worker while
 another runs. The rules here take those overlaps away:
 
-1. per-worker resources (datasets, iterators) are created one worker at a time, each finished
-   before the next starts (`create_resources_in_turn`);
+1. per-worker resources (datasets, iterators, per-worker variables) are created one worker at a
+   time, each finished before the next starts (`create_resources_in_turn`,
+   `create_per_worker_variables_in_turn`);
 2. each function to be scheduled in bulk first runs once on each worker in turn (`warm_up`);
 3. a closure that still fails with `Unable to parse request` is scheduled again, at most
    after up to `MAX_RECOVERIES` such errors in a run, and counted (`ClosureScheduler`);
@@ -90,6 +91,28 @@ def create_resources_in_turn(coordinator) -> None:
     coordinator._create_per_worker_resources = functools.partial(  # noqa: SLF001
         create_on_each_worker_in_turn, coordinator
     )
+
+
+def create_per_worker_variables_in_turn(coordinator, variables) -> None:
+    """Creates each `per_worker_variable`'s copies now, one worker at a time, each waited for
+    (rule 1), instead of on every worker at once when a function's trace first reads it."""
+    for variable in variables:
+        if getattr(variable, '_per_worker_vars', False):
+            continue  # created by an earlier call
+        creator = getattr(variable, '_var_creator', None)
+        if creator is None or not hasattr(variable, '_per_worker_vars'):
+            raise RuntimeError(
+                f'tf {tf.__version__}: PerWorkerVariable._var_creator not found; '
+                'asynctrain/components/trainer/training/scheduling.py relies on it (TF 2.16)'
+            )
+        from tensorflow.python.distribute.coordinator import values as values_lib
+
+        copies = []
+        for worker in coordinator._cluster.workers:  # noqa: SLF001 - see the module docstring.
+            value = worker.create_variable_resource(creator)
+            _wait_for(value, f'creating {variable.name}', worker.worker_index)
+            copies.append(value)
+        variable._per_worker_vars = values_lib.PerWorkerValues(tuple(copies))  # noqa: SLF001
 
 
 def warm_up(coordinator, function, args: tuple) -> list:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import tensorflow as tf
 
 from asynctrain.components.trainer import config as config_lib
-from asynctrain.components.trainer.training import data, model, model_module
+from asynctrain.components.trainer.training import data, gradient_remedies, model, model_module
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,30 +190,50 @@ class Task(abc.ABC):
         labels: tf.Tensor,
         keras_model: tf.keras.Model,
         optimizer: tf.keras.optimizers.Optimizer,
+        remedies: gradient_remedies.GradientRemedies | None = None,
     ) -> dict:
-        """One asynchronous update; returns its loss and staleness.
+        """One asynchronous update; returns its loss, staleness and the bytes its gradients put
+        on the wire (`gradient_bytes`, and `dense_gradient_bytes` had they all been sent dense).
 
         Staleness is the number of updates (from any worker) applied to the parameter servers
         between this step's read of the step counter, taken with its read of the weights, and its
-        own update.
+        own update. `remedies` (built by the loop when `trainer.stale_gradients` asks for any)
+        compensate the gradients' delay and sparsify them before they are applied.
         """
+        variables = keras_model.trainable_variables
         read_step = optimizer.iterations.read_value()
-        with tf.control_dependencies([read_step]):
+        weights_read = (
+            remedies.read_weights(variables) if remedies is not None else [None] * len(variables)
+        )
+        with tf.control_dependencies([read_step] + [w for w in weights_read if w is not None]):
             with tf.GradientTape() as tape:
                 logits = keras_model(features, training=True)
                 loss = self.loss(labels, logits)
                 if keras_model.losses:
                     loss += tf.add_n(keras_model.losses)
-        variables = keras_model.trainable_variables
         gradients = tape.gradient(loss, variables)
         with tf.control_dependencies([g for g in gradients if g is not None]):
             applied_step = optimizer.iterations.read_value()
         staleness = applied_step - read_step
+        if remedies is not None:
+            gradients = remedies.compensate(gradients, variables, weights_read)
         if self.config.training.staleness_aware_learning_rate:
             scale = 1.0 / tf.maximum(tf.cast(staleness, tf.float32), 1.0)
             gradients = [None if g is None else _scale(g, scale) for g in gradients]
-        optimizer.apply_gradients(zip(gradients, variables))
-        return {'loss': loss, 'staleness': staleness}
+        if remedies is not None:
+            sent_bytes, dense_bytes = remedies.apply(gradients, variables, optimizer)
+        else:
+            optimizer.apply_gradients(zip(gradients, variables))
+            sent_bytes = dense_bytes = tf.add_n(
+                [tf.constant(0, tf.int64)]
+                + [gradient_remedies.gradient_bytes(g) for g in gradients]
+            )
+        return {
+            'loss': loss,
+            'staleness': staleness,
+            'gradient_bytes': sent_bytes,
+            'dense_gradient_bytes': dense_bytes,
+        }
 
     def eval_step(
         self,

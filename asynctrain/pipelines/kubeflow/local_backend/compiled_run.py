@@ -43,6 +43,8 @@ from asynctrain.pipelines.kubeflow.container import kfp_storage
 from asynctrain.pipelines.kubeflow.local_backend import (
     compiled_task,
     kfp_cache,
+    kfp_cluster,
+    kfp_container_args,
     kfp_driver,
     kfp_launcher,
     kfp_profiles,
@@ -168,7 +170,8 @@ class _Task:
     Attributes:
       name: The task's name in the root DAG.
       component: Its ComponentSpec.
-      container: Its executor's container.
+      container: Its executor's container as the driver's pod spec hands it to the launcher
+        (`kfp_container_args.pod_container`).
       executor_input: The `{{$}}` ExecutorInput, as the launcher parses it.
       log_path: Its log.
     """
@@ -243,7 +246,7 @@ def _pod_environment(run: kfp_driver.RunContext) -> dict[str, str]:
     (`compiler/argocompiler/common.go`, `commonEnvs`): its pod's name and UID, Argo's names
     here being `<workflow>-system-container-impl-<n>`."""
     return {
-        'KFP_POD_NAME': f'{run.run_id}-system-container-impl-{uuid.uuid4().int % 10**10}',
+        'KFP_POD_NAME': f'{run.workflow_name}-system-container-impl-{uuid.uuid4().int % 10**10}',
         'KFP_POD_UID': str(uuid.uuid4()),
     }
 
@@ -270,6 +273,8 @@ def run_compiled(
     fresh_processes: bool = False,
     kfp_version: str = kfp_profiles.NEWEST,
     metadata_path: str | None = None,
+    run_name: str = '',
+    cluster: kfp_cluster.Cluster | None = None,
     out: TextIO | None = None,
 ) -> CompiledRun:
     """Runs the compiled pipeline in `spec_path` task by task; returns what each task published.
@@ -286,6 +291,11 @@ def run_compiled(
       kfp_version: The KFP line whose driver and launcher to follow (`kfp_profiles.PROFILES`).
       metadata_path: ML Metadata (artifact ids, cached executions) shared by the runs naming
         it; `runs/compiled/metadata.json`, or this run's own in a `log_dir` given.
+      run_name: The run's display name (`{{$.pipeline_job_name}}`); the SDK's default,
+        `<pipeline name> <local time>`, if ''.
+      cluster: What the launcher reads from the cluster to reach the store
+        (`kfp_cluster.Cluster`); by default `kfp_cluster.this_machine`: the line's default
+        MinIO address served by `AWS_ENDPOINT_URL`, the Secret holding this process's keys.
       out: Where progress lines go (stdout by default).
 
     Raises:
@@ -313,7 +323,9 @@ def run_compiled(
         run_id=run_id or time.strftime('run-%Y%m%d-%H%M%S-') + uuid.uuid4().hex[:6],
         pipeline_root=root,
         profile=profile,
+        display_name=run_name,
     )
+    cluster = cluster or kfp_cluster.this_machine(profile)
     metadata_path = metadata_path or (
         os.path.join(log_dir, 'metadata.json') if log_dir else kfp_cache.DEFAULT_PATH
     )
@@ -322,7 +334,8 @@ def run_compiled(
     order = task_order(pipeline)
     print(
         f'asynctrain: running compiled pipeline {name!r} ({len(order)} tasks) as open-source '
-        f'{profile.describe()} would\n            run {run.run_id}, root {kfp_driver.run_root(run)}'
+        f'{profile.describe()} would\n            run {run.run_id} ({run.display_name!r}, workflow '
+        f'{run.workflow_name}), root {kfp_driver.run_root(run)}'
         f'\n            logs {log_dir}',
         file=out,
         flush=True,
@@ -332,7 +345,10 @@ def run_compiled(
     )
     try:
         with kfp_cache.metadata_store(metadata_path) as metadata:
-            finished = _run_tasks(spec, run, order, log_dir, processes, metadata, out)
+            store = kfp_launcher.ObjectStore(
+                kfp_cluster.s3_client(kfp_cluster.store_connection(root, profile, cluster))
+            )
+            finished = _run_tasks(spec, run, order, log_dir, processes, metadata, store, out)
     finally:
         processes.close()
     result = CompiledRun(
@@ -350,12 +366,12 @@ def _run_tasks(
     log_dir: str,
     processes: compiled_task.TaskProcesses,
     metadata: kfp_cache.MetadataStore,
+    store: kfp_launcher.ObjectStore,
     out: TextIO,
 ) -> list[TaskRun]:
     tasks = spec['root']['dag']['tasks']
     executors = spec['deploymentSpec']['executors']
     pipeline_inputs = kfp_driver.pipeline_inputs(spec)
-    store = kfp_launcher.ObjectStore()
     published: dict[str, dict[str, list[dict[str, Any]]]] = {}
     # Each task's output parameters, as the launcher publishes them from its executor output.
     output_parameters: dict[str, dict[str, Any]] = {}
@@ -386,7 +402,7 @@ def _run_tasks(
             launched = _Task(
                 task_name,
                 component,
-                executor['container'],
+                kfp_container_args.pod_container(executor['container'], parameters, run.profile),
                 json.loads(
                     kfp_driver.executor_input(
                         parameters,

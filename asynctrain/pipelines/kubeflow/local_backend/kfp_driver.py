@@ -31,6 +31,7 @@ import copy
 import dataclasses
 import datetime
 import json
+import random
 import uuid
 from typing import Any
 
@@ -48,12 +49,16 @@ class RunContext:
 
     Attributes:
       pipeline_name: `pipelineInfo.name`.
-      run_id: The run's id (the cluster's is a UUID); here also its display name and its Argo
-        workflow's name.
+      run_id: The run's id (the cluster's is a UUID; `{{$.pipeline_job_uuid}}`).
       pipeline_root: The root every output URI starts with.
       created: The run's creation time, UTC, RFC 3339; its schedule time too (not scheduled).
       profile: The KFP line whose driver and launcher the run follows.
       dag_execution_id: The root DAG's ML Metadata execution id (`{{$.pipeline_task_uuid}}`).
+      display_name: The run's display name, the name it was created with
+        (`{{$.pipeline_job_name}}`); '' for the SDK's default, `<pipeline name> <local time
+        %Y-%m-%d %H-%M-%S>` (`kfp.client.Client.create_run_from_pipeline_package`).
+      workflow_name: Its Argo workflow's name (`{{$.pipeline_job_resource_name}}`); '' for one
+        generated as the cluster does (`workflow_name`).
     """
 
     pipeline_name: str
@@ -64,6 +69,30 @@ class RunContext:
     )
     profile: kfp_profiles.KfpProfile = kfp_profiles.KFP_2_17
     dag_execution_id: int = 1
+    display_name: str = ''
+    workflow_name: str = ''
+
+    def __post_init__(self) -> None:
+        if not self.display_name:
+            now = datetime.datetime.now().strftime('%Y-%m-%d %H-%M-%S')
+            object.__setattr__(self, 'display_name', f'{self.pipeline_name} {now}')
+        if not self.workflow_name:
+            object.__setattr__(self, 'workflow_name', workflow_name(self.pipeline_name))
+
+
+# Kubernetes' generateName suffix: 5 characters of this alphabet, the base cut to 58
+# (k8s.io/apiserver `names.SimpleNameGenerator`, `utilrand.String`).
+_NAME_SUFFIX_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789'
+
+
+def workflow_name(pipeline_name: str) -> str:
+    """The run's Argo workflow's name: the compiler's `GenerateName`, the last '/'-separated
+    part of the pipeline's name and '-' (`v2/compiler/argocompiler/argo.go`,
+    `retrieveLastValidString`), completed by the Kubernetes API server with 5 random
+    characters."""
+    base = pipeline_name.split('/')[-1] + '-'
+    suffix = ''.join(random.choice(_NAME_SUFFIX_ALPHABET) for _ in range(5))
+    return base[:58] + suffix
 
 
 def output_uri(root: str, *paths: str) -> str:
@@ -142,8 +171,10 @@ def _placeholder(value: Any, run: RunContext, task_name: str) -> Any:
     if not isinstance(value, str) or value not in run.profile.run_placeholders:
         return value
     return {
-        '{{$.pipeline_job_name}}': run.run_id,  # opts.RunDisplayName
-        '{{$.pipeline_job_resource_name}}': run.run_id,  # opts.RunName
+        # opts.RunDisplayName, `--run_display_name` c.job.DisplayName (argocompiler/container.go)
+        '{{$.pipeline_job_name}}': run.display_name,
+        # opts.RunName, `--run_name` `{{workflow.name}}` (argocompiler/argo.go runResourceName)
+        '{{$.pipeline_job_resource_name}}': run.workflow_name,
         '{{$.pipeline_job_uuid}}': run.run_id,  # opts.RunID
         '{{$.pipeline_task_name}}': task_name,
         '{{$.pipeline_task_uuid}}': str(run.dag_execution_id),  # opts.DAGExecutionID

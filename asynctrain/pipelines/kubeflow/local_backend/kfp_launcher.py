@@ -12,10 +12,13 @@ A pod's local paths (`/s3/...`, `/tmp/kfp_outputs/...`) are a `Pod`'s host folde
 task's process sees them at those paths through a mount namespace of its own
 (`compiled_task.enter_pod`), this process reads and writes them behind it.
 
-The object store: `s3://B/K` and `minio://B/K` are key K of bucket B at the one S3 endpoint that
-boto3's standard variables name (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`,
-`AWS_SECRET_ACCESS_KEY`); MinIO, KFP's default store, speaks S3. `gs://` is refused: this
-machine has no GCS endpoint.
+The object store: `minio://B/K` is key K of bucket B at the endpoint, and with the keys, that the
+profile's launcher takes from its cluster (`kfp_cluster`: the `kfp-launcher` ConfigMap, the
+`mlpipeline-minio-artifact` Secret, the default address; its `s3_client` is what `ObjectStore`
+wraps), never from the step's environment;
+`s3://B/K` at the endpoint of the SDK's own chain (boto3's standard variables, the launcher's
+`fromEnv`). MinIO, KFP's default store, speaks S3. `gs://` is refused: this machine has no GCS
+endpoint.
 """
 
 from __future__ import annotations
@@ -161,7 +164,7 @@ class Pod:
 
 
 class ObjectStore:
-    """The S3 endpoint of this machine, as the launcher's bucket (`objectstore.OpenBucket`)."""
+    """An S3 endpoint as the launcher's bucket (`objectstore.OpenBucket`)."""
 
     def __init__(self, client: Any = None):
         if client is None:

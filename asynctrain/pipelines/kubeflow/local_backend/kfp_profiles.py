@@ -20,7 +20,10 @@ the same in every line and so not a field: see below):
 | struct-valued parameter types    | STRUCT       | STRUCT (2.14: + TASK_FINAL_STATUS) | + TASK_CONFIG |
 | download only keys under prefix  | no           | no                     | yes (2.17)         |
 | a failed task's logs uploaded    | no           | no                     | yes (2.16+)        |
-| placeholders in argv[0] filled   | yes          | yes (2.14: no)         | no                 |
+| placeholders in argv[0] filled   | yes          | yes (2.14: no)         | no (inputs: by the driver) |
+| driver fills `{{$.inputs.parameters[...]}}` and IfPresent in command/args, not `$.outputs` (`v2/driver/driver.go` `initPodSpecPatch`, `v2/driver/util.go` `resolveContainerArgs`) | no | no | yes (first in 2.17.0) |
+| launcher's `minio://` endpoint and keys, never the step's environment (`v2/objectstore` `OpenBucket`, `MinioDefaultEndpoint`, `getMinioCredential`; `v2/config/env.go` `GetStoreSessionInfo`) | `MINIO_SERVICE_SERVICE_HOST`/`_PORT`, else `minio-service.kubeflow:9000`; keys: `mlpipeline-minio-artifact` | the ConfigMap's `providers`, else as 2.0 | `providers`, else `seaweedfs.kubeflow:9000` (`DefaultEndpointInMultiUserMode`, 2.16+); keys: the Secret named |
+| `{{$.pipeline_job_name}}` / `{{$.pipeline_job_resource_name}}` (`v2/compiler/argocompiler/container.go` `--run_display_name` `c.job.DisplayName`, `argo.go` `runResourceName` `{{workflow.name}}`; `resolveInputParameter`) | stay literal | display name / workflow name | same |
 | cache looked up (`enableCache`)  | yes          | yes                    | yes                |
 
 Kept the same in every line (and so not a field): output parameters are read from
@@ -35,7 +38,11 @@ an empty instance schema (`v2/metadata/client.go` `GetOutputArtifactsByExecution
 up in KFP's cache, a succeeded execution of its key for the same pipeline handing back that
 execution's outputs without running it (`v2/driver/driver.go` `Container`; from 2.14 the driver's
 `--cache_disabled` flag turns that off for every task, but it defaults to false and a run here
-never sets it). `run --compiled` emulates the cache on every line (`kfp_cache`, `compiled_run`),
+never sets it). `{{$.pipeline_job_name}}` is the run's display name and
+`{{$.pipeline_job_resource_name}}` its Argo workflow's name, `<last '/' part of the pipeline
+name>-<5 characters>` (`v2/compiler/argocompiler/container.go` passes `--run_display_name`
+`c.job.DisplayName` and `--run_name` `{{workflow.name}}`, `argo.go` `GenerateName`; the driver's
+`resolveInputParameter`), on every line that resolves them. `run --compiled` emulates the cache on every line (`kfp_cache`, `compiled_run`),
 across runs that share a metadata file.
 """
 
@@ -116,6 +123,19 @@ class KfpProfile:
       upload_logs_of_failed_task: When the command fails the launcher still uploads and records
         the `executor-logs` artifact, and only it (`executeV2`, `uploadOutputArtifacts` with
         `componentSucceeded` false; 2.16 on).
+      driver_fills_input_parameters: The driver fills `{{$.inputs.parameters['x']}}` and
+        resolves `IfPresent` clauses in the container's command and args before the launcher
+        sees them; an element naming `$.outputs` is left to the launcher (`v2/driver/driver.go`
+        `initPodSpecPatch`, `v2/driver/util.go` `resolveContainerArgs`; first in 2.17.0).
+      minio_default_endpoint: The endpoint a `minio://` root is opened at when nothing else names
+        one (`v2/objectstore` `MinioDefaultEndpoint`'s `minio-service.kubeflow:9000`, a constant
+        in 2.15,
+        `DefaultEndpointInMultiUserMode` `seaweedfs.kubeflow:9000` from 2.16).
+      minio_endpoint_from_service_variables: `MinioDefaultEndpoint` takes the namespace's
+        `MINIO_SERVICE_SERVICE_HOST`/`_PORT` service variables first (2.0.5, 2.5.0; 2.15.0 has
+        only the constant `DefaultMinioEndpointInMultiUserMode`).
+      launcher_config_providers: The launcher reads the `kfp-launcher` ConfigMap's `providers`
+        for a root's session (`v2/config/env.go` `GetStoreSessionInfo`; from 2.2).
       command_placeholders: The launcher fills the `{{$.inputs...}}` and `{{$.outputs...}}`
         placeholders in the command line's first element as well as in the rest (`executeV2`
         up to 2.5; from 2.14 `compileCmdAndArgs` fills them in a copy of the first element that
@@ -137,6 +157,10 @@ class KfpProfile:
     download_keys_under_prefix_only: bool
     upload_logs_of_failed_task: bool
     command_placeholders: bool
+    driver_fills_input_parameters: bool
+    minio_default_endpoint: str
+    minio_endpoint_from_service_variables: bool
+    launcher_config_providers: bool
 
     def describe(self) -> str:
         """The one line a run's header shows."""
@@ -159,6 +183,10 @@ KFP_2_0 = KfpProfile(
     download_keys_under_prefix_only=False,
     upload_logs_of_failed_task=False,
     command_placeholders=True,
+    driver_fills_input_parameters=False,
+    minio_default_endpoint='minio-service.kubeflow:9000',
+    minio_endpoint_from_service_variables=True,
+    launcher_config_providers=False,
 )
 KFP_2_5 = KfpProfile(
     version='2.5',
@@ -176,6 +204,10 @@ KFP_2_5 = KfpProfile(
     download_keys_under_prefix_only=False,
     upload_logs_of_failed_task=False,
     command_placeholders=True,
+    driver_fills_input_parameters=False,
+    minio_default_endpoint='minio-service.kubeflow:9000',
+    minio_endpoint_from_service_variables=True,
+    launcher_config_providers=True,
 )
 KFP_2_17 = KfpProfile(
     version='2.17',
@@ -194,6 +226,10 @@ KFP_2_17 = KfpProfile(
     download_keys_under_prefix_only=True,
     upload_logs_of_failed_task=True,
     command_placeholders=False,
+    driver_fills_input_parameters=True,
+    minio_default_endpoint='seaweedfs.kubeflow:9000',
+    minio_endpoint_from_service_variables=False,
+    launcher_config_providers=True,
 )
 PROFILES = {p.version: p for p in (KFP_2_0, KFP_2_5, KFP_2_17)}
 NEWEST = KFP_2_17.version

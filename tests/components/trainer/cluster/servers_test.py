@@ -133,3 +133,39 @@ def test_die_with_parent_exits_when_the_parent_is_already_gone():
     )
     assert done.returncode == 1
     assert 'outlived' not in done.stdout
+
+
+# A parent that starts a program other than Python (sleep) with `spawn_program`, prints its pid
+# once the program runs, then waits to be killed.
+_PROGRAM_PARENT = """
+import os, sys, time
+from asynctrain.components.trainer.cluster import servers
+child = servers.spawn_program(['/bin/sleep', '120'], servers.child_env())
+while open(f'/proc/{child.pid}/comm').read().strip() != 'sleep':
+    time.sleep(0.05)
+print(child.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_spawned_program_runs_in_the_spawned_process_and_dies_with_its_parent():
+    parent = subprocess.Popen(
+        [sys.executable, '-c', _PROGRAM_PARENT],
+        env=servers.child_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        child_pid = int(parent.stdout.readline())
+        with open(f'/proc/{child_pid}/cmdline', 'rb') as cmdline:
+            assert cmdline.read().split(b'\0')[:2] == [b'/bin/sleep', b'120']  # exec'd in place
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 30
+        while _running(child_pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _running(child_pid)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()

@@ -56,6 +56,8 @@ def test_report_and_summaries(trained_model):
     assert report['examples_per_sec'] > 0 and report['seconds'] > 0
     assert 0 <= report['staleness_mean'] <= report['staleness_max']
     assert 0 <= report['input_wait_fraction'] < 1
+    # Remedies off: every gradient is sent as it is, dense or as embedding rows.
+    assert report['gradient_bytes_per_step'] == report['dense_gradient_bytes_per_step'] > 0
     tags = set()
     for path in tf.io.gfile.glob(os.path.join(trained_model.model_run_dir, 'events.out.*')):
         for event in tf.compat.v1.train.summary_iterator(path):
@@ -66,6 +68,7 @@ def test_report_and_summaries(trained_model):
         'train/staleness_mean',
         'train/staleness_max',
         'train/input_wait_fraction',
+        'train/gradient_bytes_per_step',
         'eval/loss',
         'eval/auc',
     } <= tags

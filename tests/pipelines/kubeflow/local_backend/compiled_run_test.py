@@ -14,7 +14,7 @@ import pytest
 
 from asynctrain.pipelines import cli
 from asynctrain.pipelines.kubeflow.compile import compiled_pipeline
-from asynctrain.pipelines.kubeflow.local_backend import compiled_run, kfp_profiles
+from asynctrain.pipelines.kubeflow.local_backend import compiled_run, kfp_cluster, kfp_profiles
 
 TYPE = {'instanceSchema': 'title: tfx.Examples\ntype: object\n'}
 # Lists the files it finds under /s3, writes that and its ExecutorInput into its `out` artifact's
@@ -160,9 +160,12 @@ def test_a_downstream_task_receives_the_published_artifact_through_the_store(
         f'{local_input}/pod.json',
         f'{local_input}/seen.json',
     ]
-    # The pod's own environment (argocompiler/common.go commonEnvs).
+    # The pod's own environment (argocompiler/common.go commonEnvs): Argo's pod names start
+    # with the workflow's name (argo.go GenerateName: the pipeline's name and five characters).
     pod = json.loads(_read(s3_store, run.artifact('b', 'out')['uri'] + '/pod.json'))
-    assert re.fullmatch(r'r-system-container-impl-\d+', pod['KFP_POD_NAME'])
+    assert re.fullmatch(
+        r'p-[bcdfghjklmnpqrstvwxz2456789]{5}-system-container-impl-\d+', pod['KFP_POD_NAME']
+    )
     assert re.fullmatch(r'[0-9a-f-]{36}', pod['KFP_POD_UID'])
     # The launcher uploaded each output's local path and the task's log as executor-logs.
     assert 'task log line' in _read(s3_store, run.artifact('b', 'executor-logs')['uri'])
@@ -414,3 +417,85 @@ def test_a_cached_task_reuses_the_earlier_execution_and_its_consumers_follow(s3_
         for a in v
     ]
     assert len(set(ids)) == len(ids)  # ML Metadata never gives an id twice
+
+
+# Writes into its `out` artifact the endpoint its own environment names and the arguments it got.
+STEP_VIEW = """
+import json, os, sys
+x = json.loads(sys.argv[1])
+out = x['outputs']['artifacts']['out']['artifacts'][0]
+path = '/' + out['uri'].replace('://', '/', 1)
+os.makedirs(path, exist_ok=True)
+open(os.path.join(path, 'view.json'), 'w').write(json.dumps(
+    {'endpoint': os.environ['AWS_ENDPOINT_URL'], 'argv': sys.argv[2:]}))
+"""
+
+
+@pytest.mark.parametrize('version', list(kfp_profiles.PROFILES))
+def test_the_launcher_reaches_a_minio_root_through_its_cluster_not_the_steps_environment(
+    s3_store, tmp_path, monkeypatch, version
+):
+    # The launcher's endpoint and keys (kfp_cluster: the line's default address, the
+    # mlpipeline-minio-artifact Secret) serve the store; the step's environment names a dead
+    # endpoint and other keys, which the launcher never reads.
+    profile = kfp_profiles.profile(version)
+    monkeypatch.setenv('AWS_ENDPOINT_URL', 'http://127.0.0.1:1')
+    monkeypatch.setenv('AWS_ACCESS_KEY_ID', 'step-key')
+    bucket = s3_store.new_bucket()
+    keys = s3_store.environment()
+    cluster = kfp_cluster.Cluster(
+        secrets={
+            'mlpipeline-minio-artifact': {
+                'accesskey': keys['AWS_ACCESS_KEY_ID'],
+                'secretkey': keys['AWS_SECRET_ACCESS_KEY'],
+            }
+        },
+        addresses={profile.minio_default_endpoint: s3_store.endpoint},
+    )
+    task = _task()
+    for name, constant in (
+        ('job', '{{$.pipeline_job_name}}'),
+        ('wf', '{{$.pipeline_job_resource_name}}'),
+    ):
+        task['inputs']['parameters'][name] = {'runtimeValue': {'constant': constant}}
+    spec = _spec({'a': task}, command=['python', '-c', STEP_VIEW])
+    spec['components']['c']['inputDefinitions']['parameters'].update(
+        job={'parameterType': 'STRING'}, wf={'parameterType': 'STRING'}
+    )
+    if_present = (
+        '{"IfPresent": {"InputName": "n", "Then": ["--n", "{{$.inputs.parameters[\'n\']}}"]}}'
+    )
+    spec['deploymentSpec']['executors']['e']['container']['args'] = [
+        '{{$}}',
+        if_present,
+        "{{$.inputs.parameters['job']}}",
+        "{{$.inputs.parameters['wf']}}",
+    ]
+    path = tmp_path / 'spec.json'
+    path.write_text(json.dumps(spec))
+
+    run = compiled_run.run_compiled(
+        str(path),
+        pipeline_root=f'minio://{bucket}/root',
+        run_id='r',
+        log_dir=str(tmp_path / 'logs'),
+        kfp_version=version,
+        run_name='nightly taxi',
+        cluster=cluster,
+    )
+
+    uri = run.artifact('a', 'out')['uri'].replace('minio://', 's3://', 1)
+    view = json.loads(_read(s3_store, uri + '/view.json'))
+    assert view['endpoint'] == 'http://127.0.0.1:1'
+    # 2.17's driver resolves IfPresent and fills the parameter (resolveContainerArgs); before,
+    # the clause reaches the launcher as compiled, which only fills the placeholder inside it.
+    unresolved = '{"IfPresent": {"InputName": "n", "Then": ["--n", "2"]}}'
+    *arguments, job, workflow = view['argv']
+    assert arguments == (['--n', '2'] if version == '2.17' else [unresolved])
+    # The run's display name and its workflow's name (resolveInputParameter); 2.0.5 resolves
+    # no run placeholder.
+    if version == '2.0':
+        assert (job, workflow) == ('{{$.pipeline_job_name}}', '{{$.pipeline_job_resource_name}}')
+    else:
+        assert job == 'nightly taxi'
+        assert re.fullmatch(r'p-[bcdfghjklmnpqrstvwxz2456789]{5}', workflow)

@@ -17,6 +17,8 @@ RUN = kfp_driver.RunContext(
     run_id='run-1',
     pipeline_root='s3://b/root/',
     created='2026-12-02T00:00:00',
+    display_name='nightly taxi',
+    workflow_name='taxi-x7k2q',
 )
 RUN_2_0 = dataclasses.replace(RUN, profile=kfp_profiles.KFP_2_0)
 RUN_2_5 = dataclasses.replace(RUN, profile=kfp_profiles.KFP_2_5)
@@ -90,7 +92,7 @@ def test_run_placeholders_resolve_by_line_and_only_as_a_whole_constant():
     # 2.0.5 resolveInputs passes a constant through; 2.5.0 resolveInputParameter matches five
     # names exactly; 2.16.0+ adds the create and schedule times.
     assert _parameters(RUN_2_0, '{{$.pipeline_job_name}}') == {'p': '{{$.pipeline_job_name}}'}
-    assert _parameters(RUN_2_5, '{{$.pipeline_job_name}}') == {'p': 'run-1'}
+    assert _parameters(RUN_2_5, '{{$.pipeline_job_name}}') == {'p': 'nightly taxi'}
     assert _parameters(RUN_2_5, '{{$.pipeline_task_name}}') == {'p': 'T'}
     assert _parameters(RUN_2_5, '{{$.pipeline_task_uuid}}') == {'p': '1'}  # the DAG's id
     created = '{{$.pipeline_job_create_time_utc}}'
@@ -273,3 +275,22 @@ def test_a_minio_root_records_the_default_minio_session_of_its_line():
     artifact = {'name': 'blessing', 'uri': uri, 'type': EXAMPLES_TYPE, 'metadata': {}}
     received = kfp_driver.published(artifact, 3, 'blessing', kfp_profiles.KFP_2_0)
     assert 'store_session_info' not in received['metadata']
+
+
+def test_job_name_is_the_display_name_resource_name_the_workflows_not_the_run_id():
+    # resolveInputParameter: RunDisplayName (--run_display_name c.job.DisplayName) and RunName
+    # (--run_name {{workflow.name}}, argocompiler/argo.go runResourceName), on both lines.
+    for run in (RUN_2_5, RUN):
+        assert _parameters(run, '{{$.pipeline_job_name}}') == {'p': 'nightly taxi'}
+        assert _parameters(run, '{{$.pipeline_job_resource_name}}') == {'p': 'taxi-x7k2q'}
+        assert _parameters(run, '{{$.pipeline_job_uuid}}') == {'p': 'run-1'}
+
+
+def test_by_default_the_sdks_display_name_and_a_generated_workflow_name():
+    # kfp Client: run_name or '<pipeline> %Y-%m-%d %H-%M-%S'; argo.go GenerateName
+    # retrieveLastValidString(name) + '-', five characters from the API server's alphabet.
+    run = kfp_driver.RunContext(pipeline_name='team/taxi', run_id='r', pipeline_root='s3://b/')
+    assert re.fullmatch(r'team/taxi \d{4}-\d\d-\d\d \d\d-\d\d-\d\d', run.display_name)
+    assert re.fullmatch(r'taxi-[bcdfghjklmnpqrstvwxz2456789]{5}', run.workflow_name)
+    long_name = kfp_driver.workflow_name('a' * 70)  # the base cut to 58, '-' included
+    assert re.fullmatch(r'a{58}[bcdfghjklmnpqrstvwxz2456789]{5}', long_name)

@@ -86,6 +86,21 @@ def test_ml_metadata_parameters_downloads_and_placeholders():
     assert _row('command_placeholders') == (True, True, False)
 
 
+def test_driver_side_arguments_and_the_launchers_store_endpoint():
+    # driver.go initPodSpecPatch -> util.go resolveContainerArgs, first in 2.17.0.
+    assert _row('driver_fills_input_parameters') == (False, False, True)
+    # objectstore MinioDefaultEndpoint (2.0.5 object_store.go, 2.5.0 config.go: the service
+    # variables, else minio-service); 2.17.0 config.go DefaultEndpointInMultiUserMode.
+    assert _row('minio_default_endpoint') == (
+        'minio-service.kubeflow:9000',
+        'minio-service.kubeflow:9000',
+        'seaweedfs.kubeflow:9000',
+    )
+    assert _row('minio_endpoint_from_service_variables') == (True, True, False)
+    # config/env.go GetStoreSessionInfo reads the kfp-launcher ConfigMap's providers (2.2+).
+    assert _row('launcher_config_providers') == (False, True, True)
+
+
 def test_every_field_is_documented():
     # cleandoc: Python 3.13's compiler strips a docstring's common indentation itself, 3.10's
     # does not (https://docs.python.org/3.13/whatsnew/3.13.html#other-language-changes).

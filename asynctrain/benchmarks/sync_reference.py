@@ -1,0 +1,92 @@
+"""The synchronous reference of `asynctrain bench async`: MultiWorkerMirroredStrategy (collective
+all-reduce over gRPC) with Keras `fit`, one process per worker, each in a CPU budget of its own
+(the test kit's `cpu_budget`), on the same examples, model, per-worker batch and optimizer as the
+Trainer's loop. The chief scores the weights on the held-out batches after each round (epoch),
+with the clock stopped, and writes its curve as JSON.
+
+    python -m asynctrain.benchmarks.sync_reference --spec FILE   (one worker; TF_CONFIG set)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+
+def run_worker(spec: dict) -> None:
+    """One worker's `fit`; the chief (task 0) writes `spec['output']`."""
+    import tensorflow as tf
+
+    from asynctrain.benchmarks import async_training, parameter_server_fit, transformed_examples
+    from asynctrain.components.trainer.training import data as data_lib
+
+    data = transformed_examples.TransformedExamples(**spec['data'])
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    task = transformed_examples.make_task(data, batch_size=spec['batch_size'])
+    held_out = parameter_server_fit.held_out_batches(task, data.examples_dir)
+    with strategy.scope():
+        keras_model = task.build_model()
+        keras_model.compile(optimizer=task.build_optimizer(), loss=task.loss)
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    # The global batch is the per-worker batch times the workers, as each of ours reads its own.
+    dataset = (
+        task.build_inputs(data.examples_dir, data_lib.TRAIN_SPLIT, training=True)
+        .unbatch()
+        .batch(spec['batch_size'] * spec['workers'], drop_remainder=True)
+        .repeat()
+        .with_options(options)
+    )
+    snapshots, clock = [], {'training_s': 0.0, 'started': time.monotonic()}
+
+    class Snapshots(tf.keras.callbacks.Callback):
+        """Each round's wall time and weights (copied with the clock stopped), scored after
+        `fit`: a metric's variables cannot be updated inside the strategy's scope."""
+
+        def on_epoch_end(self, epoch, logs=None):
+            clock['training_s'] += time.monotonic() - clock['started']
+            snapshots.append((epoch + 1, clock['training_s'], keras_model.get_weights()))
+            clock['started'] = time.monotonic()
+
+    keras_model.fit(
+        dataset,
+        epochs=spec['rounds'],
+        steps_per_epoch=spec['steps'],
+        verbose=0,
+        callbacks=[Snapshots()],
+    )
+    curve = []
+    for rounds, wall_s, weights in snapshots:
+        plain = task.build_model()
+        plain.set_weights(weights)
+        scores = async_training.held_out_scores(task, plain, held_out)
+        curve.append(
+            {
+                'wall_s': wall_s,
+                'examples': rounds * spec['steps'] * spec['batch_size'] * spec['workers'],
+                'held_out_loss': scores['loss'],
+                'held_out_auc': scores['auc'],
+            }
+        )
+    if json.loads(os.environ['TF_CONFIG'])['task']['index'] == 0:
+        with open(spec['output'], 'w', encoding='utf-8') as f:
+            json.dump(curve, f)
+
+
+def main() -> int:
+    from asynctrain.components.trainer.cluster import servers
+
+    servers.die_with_parent()
+    parser = argparse.ArgumentParser(prog='sync_reference')
+    parser.add_argument('--spec', required=True)
+    args = parser.parse_args()
+    with open(args.spec, encoding='utf-8') as f:
+        run_worker(json.load(f))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
