@@ -1,5 +1,5 @@
 """`python -m asynctrain` is the `asynctrain` command."""
 
-from asynctrain.pipelines.cli import entrypoint
+from asynctrain.cli import entrypoint
 
 entrypoint()

@@ -18,7 +18,8 @@ Reports, and exits 1 on any of the first three:
   nor `asynctrain.components.trainer.kubernetes`, and `asynctrain/components/trainer/cluster/`
   never imports `asynctrain.components.trainer.kubernetes`; the Kubeflow layer keeps its one
   direction too (local_backend -> compile -> container): `asynctrain/pipelines/kubeflow/container/`
-  imports neither `compile` nor `local_backend`, and `compile/` never imports `local_backend`;
+  imports neither `compile` nor `local_backend`, and `compile/` never imports `local_backend`; and
+  the command line, `asynctrain.cli`, is the top: no other package of the project imports it;
 - imports from one component into another: a module of `asynctrain.components.X` imports
   another component's modules only through the shared home, `asynctrain.components.shared`, and
   the shared home imports no component;
@@ -63,6 +64,12 @@ DIRECTION_RULES = (
     ('asynctrain.pipelines.kubeflow.container', 'asynctrain.pipelines.kubeflow.compile'),
     ('asynctrain.pipelines.kubeflow.container', 'asynctrain.pipelines.kubeflow.local_backend'),
     ('asynctrain.pipelines.kubeflow.compile', 'asynctrain.pipelines.kubeflow.local_backend'),
+    # The command line is the top: only `python -m asynctrain` (asynctrain/__main__.py) imports it.
+    ('asynctrain.components', 'asynctrain.cli'),
+    ('asynctrain.pipelines', 'asynctrain.cli'),
+    ('asynctrain.benchmarks', 'asynctrain.cli'),
+    ('asynctrain.docs_generation', 'asynctrain.cli'),
+    ('asynctrain.testing', 'asynctrain.cli'),
 )
 # Below the components, code more than one of them reads; the one way between components.
 COMPONENTS = 'asynctrain.components'

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
+from asynctrain import cli
 from asynctrain.benchmarks import async_scenarios
-from asynctrain.pipelines import cli
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ import shutil
 import pytest
 import tensorflow as tf
 
-from asynctrain.pipelines import cli
+from asynctrain import cli
 from asynctrain.testing import evaluation_outputs
 
 pytestmark = pytest.mark.integration

@@ -5,7 +5,7 @@ import json
 import pytest
 import tensorflow_transform as tft
 
-from asynctrain.pipelines import cli
+from asynctrain import cli
 
 pytestmark = pytest.mark.integration
 

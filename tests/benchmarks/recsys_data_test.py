@@ -11,8 +11,8 @@ import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
+from asynctrain import cli
 from asynctrain.benchmarks import recsys_data as rd
-from asynctrain.pipelines import cli
 
 # Over one chunk, so chunk boundaries are part of what the tests see.
 ROWS = rd.CHUNK_ROWS + 4_000

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from asynctrain.pipelines import cli
+from asynctrain import cli
 
 pytestmark = pytest.mark.integration
 

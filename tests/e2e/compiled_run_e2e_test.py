@@ -35,9 +35,9 @@ import tensorflow_model_analysis as tfma
 import yaml
 from tensorflow_metadata.proto.v0 import schema_pb2
 
+from asynctrain import cli
 from asynctrain.components.shared import model_statistics
 from asynctrain.components.shared.feature_types import load_schema
-from asynctrain.pipelines import cli
 from asynctrain.pipelines.config import BUNDLED_SCHEMAS, bundled_data_dir
 from tests.e2e.e2e_helpers import raw_example
 from tests.e2e.penguin_days import (

@@ -26,7 +26,7 @@ import os
 import pytest
 import yaml
 
-from asynctrain.pipelines import cli
+from asynctrain import cli
 from asynctrain.pipelines.config import bundled_data_dir
 
 pytestmark = pytest.mark.e2e

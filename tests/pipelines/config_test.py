@@ -192,7 +192,7 @@ def test_a_file_error_names_the_file_and_the_field(tmp_path):
 
 
 def test_accept_drift_adds_its_features_to_the_configs_for_one_run():
-    from asynctrain.pipelines.cli.run_command import with_accepted_drift
+    from asynctrain.cli.run_command import with_accepted_drift
 
     config = load_config(drift={'accept': ['tips']})
     assert with_accepted_drift(config, None) is config

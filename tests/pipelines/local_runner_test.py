@@ -69,7 +69,7 @@ def test_a_run_in_a_work_dir_of_the_shared_layout_says_so_and_uses_its_paths(tmp
     its lock, held, refuses the run before anything is written)."""
     import argparse
 
-    from asynctrain.pipelines.cli import run_command
+    from asynctrain.cli import run_command
 
     (tmp_path / 'metadata.sqlite').write_bytes(b'')
     args = argparse.Namespace(

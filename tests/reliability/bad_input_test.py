@@ -298,7 +298,7 @@ def test_examplegen_command_on_the_corpus(
     corpus_input, tmp_path, read_examples, read_rejected, capsys
 ):
     """asynctrain examplegen on the corpus: JSON summary, rows and dead letter match the files"""
-    from asynctrain.pipelines import cli
+    from asynctrain import cli
 
     input_dir = corpus_input(*CONVERTED)
     out = tmp_path / 'cli_out'
@@ -334,7 +334,7 @@ def test_examplegen_command_on_the_corpus(
 
 def test_examplegen_command_fails_on_empty_input(corpus_input, tmp_path, capsys):
     """asynctrain examplegen on an empty file: exit status 1 and an error naming the file"""
-    from asynctrain.pipelines import cli
+    from asynctrain import cli
 
     input_dir = corpus_input('empty.csv')
     status = cli.main(['examplegen', '--input', input_dir, '--output', str(tmp_path / 'o')])

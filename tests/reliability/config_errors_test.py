@@ -1,6 +1,6 @@
 """Configuration errors fail before any work starts, naming the field (or the file).
 
-Each case runs the real command line in-process (`asynctrain.pipelines.cli.main`) and asserts the exit
+Each case runs the real command line in-process (`asynctrain.cli.main`) and asserts the exit
 status, the message, and that no work began: no ML Metadata database, no pipeline root, no logs
 (and, for errors in the config file itself, no work directory at all).
 """
@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from asynctrain.pipelines import cli
+from asynctrain import cli
 
 REPO = os.path.join(os.path.dirname(__file__), '..', '..')
 TAXI = os.path.join(REPO, 'asynctrain', 'schemas', 'taxi')

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
-from asynctrain.pipelines import cli
+from asynctrain import cli
 from asynctrain.pipelines.config import load_config
 from asynctrain.pipelines.kubeflow.compile import kfp_rules
 from asynctrain.pipelines.pipeline import create_pipeline

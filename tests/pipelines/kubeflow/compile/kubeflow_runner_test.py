@@ -23,8 +23,8 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx.dsl.components.base import base_component
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
+from asynctrain import cli
 from asynctrain.components.shared import versions
-from asynctrain.pipelines import cli
 from asynctrain.pipelines.config import bundled_data_dir, load_config
 from asynctrain.pipelines.kubeflow.compile import compile_options, kfp_rules, kubeflow_runner
 from asynctrain.pipelines.pipeline import PREPROCESSING_FN, create_pipeline

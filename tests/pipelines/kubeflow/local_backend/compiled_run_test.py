@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from asynctrain.pipelines import cli
+from asynctrain import cli
 from asynctrain.pipelines.kubeflow.compile import compiled_pipeline
 from asynctrain.pipelines.kubeflow.local_backend import compiled_run, kfp_cluster, kfp_profiles
 
