@@ -13,8 +13,9 @@ import argparse
 import dataclasses
 import sys
 
+from asynctrain.components.shared.yaml_config import ConfigError
 from asynctrain.pipelines import dataset_spec
-from asynctrain.pipelines.config import BUNDLED_DATA, ConfigError, load_config
+from asynctrain.pipelines.config import BUNDLED_DATA, load_config
 from asynctrain.pipelines.kubeflow.local_backend import kfp_profiles
 
 

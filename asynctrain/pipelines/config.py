@@ -30,10 +30,6 @@ BUNDLED_DATA = 'bundled:chicago_taxi'
 PIPELINE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,62}')
 
 
-ConfigError = yaml_config.ConfigError
-from_dict = yaml_config.build
-
-
 def _absolute(path: str) -> str:
     """A local path made absolute; a URI (gs://, s3://, hdfs://) passes through unchanged."""
     return path if '://' in path else os.path.abspath(path)
@@ -356,6 +352,6 @@ def load_config(path: str | None = None, **overrides: Any) -> PipelineConfig:
     data = yaml_config.read_mapping(path, 'config') if path else {}
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
-        return from_dict(PipelineConfig, data)
-    except ConfigError as e:
-        raise ConfigError(f'{path}: {e}' if path else str(e)) from None
+        return yaml_config.build(PipelineConfig, data)
+    except yaml_config.ConfigError as e:
+        raise yaml_config.ConfigError(f'{path}: {e}' if path else str(e)) from None

@@ -2,13 +2,13 @@
 
 import pytest
 
+from asynctrain.components.shared.yaml_config import ConfigError
+from asynctrain.components.shared.yaml_config import build as from_dict
 from asynctrain.pipelines.config import (
     BUNDLED_DATA,
-    ConfigError,
     ExampleGenSettings,
     LabelSettings,
     PipelineConfig,
-    from_dict,
     load_config,
 )
 from asynctrain.pipelines.evaluation_settings import EvaluationSettings

@@ -8,11 +8,12 @@ from tensorflow_model_analysis.proto import config_pb2
 
 from asynctrain.components.evaluator import results as evaluator_results
 from asynctrain.components.example_gen import spec as example_gen_spec
+from asynctrain.components.shared.yaml_config import ConfigError
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.components.transform import preprocessing
 from asynctrain.pipelines import pipeline as pipeline_lib
 from asynctrain.pipelines import run_summary
-from asynctrain.pipelines.config import ConfigError, load_config
+from asynctrain.pipelines.config import load_config
 
 PENGUIN_SCHEMA = """
 feature { name: "Species" type: BYTES }
@@ -189,7 +190,7 @@ def test_a_date_selects_that_days_span_and_the_trainer_warm_starts(tmp_path):
 
 
 def test_a_date_without_a_dated_input_pattern_is_rejected(tmp_path):
-    from asynctrain.pipelines.config import ConfigError
+    from asynctrain.components.shared.yaml_config import ConfigError
 
     with pytest.raises(ConfigError, match=r'example_gen.input_pattern: a run for one date needs'):
         load_config(work_dir=str(tmp_path), date='2024-01-02')
@@ -617,7 +618,7 @@ def test_baseline_latest_blessed_compares_with_the_last_blessed_model(tmp_path):
 
 
 def test_chunk_mb_reaches_the_example_gen_and_must_be_positive(tmp_path):
-    from asynctrain.pipelines.config import ConfigError
+    from asynctrain.components.shared.yaml_config import ConfigError
 
     config = load_config(work_dir=str(tmp_path), example_gen={'chunk_mb': 0.5})
     components = {c.id: c for c in pipeline_lib.create_pipeline(config).components}

@@ -24,7 +24,8 @@ def _payload(sentinel: pathlib.Path) -> str:
 
 def test_pipeline_config_refuses_python_object_tag(tmp_path):
     """YAML !!python/object tag in the pipeline config: refused, nothing executed"""
-    from asynctrain.pipelines.config import ConfigError, load_config
+    from asynctrain.components.shared.yaml_config import ConfigError
+    from asynctrain.pipelines.config import load_config
 
     sentinel = tmp_path / 'pwned'
     path = tmp_path / 'config.yaml'

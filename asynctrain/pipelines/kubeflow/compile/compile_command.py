@@ -18,7 +18,8 @@ import argparse
 import os
 import tempfile
 
-from asynctrain.pipelines.config import ConfigError, load_config
+from asynctrain.components.shared.yaml_config import ConfigError
+from asynctrain.pipelines.config import load_config
 from asynctrain.pipelines.kubeflow.compile import compile_options
 
 

@@ -8,7 +8,8 @@ import dataclasses
 import importlib.metadata
 
 from asynctrain.components.shared import versions
-from asynctrain.pipelines.config import ConfigError, PipelineConfig
+from asynctrain.components.shared.yaml_config import ConfigError
+from asynctrain.pipelines.config import PipelineConfig
 
 TARGETS = ('kubeflow', 'vertex')
 _EXTENSIONS = {'kubeflow': ('.yaml', '.yml'), 'vertex': ('.json',)}
