@@ -83,6 +83,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '--run-id', default=None, help='with --compiled: the run id (default: run-<time>-<hex>)'
     )
     compiled.add_argument(
+        '--run-name',
+        default='',
+        help="with --compiled: the run's display name, {{$.pipeline_job_name}} in the steps "
+        "(default: the KFP SDK's '<pipeline name> <local time>')",
+    )
+    compiled.add_argument(
         '--tfjob-local',
         action='store_true',
         help="with --compiled: the Trainer's TFJob (distribution.cluster: tfjob) runs as local "
@@ -188,6 +194,7 @@ def run_compiled(args: argparse.Namespace) -> int:
             args.compiled,
             pipeline_root=args.pipeline_root,
             run_id=args.run_id,
+            run_name=getattr(args, 'run_name', ''),
             tfjob_local=args.tfjob_local,
             fresh_processes=args.fresh_processes,
             kfp_version=getattr(args, 'kfp_version', kfp_profiles.NEWEST),

@@ -265,6 +265,30 @@ def test_a_root_the_launcher_cannot_stage_is_refused_before_any_task(tmp_path, c
     assert 'stays in its pod' in printed
 
 
+def test_the_command_line_names_the_run_and_its_workflow(s3_store, tmp_path, capsys):
+    bucket = s3_store.new_bucket()
+    path = tmp_path / 'spec.json'
+    path.write_text(json.dumps(_spec({'a': _task()})))
+
+    code = cli.main(
+        [
+            'run',
+            '--compiled',
+            str(path),
+            '--pipeline-root',
+            f's3://{bucket}/root',
+            '--run-id',
+            'r1',
+            '--run-name',
+            'nightly taxi',
+        ]
+    )
+
+    assert code == 0
+    # The display name as given, the workflow named after the pipeline (`<pipeline>-<5>`).
+    assert re.search(r"run r1 \('nightly taxi', workflow p-[a-z0-9]{5}\)", capsys.readouterr().out)
+
+
 def test_gs_is_refused_for_want_of_an_endpoint(tmp_path):
     path = tmp_path / 'spec.json'
     path.write_text(json.dumps(_spec({'a': _task()})))
