@@ -318,14 +318,15 @@ def run_compiled(
     kfp_storage.check_pod_paths(pipeline)
     compiled_task.check_pods()
     name = pipeline.pipeline_info.name
+    cluster = cluster or kfp_cluster.this_machine(profile)
     run = kfp_driver.RunContext(
         pipeline_name=name,
         run_id=run_id or time.strftime('run-%Y%m%d-%H%M%S-') + uuid.uuid4().hex[:6],
         pipeline_root=root,
         profile=profile,
         display_name=run_name,
+        store_session_info=kfp_driver.store_session_info(root, profile, cluster),
     )
-    cluster = cluster or kfp_cluster.this_machine(profile)
     metadata_path = metadata_path or (
         os.path.join(log_dir, 'metadata.json') if log_dir else kfp_cache.DEFAULT_PATH
     )
@@ -433,7 +434,9 @@ def _run_tasks(
             )
         published[task_name] = {
             key: [
-                kfp_driver.published(artifact, metadata.new_id(), key, run.profile)
+                kfp_driver.published(
+                    artifact, metadata.new_id(), key, run.profile, run.store_session_info
+                )
                 for artifact in artifacts
             ]
             for key, artifacts in recorded.items()

@@ -88,11 +88,14 @@ def minio_default_endpoint(profile: kfp_profiles.KfpProfile, cluster: Cluster) -
 
 
 def _minio_provider(profile: kfp_profiles.KfpProfile, cluster: Cluster) -> dict[str, Any]:
-    """The ConfigMap's `providers.minio.default` (`GetStoreSessionInfo`, 2.2+), `{}` if none."""
+    """The ConfigMap's `providers.minio` (`default`, `Overrides`; `GetStoreSessionInfo`, 2.2+),
+    `{}` if none or if both are absent (`MinioProviderConfig.ProvideSessionInfo` then takes the
+    default session)."""
     text = cluster.launcher_config.get('providers', '')
     if not profile.launcher_config_providers or not text:
         return {}
-    return (yaml.safe_load(text) or {}).get('minio', {}).get('default') or {}
+    minio = (yaml.safe_load(text) or {}).get('minio') or {}
+    return minio if minio.get('default') or minio.get('Overrides') else {}
 
 
 def _secret_keys(cluster: Cluster, name: str, access_key: str, secret_key: str) -> tuple[str, str]:
@@ -112,35 +115,105 @@ def _secret_keys(cluster: Cluster, name: str, access_key: str, secret_key: str) 
     return data[access_key], data[secret_key]
 
 
+def session_info(root: str, profile: kfp_profiles.KfpProfile, cluster: Cluster) -> dict[str, Any]:
+    """The `objectstore.SessionInfo` of `root` (`Provider`, `Params`) as the root DAG driver
+    builds it from the cluster (`config/env.go` `GetStoreSessionInfo`, 2.2+), which ML Metadata
+    records on every artifact (`store_session_info`) and each launcher opens the bucket with.
+
+    A `minio://` root with a `providers.minio.default` entry in the `kfp-launcher` ConfigMap gets
+    `S3ProviderConfig.ProvideSessionInfo`'s Params under Provider `minio` (`config/minio.go`,
+    `config/s3.go`: the entry's endpoint and region, `disableSSL` false and `forcePathStyle`
+    true unless given, `maxRetries` 5 from 2.15, `fromEnv`, and the secretRef's three names);
+    without one, `getDefaultMinioSessionInfo` (the profile's `minio_session_params`, its
+    endpoint `minio_default_endpoint`). Any other scheme without a provider entry: `fromEnv`
+    true, the SDK's own chain. Overrides (`providers.*.Overrides`) are not modelled.
+
+    Raises:
+      ValueError: a provider entry without credentials or (with `fromEnv` false) a secretRef,
+        which the driver refuses ("invalid provider config: missing default credentials") or
+        cannot read; or one with Overrides.
+    """
+    scheme = root.split('://', 1)[0]
+    if scheme != 'minio':
+        return {'Provider': scheme, 'Params': {'fromEnv': 'true'}}
+    provider = _minio_provider(profile, cluster)
+    if not provider:
+        params = dict(profile.minio_session_params)
+        params['endpoint'] = minio_default_endpoint(profile, cluster)
+        return {'Provider': 'minio', 'Params': params}
+    return {'Provider': 'minio', 'Params': _provider_params(provider, profile)}
+
+
+def _provider_params(provider: dict[str, Any], profile: kfp_profiles.KfpProfile) -> dict[str, str]:
+    """`S3ProviderConfig.ProvideSessionInfo`'s Params for a `default` entry; Go's
+    `strconv.FormatBool` writes booleans as `true`/`false`."""
+    if provider.get('Overrides'):
+        raise ValueError('kfp-launcher providers.minio.Overrides are not modelled')
+    default = provider.get('default') or {}
+    credentials = default.get('credentials')
+    if not credentials:
+        raise ValueError('invalid provider config: missing default credentials')
+    params = {
+        'endpoint': str(default.get('endpoint', '')),
+        'region': str(default.get('region', '')),
+        'disableSSL': _go_bool(default.get('disableSSL', False)),
+        'forcePathStyle': _go_bool(default.get('forcePathStyle', True)),
+        'fromEnv': _go_bool(credentials.get('fromEnv', False)),
+    }
+    # maxRetries joins the Params in the same release as the default session's (2.15).
+    if 'maxRetries' in dict(profile.minio_session_params):
+        params['maxRetries'] = str(int(default.get('maxRetries', 5)))
+    if params['fromEnv'] == 'false':
+        secret_ref = credentials.get('secretRef')
+        if not secret_ref:
+            raise ValueError(
+                'kfp-launcher providers.minio.default.credentials: fromEnv is false and no '
+                'secretRef is given (the driver reads its secretName, accessKeyKey, secretKeyKey)'
+            )
+        for key in ('secretName', 'accessKeyKey', 'secretKeyKey'):
+            params[key] = str(secret_ref.get(key, ''))
+    return params
+
+
+def _go_bool(value: Any) -> str:
+    return 'true' if value is True or str(value).lower() == 'true' else 'false'
+
+
 def store_connection(
     root: str, profile: kfp_profiles.KfpProfile, cluster: Cluster
 ) -> StoreConnection:
-    """How the profile's launcher opens the bucket of `root`; see the module docstring.
+    """How the profile's launcher opens the bucket of `root`; see the module docstring: from
+    2.5 the run's `session_info`, on 2.0.5 `MinioDefaultEndpoint` and the default Secret.
 
     Raises:
       ValueError: a `minio://` provider that reads keys from the environment (not modelled),
-        or a Secret the launcher cannot read.
+        a provider entry the driver refuses, or a Secret the launcher cannot read.
     """
     if not root.startswith('minio://'):
         return StoreConnection()  # fromEnv: the SDK's own chain.
-    provider = _minio_provider(profile, cluster)
-    credentials = provider.get('credentials', {})
-    if credentials.get('fromEnv'):
+    if profile.launcher_config_providers:
+        params = session_info(root, profile, cluster)['Params']
+    else:
+        params = {
+            'endpoint': minio_default_endpoint(profile, cluster),
+            'region': 'minio',
+            'fromEnv': 'false',
+            'secretName': MINIO_SECRET,
+            'accessKeyKey': 'accesskey',
+            'secretKeyKey': 'secretkey',
+        }
+    if params['fromEnv'] == 'true':
         raise ValueError('kfp-launcher providers.minio.default.credentials.fromEnv is not modelled')
-    secret_ref = credentials.get('secretRef', {})
-    address = provider.get('endpoint') or minio_default_endpoint(profile, cluster)
+    address = params['endpoint']
     access_key, secret_key = _secret_keys(
-        cluster,
-        secret_ref.get('secretName', MINIO_SECRET),
-        secret_ref.get('accessKeyKey', 'accesskey'),
-        secret_ref.get('secretKeyKey', 'secretkey'),
+        cluster, params['secretName'], params['accessKeyKey'], params['secretKeyKey']
     )
     return StoreConnection(
         address=address,
         endpoint_url=cluster.addresses.get(address, f'http://{address}'),
         access_key=access_key,
         secret_key=secret_key,
-        region=provider.get('region', 'minio'),
+        region=params['region'],
     )
 
 
@@ -156,7 +229,7 @@ def s3_client(connection: StoreConnection) -> Any:
         endpoint_url=connection.endpoint_url,
         aws_access_key_id=connection.access_key,
         aws_secret_access_key=connection.secret_key,
-        region_name=connection.region,
+        region_name=connection.region or None,
     )
 
 

@@ -40,7 +40,7 @@ from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from asynctrain.pipelines.kubeflow.container import kfp_storage
-from asynctrain.pipelines.kubeflow.local_backend import kfp_profiles
+from asynctrain.pipelines.kubeflow.local_backend import kfp_cluster, kfp_profiles
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +59,9 @@ class RunContext:
         %Y-%m-%d %H-%M-%S>` (`kfp.client.Client.create_run_from_pipeline_package`).
       workflow_name: Its Argo workflow's name (`{{$.pipeline_job_resource_name}}`); '' for one
         generated as the cluster does (`workflow_name`).
+      store_session_info: The session info the root DAG driver builds once for the run's root
+        and ML Metadata records on each artifact (`store_session_info`); '' for the one a
+        cluster without a `kfp-launcher` ConfigMap gives.
     """
 
     pipeline_name: str
@@ -71,6 +74,7 @@ class RunContext:
     dag_execution_id: int = 1
     display_name: str = ''
     workflow_name: str = ''
+    store_session_info: str = ''
 
     def __post_init__(self) -> None:
         if not self.display_name:
@@ -377,17 +381,15 @@ def _through_mlmd(value: Any) -> Any:
     return value
 
 
-def store_session_info(uri: str, profile: kfp_profiles.KfpProfile) -> str:
+def store_session_info(
+    uri: str, profile: kfp_profiles.KfpProfile, cluster: kfp_cluster.Cluster
+) -> str:
     """The `store_session_info` custom property `RecordArtifact` adds (2.2+): the JSON of the
-    launcher's `objectstore.SessionInfo` for the root, as a cluster without a `providers` entry in
-    its `kfp-launcher` ConfigMap gives it. A `minio://` root gets the profile's default MinIO
-    session (`v2/config/env.go` `getDefaultMinioSessionInfo`: keys from a Secret, `fromEnv`
-    false); any other scheme the SDK's own credential chain (`v2/config/s3.go`, `gcs.go`
-    `ProvideSessionInfo`: `fromEnv` true). Go's `json.Marshal` writes a map's keys sorted."""
-    if uri.startswith('minio://'):
-        session = {'Provider': 'minio', 'Params': dict(sorted(profile.minio_session_params))}
-    else:
-        session = {'Provider': uri.split('://', 1)[0], 'Params': {'fromEnv': 'true'}}
+    run's `objectstore.SessionInfo` (`kfp_cluster.session_info`, from the cluster's
+    `kfp-launcher` ConfigMap or the line's defaults). Go's `json.Marshal` writes a map's keys
+    sorted."""
+    session = kfp_cluster.session_info(uri, profile, cluster)
+    session = {'Provider': session['Provider'], 'Params': dict(sorted(session['Params'].items()))}
     return json.dumps(session, separators=(',', ':'))
 
 
@@ -396,17 +398,22 @@ def published(
     artifact_id: int,
     output_name: str,
     profile: kfp_profiles.KfpProfile = kfp_profiles.KFP_2_17,
+    session_info: str = '',
 ) -> dict[str, Any]:
     """The artifact as a downstream task receives it: named by its ML Metadata id, its
     metadata after the round trip through ML Metadata with the custom properties
     `RecordArtifact` adds (`display_name`, and `store_session_info` from 2.5), and the type
     `OutputArtifact.ToRuntimeArtifact` gives it: an instance schema of "" whatever the producer
     declared (`GetOutputArtifactsByExecutionId`: `Schema: ""`, "TODO(Bobgy): figure out how to
-    get schema")."""
+    get schema"). `session_info` is the run's (`RunContext.store_session_info`); by default the
+    one a cluster without a `kfp-launcher` ConfigMap gives the artifact's URI."""
     metadata = {k: _through_mlmd(v) for k, v in artifact.get('metadata', {}).items()}
     metadata.setdefault('display_name', output_name)
     if profile.store_session_info:
-        metadata.setdefault('store_session_info', store_session_info(artifact['uri'], profile))
+        session_info = session_info or store_session_info(
+            artifact['uri'], profile, kfp_cluster.Cluster()
+        )
+        metadata.setdefault('store_session_info', session_info)
     return {
         'name': str(artifact_id),
         'uri': artifact['uri'],

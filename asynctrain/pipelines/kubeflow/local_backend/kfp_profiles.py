@@ -15,7 +15,7 @@ the same in every line and so not a field: see below):
 | output RuntimeArtifact `name`    | no           | no                     | yes (2.15+)        |
 | output metadata file             | `/tmp/kfp_outputs/...` | same         | task root (2.15+)  |
 | `{{$.pipeline_*}}` constants     | stay literal | 5 names                | 7 (2.16+)          |
-| `store_session_info` in MLMD     | no           | yes (2.2+)             | yes                |
+| `store_session_info` in MLMD (`v2/config/env.go` `GetStoreSessionInfo`: the ConfigMap's `providers` entry, else the default below) | no | yes (2.2+) | yes |
 | `minio://` session info endpoint | –            | `minio-service.kubeflow:9000` | `seaweedfs.kubeflow:9000` (2.16+), `maxRetries` (2.15+) |
 | struct-valued parameter types    | STRUCT       | STRUCT (2.14: + TASK_FINAL_STATUS) | + TASK_CONFIG |
 | download only keys under prefix  | no           | no                     | yes (2.17)         |

@@ -443,6 +443,50 @@ def test_a_cached_task_reuses_the_earlier_execution_and_its_consumers_follow(s3_
     assert len(set(ids)) == len(ids)  # ML Metadata never gives an id twice
 
 
+@pytest.mark.parametrize('version', ['2.5', '2.17'])
+def test_a_kfp_launcher_provider_entry_opens_the_store_and_is_recorded_on_each_artifact(
+    s3_store, tmp_path, version
+):
+    # env.go GetStoreSessionInfo from the kfp-launcher ConfigMap's providers (2.2+): the
+    # launcher reaches the entry's endpoint with the Secret it names, and RecordArtifact
+    # stores that session info on every output.
+    bucket = s3_store.new_bucket()
+    keys = s3_store.environment()
+    providers = (
+        'minio:\n  default:\n    endpoint: store.team.svc:9000\n    region: eu\n'
+        '    credentials:\n      fromEnv: false\n      secretRef:\n'
+        '        secretName: team-store\n        accessKeyKey: id\n        secretKeyKey: key\n'
+    )
+    cluster = kfp_cluster.Cluster(
+        launcher_config={'providers': providers},
+        secrets={
+            'team-store': {'id': keys['AWS_ACCESS_KEY_ID'], 'key': keys['AWS_SECRET_ACCESS_KEY']}
+        },
+        addresses={'store.team.svc:9000': s3_store.endpoint},
+    )
+    path = tmp_path / 'spec.json'
+    path.write_text(json.dumps(_spec({'a': _task(), 'b': _task('a')})))
+
+    run = compiled_run.run_compiled(
+        str(path),
+        pipeline_root=f'minio://{bucket}/root',
+        run_id='r',
+        log_dir=str(tmp_path / 'logs'),
+        kfp_version=version,
+        cluster=cluster,
+    )
+
+    for task in ('a', 'b'):
+        session = json.loads(run.artifact(task, 'out')['metadata']['store_session_info'])
+        assert session['Provider'] == 'minio'
+        assert session['Params']['endpoint'] == 'store.team.svc:9000'
+        assert session['Params']['secretName'] == 'team-store'
+        assert ('maxRetries' in session['Params']) == (version == '2.17')
+    # What task a wrote is in the store behind the entry's endpoint.
+    uri = run.artifact('a', 'out')['uri'].replace('minio://', 's3://', 1)
+    assert s3_store.keys(uri)
+
+
 # Writes into its `out` artifact the endpoint its own environment names and the arguments it got.
 STEP_VIEW = """
 import json, os, sys

@@ -135,3 +135,68 @@ def test_run_compiled_serves_the_lines_default_address_with_this_processes_keys(
     cluster = kfp_cluster.this_machine(profile)
     assert cluster.addresses == {profile.minio_default_endpoint: 'http://127.0.0.1:7003'}
     assert cluster.secrets == {'mlpipeline-minio-artifact': {'accesskey': 'k', 'secretkey': 's'}}
+
+
+def test_a_provider_entry_is_the_runs_session_info_with_each_lines_params():
+    # config/minio.go MinioProviderConfig.ProvideSessionInfo -> s3.go S3ProviderConfig's:
+    # the entry's endpoint and region, disableSSL false and forcePathStyle true unless given,
+    # maxRetries 5 from 2.15, fromEnv and the secretRef's names; Provider minio.
+    cluster = kfp_cluster.Cluster(launcher_config={'providers': PROVIDERS})
+    common = {
+        'endpoint': 'store.team.svc:9000',
+        'region': 'eu',
+        'disableSSL': 'false',
+        'forcePathStyle': 'true',
+        'fromEnv': 'false',
+        'secretName': 'team-store',
+        'accessKeyKey': 'id',
+        'secretKeyKey': 'key',
+    }
+    assert kfp_cluster.session_info('minio://b/r', KFP_2_5, cluster) == {
+        'Provider': 'minio',
+        'Params': common,
+    }
+    assert kfp_cluster.session_info('minio://b/r', KFP_2_17, cluster) == {
+        'Provider': 'minio',
+        'Params': {**common, 'maxRetries': '5'},
+    }
+    given = PROVIDERS.replace('    region: eu\n', '    region: eu\n    disableSSL: true\n')
+    params = kfp_cluster.session_info(
+        'minio://b/r', KFP_2_17, kfp_cluster.Cluster(launcher_config={'providers': given})
+    )['Params']
+    assert params['disableSSL'] == 'true'
+
+
+def test_without_a_provider_the_default_minio_session_names_the_lines_endpoint():
+    # env.go getDefaultMinioSessionInfo: MinioDefaultEndpoint() on 2.5.0 (the namespace's
+    # minio-service variables), DefaultMinioEndpointInMultiUserMode on 2.17.0; an s3:// root
+    # without an entry: fromEnv true (s3.go ProvideSessionInfo).
+    cluster = kfp_cluster.Cluster(
+        service_variables={
+            'MINIO_SERVICE_SERVICE_HOST': '10.0.0.7',
+            'MINIO_SERVICE_SERVICE_PORT': '9000',
+        }
+    )
+    endpoints = [
+        kfp_cluster.session_info('minio://b/r', p, cluster)['Params']['endpoint']
+        for p in (KFP_2_5, KFP_2_17)
+    ]
+    assert endpoints == ['10.0.0.7:9000', 'seaweedfs.kubeflow:9000']
+    assert kfp_cluster.session_info('s3://b/r', KFP_2_17, cluster) == {
+        'Provider': 's3',
+        'Params': {'fromEnv': 'true'},
+    }
+
+
+def test_a_provider_entry_the_driver_cannot_use_is_refused():
+    # s3.go: "invalid provider config: missing default credentials"; with fromEnv false the
+    # driver reads the secretRef's names.
+    no_credentials = 'minio:\n  default:\n    endpoint: store:9000\n'
+    no_secret_ref = no_credentials + '    credentials:\n      fromEnv: false\n'
+    for providers, message in (
+        (no_credentials, 'missing default credentials'),
+        (no_secret_ref, 'no secretRef is given'),
+    ):
+        cluster = kfp_cluster.Cluster(launcher_config={'providers': providers})
+        with pytest.raises(ValueError, match=message):
+            kfp_cluster.session_info('minio://b/r', KFP_2_17, cluster)

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from asynctrain.pipelines.kubeflow.local_backend import kfp_driver, kfp_profiles
+from asynctrain.pipelines.kubeflow.local_backend import kfp_cluster, kfp_driver, kfp_profiles
 
 RUN = kfp_driver.RunContext(
     pipeline_name='taxi',
@@ -263,10 +263,10 @@ def test_a_minio_root_records_the_default_minio_session_of_its_line():
         '"accessKeyKey":"accesskey","disableSSL":"true","endpoint":"{}","fromEnv":"false",'
         '{}"region":"minio","secretKeyKey":"secretkey","secretName":"mlpipeline-minio-artifact"'
     )
-    assert kfp_driver.store_session_info(uri, kfp_profiles.KFP_2_5) == (
+    assert kfp_driver.store_session_info(uri, kfp_profiles.KFP_2_5, kfp_cluster.Cluster()) == (
         '{"Provider":"minio","Params":{' + common.format('minio-service.kubeflow:9000', '') + '}}'
     )
-    assert kfp_driver.store_session_info(uri, kfp_profiles.KFP_2_17) == (
+    assert kfp_driver.store_session_info(uri, kfp_profiles.KFP_2_17, kfp_cluster.Cluster()) == (
         '{"Provider":"minio","Params":{'
         + common.format('seaweedfs.kubeflow:9000', '"maxRetries":"5",')
         + '}}'
