@@ -67,24 +67,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f'(default {list(async_scenarios.DEFAULT_SCENARIOS)})',
     )
     parser.add_argument(
-        '--batch-size',
-        type=int,
-        default=BATCH_SIZE,
-        help=f'examples per step on each worker (default {BATCH_SIZE})',
-    )
-    parser.add_argument(
-        '--examples',
-        type=int,
-        default=DEFAULT_EXAMPLES,
-        help=f'transformed examples to generate (default {DEFAULT_EXAMPLES:,})',
-    )
-    parser.add_argument(
-        '--sample-rows',
-        type=int,
-        default=DEFAULT_SAMPLE_ROWS,
-        help=f'taxi rows transformed, then resampled (default {DEFAULT_SAMPLE_ROWS})',
-    )
-    parser.add_argument(
         '--strategies',
         nargs='+',
         default=list(STRATEGIES),
@@ -92,7 +74,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f'which to run: our loop, the synchronous MultiWorkerMirroredStrategy reference '
         f'with Keras fit (default both: {list(STRATEGIES)})',
     )
-    transformed_examples.add_transform_output_arguments(parser)
+    transformed_examples.add_data_arguments(
+        parser, examples=DEFAULT_EXAMPLES, sample_rows=DEFAULT_SAMPLE_ROWS, batch_size=BATCH_SIZE
+    )
     parser.add_argument(
         '--output',
         default=DEFAULT_OUTPUT,
@@ -101,8 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _log(message: str) -> None:
-    print(f'[bench async {time.strftime("%H:%M:%S")}] {message}', flush=True)
+_log = report.progress('async')
 
 
 def trainer_config(

@@ -25,6 +25,7 @@ import os
 import sys
 import time
 
+from asynctrain.benchmarks import report
 from asynctrain.testing import child_runs
 
 DEFAULT_ROWS = 100_000
@@ -46,8 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _log(message: str) -> None:
-    print(f'[bench batcher] {message}', file=sys.stderr, flush=True)
+_log = report.progress('batcher', stderr=True)
 
 
 def prepare(rows: int, data_dir: str) -> tuple[str, str]:

@@ -76,8 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _log(message: str) -> None:
-    print(f'[bench evaluator] {message}', file=sys.stderr, flush=True)
+_log = report.progress('evaluator', stderr=True)
 
 
 def _newest(pipeline_root: str, component: str, output: str) -> str:

@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from asynctrain.benchmarks import report
 from asynctrain.components.shared import tf_environment
 from asynctrain.pipelines.config import BUNDLED_SCHEMAS
 from asynctrain.testing import child_runs, executor_inputs, taxi_data
@@ -67,8 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--variant', choices=VARIANTS, help=argparse.SUPPRESS)
 
 
-def _log(message: str) -> None:
-    print(f'[bench examplegen {time.strftime("%H:%M:%S")}] {message}', file=sys.stderr, flush=True)
+_log = report.progress('examplegen', stderr=True)
 
 
 def _run_variant(

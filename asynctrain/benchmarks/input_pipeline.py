@@ -57,7 +57,6 @@ import argparse
 import os
 import shutil
 import sys
-import time
 
 from asynctrain.benchmarks import input_report, report
 from asynctrain.benchmarks.input_variants import (
@@ -80,7 +79,7 @@ from asynctrain.benchmarks.transformed_examples import (
     DEFAULT_SAMPLE_ROWS,
     TransformedExamples,
     TransformOutput,
-    add_transform_output_arguments,
+    add_data_arguments,
     describe_source,
     make_task,
     make_transformed_examples,
@@ -104,23 +103,11 @@ NOT_INPUT_BOUND_STALL = 0.05
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        '--examples',
-        type=int,
-        default=DEFAULT_EXAMPLES,
-        help=f'transformed examples to generate (default {DEFAULT_EXAMPLES:,})',
-    )
-    parser.add_argument(
         '--steps',
         type=int,
         default=DEFAULT_STEPS,
         help=f'timed train steps per variant (default {DEFAULT_STEPS}); the '
         'model sweep runs an eighth of them per width',
-    )
-    parser.add_argument(
-        '--batch-size',
-        type=int,
-        default=BATCH_SIZE,
-        help=f"examples per step (default {BATCH_SIZE}, the Trainer's default)",
     )
     parser.add_argument(
         '--rounds',
@@ -143,14 +130,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help='hidden layers of each model in the sweep, e.g. 64,32 2048,1024 '
         f'(default {" ".join(",".join(map(str, w)) for w in SWEEP)})',
     )
-    parser.add_argument(
-        '--sample-rows',
-        type=int,
-        default=DEFAULT_SAMPLE_ROWS,
-        help='taxi rows transformed by the Transform executor, then resampled '
-        f'(default {DEFAULT_SAMPLE_ROWS})',
+    add_data_arguments(
+        parser, examples=DEFAULT_EXAMPLES, sample_rows=DEFAULT_SAMPLE_ROWS, batch_size=BATCH_SIZE
     )
-    add_transform_output_arguments(parser)
     parser.add_argument(
         '--output',
         default=DEFAULT_OUTPUT,
@@ -159,8 +141,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _log(message: str) -> None:
-    print(f'[bench input {time.strftime("%H:%M:%S")}] {message}', flush=True)
+_log = report.progress('input')
 
 
 def parse_arguments(

@@ -80,25 +80,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f'timed rounds per variant and config, ours and fit alternating; the best of each '
         f'is reported (default {DEFAULT_REPEATS})',
     )
-    parser.add_argument(
-        '--batch-size',
-        type=int,
-        default=BATCH_SIZE,
-        help=f'examples per step on each worker (default {BATCH_SIZE})',
+    transformed_examples.add_data_arguments(
+        parser, examples=DEFAULT_EXAMPLES, sample_rows=DEFAULT_SAMPLE_ROWS, batch_size=BATCH_SIZE
     )
-    parser.add_argument(
-        '--examples',
-        type=int,
-        default=DEFAULT_EXAMPLES,
-        help=f'transformed examples to generate (default {DEFAULT_EXAMPLES:,})',
-    )
-    parser.add_argument(
-        '--sample-rows',
-        type=int,
-        default=DEFAULT_SAMPLE_ROWS,
-        help=f'taxi rows transformed, then resampled (default {DEFAULT_SAMPLE_ROWS})',
-    )
-    transformed_examples.add_transform_output_arguments(parser)
     parser.add_argument(
         '--output',
         default=DEFAULT_OUTPUT,
@@ -107,8 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _log(message: str) -> None:
-    print(f'[bench ps {time.strftime("%H:%M:%S")}] {message}', flush=True)
+_log = report.progress('ps')
 
 
 def _variable_shards(keras_model) -> int:

@@ -44,7 +44,6 @@ import json
 import os
 import shutil
 import sys
-import time
 
 from asynctrain.benchmarks import pipeline_variants, report
 from asynctrain.components.shared import tf_environment
@@ -122,8 +121,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _log(message: str) -> None:
-    print(f'[bench pipeline {time.strftime("%H:%M:%S")}] {message}', flush=True)
+_log = report.progress('pipeline')
 
 
 def _run_in_child(variant: str, args: argparse.Namespace, output: str) -> dict | None:

@@ -64,8 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _log(message: str) -> None:
-    print(f'[bench preprocess {time.strftime("%H:%M:%S")}] {message}', flush=True)
+_log = report.progress('preprocess')
 
 
 def _example_gen(input_dir: str, output_dir: str, parquet: bool):

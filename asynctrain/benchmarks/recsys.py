@@ -91,8 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _log(message: str) -> None:
-    print(f'[bench recsys {time.strftime("%H:%M:%S")}] {message}', flush=True)
+_log = report.progress('recsys')
 
 
 def _trainer_config(args: argparse.Namespace, num_ps: int, train_steps: int):

@@ -1,13 +1,26 @@
-"""What every benchmark writes at the end: the machine it ran on, `result.json` and a PNG chart."""
+"""What every benchmark writes: its progress lines as it runs, and at the end the machine it ran
+on, `result.json` and a PNG chart."""
 
 from __future__ import annotations
 
 import json
 import os
 import platform
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
+
+
+def progress(bench: str, stderr: bool = False) -> Callable[[str], None]:
+    """The bench's progress printer: `[bench NAME HH:MM:SS] message`, flushed at once, on stdout
+    (or stderr), looked up at each call: a test's capture sees it."""
+
+    def log(message: str) -> None:
+        stream = sys.stderr if stderr else sys.stdout
+        print(f'[bench {bench} {time.strftime("%H:%M:%S")}] {message}', file=stream, flush=True)
+
+    return log
 
 
 def machine() -> dict[str, Any]:

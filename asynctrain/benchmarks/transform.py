@@ -78,8 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _progress(message: str) -> None:
-    print(f'[bench transform] {message}', flush=True)
+_progress = report.progress('transform')
 
 
 def write_chart(result: dict, path: str) -> None:

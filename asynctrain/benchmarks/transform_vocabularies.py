@@ -18,9 +18,7 @@ import shutil
 
 from asynctrain.benchmarks import report
 
-
-def _progress(message: str) -> None:
-    print(f'[bench transform --wide-vocabularies] {message}', flush=True)
+_progress = report.progress('transform --wide-vocabularies')
 
 
 def compare(stock, ours) -> dict:

@@ -59,6 +59,34 @@ class TransformOutput:
     transform_graph: str
 
 
+def add_data_arguments(
+    parser: argparse.ArgumentParser, *, examples: int, sample_rows: int, batch_size: int
+) -> None:
+    """The training benches' data flags, with these defaults: `--batch-size` (examples per step
+    on each worker), `--examples` (transformed examples generated), `--sample-rows` (taxi rows
+    the Transform executor transforms, then resampled), and `add_transform_output_arguments`."""
+    parser.add_argument(
+        '--batch-size',
+        type=int,
+        default=batch_size,
+        help=f'examples per step on each worker (default {batch_size})',
+    )
+    parser.add_argument(
+        '--examples',
+        type=int,
+        default=examples,
+        help=f'transformed examples to generate (default {examples:,})',
+    )
+    parser.add_argument(
+        '--sample-rows',
+        type=int,
+        default=sample_rows,
+        help='taxi rows transformed by the Transform executor, then resampled '
+        f'(default {sample_rows})',
+    )
+    add_transform_output_arguments(parser)
+
+
 def add_transform_output_arguments(parser: argparse.ArgumentParser) -> None:
     """`--transformed-examples` and `--transform-graph`: the benches' data from an earlier
     Transform run (a pipeline run's, say) instead of `--sample-rows` rows transformed afresh."""

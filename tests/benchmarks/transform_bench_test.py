@@ -1,6 +1,7 @@
 """`asynctrain bench transform` at a tiny size: the report it writes, not the speed it measures."""
 
 import json
+import re
 
 import pytest
 
@@ -59,7 +60,8 @@ def test_bench_writes_side_by_side_times_and_checks_outputs_agree(tmp_path, caps
     png = (output / 'transform.png').read_bytes()
     assert png.startswith(b'\x89PNG\r\n\x1a\n') and len(png) > 5000
     printed = capsys.readouterr().out
-    assert '[bench transform] run B' in printed and 'B/C = ' in printed
+    assert re.search(r'^\[bench transform \d\d:\d\d:\d\d\] run B', printed, re.M)
+    assert 'B/C = ' in printed
 
 
 def test_wide_vocabularies_reports_stock_and_ours_side_by_side_with_agreeing_outputs(
