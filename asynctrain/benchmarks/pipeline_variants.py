@@ -2,7 +2,7 @@
 each pipeline run in the process that runs it (the bench's child), and what is read back from ML
 Metadata: each component's wall-clock interval.
 
-`ours` is `create_pipeline(config)` run by `asynctrain run`'s local runner; `stock` is the same
+`ours` is `create_pipeline(config, dataset.load(config))` run by `asynctrain run`'s local runner; `stock` is the same
 graph built here from the same pieces with stock components (see
 `asynctrain.benchmarks.pipeline` for what differs and how the two are compared).
 """
@@ -81,13 +81,16 @@ def stock_pipeline(config, metadata_connection_config):
 
 def stock_components(config) -> list:
     """The stock pipeline's eight components, in pipeline order, wired as ours are."""
+    import dataclasses
+
     from tfx import v1 as tfx
 
-    from asynctrain.components.transform import feature_config as fc
     from asynctrain.components.transform import preprocessing
+    from asynctrain.pipelines import dataset, tfma_config
     from asynctrain.pipelines import pipeline as pipeline_lib
 
-    features = fc.load_feature_config(config.feature_config_path, config.schema_path)
+    loaded = dataset.load(config)
+    features = dataclasses.replace(loaded.features, label=loaded.label)
     example_gen = tfx.components.CsvExampleGen(
         input_base=config.data_dir,
         input_config=pipeline_lib.input_config(config),
@@ -104,11 +107,11 @@ def stock_components(config) -> list:
         preprocessing_fn=pipeline_lib.PREPROCESSING_FN,
         custom_config=preprocessing.config_to_custom_config(features),
     )
-    trainer = stock_trainer(config, features.label.key, transform, schema_gen)
+    trainer = stock_trainer(config, loaded.label.key, transform, schema_gen)
     evaluator = tfx.components.Evaluator(
         examples=example_gen.outputs['examples'],
         model=trainer.outputs['model'],
-        eval_config=pipeline_lib.eval_config(config, features.label),
+        eval_config=tfma_config.eval_config(config, loaded.label),
     )
     pusher = tfx.components.Pusher(
         model=trainer.outputs['model'],

@@ -14,7 +14,7 @@ import dataclasses
 import sys
 
 from asynctrain.components.shared.yaml_config import ConfigError
-from asynctrain.pipelines import dataset_spec
+from asynctrain.pipelines import dataset
 from asynctrain.pipelines.config import BUNDLED_DATA, load_config
 from asynctrain.pipelines.kubeflow.local_backend import kfp_profiles
 
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         config = with_accepted_drift(config, getattr(args, 'accept_drift', None))
         # The dataset's spec too (no TensorFlow yet): a bad one fails before the work directory
         # or its log exists.
-        dataset_spec.load(config)
+        dataset.load(config)
     except ConfigError as e:
         print(f'asynctrain run: invalid configuration: {e}', file=sys.stderr)
         return 2

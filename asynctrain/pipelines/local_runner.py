@@ -24,7 +24,7 @@ from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
 from asynctrain.components.example_gen.spec import ROWS_RECORD_ATTRIBUTE
 from asynctrain.components.shared import console
-from asynctrain.pipelines import run_summary
+from asynctrain.pipelines import dataset, run_summary
 from asynctrain.pipelines.config import PipelineConfig
 from asynctrain.pipelines.pipeline import create_pipeline
 from asynctrain.pipelines.work_dir_lock import exclusive_work_dir
@@ -195,7 +195,7 @@ def run_local(
     # Resolved per call, not at import: the caller may have redirected stdout since.
     out = out or sys.stdout
     # Built first: a bad schema or feature config fails before the work directory is touched.
-    pipeline = create_pipeline(config)
+    pipeline = create_pipeline(config, dataset.load(config))
     # The pipeline's lock: two pipelines of one work directory keep their states apart.
     with exclusive_work_dir(config.state_dir):
         # TFX's helper creates the database's directory, so it comes only once the lock is held.

@@ -19,8 +19,7 @@ import tensorflow_model_analysis as tfma
 from asynctrain.components.evaluator import executor, scoring
 from asynctrain.components.trainer.training import export
 from asynctrain.components.transform import feature_config as fc
-from asynctrain.pipelines import pipeline as pipeline_lib
-from asynctrain.pipelines import run_summary
+from asynctrain.pipelines import run_summary, tfma_config
 from asynctrain.pipelines.config import load_config
 from tests.components.evaluator import evaluator_testdata as data
 
@@ -39,7 +38,7 @@ def _evaluate(tmp_path, task: str, evaluation: dict, payment_types=None):
     )
     config = load_config(work_dir=str(tmp_path / 'work'), evaluation=evaluation)
     eval_config = tfma.utils.update_eval_config_with_defaults(
-        pipeline_lib.eval_config(config, fc.ColumnLabel(data.LABEL, task)), rubber_stamp=True
+        tfma_config.eval_config(config, fc.ColumnLabel(data.LABEL, task)), rubber_stamp=True
     )
     (model_spec,) = eval_config.model_specs
     model = scoring.ModelToScore(

@@ -51,10 +51,12 @@ def test_the_lock_is_exclusive_within_one_process_too(tmp_path):
 
 
 def test_the_beam_components_are_the_ones_whose_elapsed_time_shows(tmp_path):
+    from asynctrain.pipelines import dataset
     from asynctrain.pipelines.local_runner import beam_component_ids
     from asynctrain.pipelines.pipeline import create_pipeline
 
-    pipeline = create_pipeline(load_config(None, work_dir=str(tmp_path)))
+    config = load_config(None, work_dir=str(tmp_path))
+    pipeline = create_pipeline(config, dataset.load(config))
     assert beam_component_ids(pipeline) == [
         'CsvExampleGen',
         'Transform',

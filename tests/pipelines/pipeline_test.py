@@ -11,8 +11,9 @@ from asynctrain.components.example_gen import spec as example_gen_spec
 from asynctrain.components.shared.yaml_config import ConfigError
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.components.transform import preprocessing
+from asynctrain.pipelines import dataset as dataset_lib
 from asynctrain.pipelines import pipeline as pipeline_lib
-from asynctrain.pipelines import run_summary
+from asynctrain.pipelines import run_summary, tfma_config
 from asynctrain.pipelines.config import load_config
 
 PENGUIN_SCHEMA = """
@@ -29,13 +30,18 @@ features:
 """
 
 
+def _build(config):
+    """`create_pipeline` as the runners call it: over the config's loaded dataset."""
+    return pipeline_lib.create_pipeline(config, dataset_lib.load(config))
+
+
 @pytest.fixture
 def config(tmp_path):
     return load_config(work_dir=str(tmp_path / 'work'))
 
 
 def test_components_are_wired_in_pipeline_order(config):
-    pipeline = pipeline_lib.create_pipeline(config)
+    pipeline = _build(config)
     components = {c.id: c for c in pipeline.components}
     example_gen = next(i for i in components if i.endswith('ExampleGen'))
     upstream = {i: sorted(u.id for u in c.upstream_nodes) for i, c in components.items()}
@@ -79,7 +85,7 @@ def test_default_beam_components_build_no_tfx_package_for_remote_workers(
 
     from tfx.dsl.components.base.base_beam_executor import BaseBeamExecutor
 
-    pipeline = pipeline_lib.create_pipeline(config)
+    pipeline = _build(config)
     executors = {
         c.id: c.executor_spec.executor_class
         for c in pipeline.components
@@ -99,7 +105,7 @@ def test_default_beam_components_build_no_tfx_package_for_remote_workers(
 
 
 def test_transform_runs_the_generated_preprocessing_fn_with_the_feature_config(config):
-    transform = {c.id: c for c in pipeline_lib.create_pipeline(config).components}['Transform']
+    transform = {c.id: c for c in _build(config).components}['Transform']
     assert transform.exec_properties['preprocessing_fn'] == pipeline_lib.PREPROCESSING_FN
     custom = json.loads(transform.exec_properties['custom_config'])
     features = custom['feature_config']
@@ -108,7 +114,7 @@ def test_transform_runs_the_generated_preprocessing_fn_with_the_feature_config(c
 
 
 def test_evaluator_gates_on_the_configured_threshold_with_the_label(config):
-    evaluator = {c.id: c for c in pipeline_lib.create_pipeline(config).components}['Evaluator']
+    evaluator = {c.id: c for c in _build(config).components}['Evaluator']
     eval_config = json.loads(evaluator.exec_properties['eval_config'])
     spec = eval_config['model_specs'][0]
     assert spec['label_key'] == 'big_tipper'
@@ -119,7 +125,7 @@ def test_evaluator_gates_on_the_configured_threshold_with_the_label(config):
 
 
 def test_pusher_writes_to_the_serving_dir_under_the_work_dir(config):
-    pusher = {c.id: c for c in pipeline_lib.create_pipeline(config).components}['Pusher']
+    pusher = {c.id: c for c in _build(config).components}['Pusher']
     destination = json.loads(pusher.exec_properties['push_destination'])
     assert destination['filesystem']['base_directory'] == config.serving_dir
     assert config.serving_dir == str(config.state_dir) + '/serving_model'
@@ -132,7 +138,7 @@ def test_the_trainer_records_the_identity_the_latest_blessed_model_looks_for(con
     from asynctrain.components.shared import model_identity
     from asynctrain.components.trainer import spec as trainer_spec
 
-    components = {c.id: c for c in pipeline_lib.create_pipeline(config).components}
+    components = {c.id: c for c in _build(config).components}
     latest = components[pipeline_lib.LATEST_BLESSED_MODEL].exec_properties
     # The node whose `passed_over` property the run summary reads.
     assert run_summary.LATEST_BLESSED_MODEL == pipeline_lib.LATEST_BLESSED_MODEL
@@ -150,7 +156,7 @@ def test_a_user_preprocessing_module_replaces_the_generated_function(tmp_path):
     module = tmp_path / 'my_preprocessing.py'
     module.write_text('def preprocessing_fn(inputs):\n    return inputs\n')
     config = load_config(work_dir=str(tmp_path), preprocessing_module=str(module))
-    transform = {c.id: c for c in pipeline_lib.create_pipeline(config).components}['Transform']
+    transform = {c.id: c for c in _build(config).components}['Transform']
     assert transform.exec_properties['module_file'] == str(module)
     assert transform.exec_properties.get('preprocessing_fn') is None
 
@@ -167,7 +173,7 @@ def test_an_unknown_feature_fails_at_build_time_naming_it(tmp_path):
     )
     config = load_config(work_dir=str(tmp_path), dataset=str(dataset))
     with pytest.raises(ConfigError, match=r"features\[0\] \(speed\): unknown feature 'speed'"):
-        pipeline_lib.create_pipeline(config)
+        _build(config)
 
 
 def test_a_date_selects_that_days_span_and_the_trainer_warm_starts(tmp_path):
@@ -177,7 +183,7 @@ def test_a_date_selects_that_days_span_and_the_trainer_warm_starts(tmp_path):
         example_gen={'input_pattern': '{YYYY}-{MM}-{DD}/*.csv'},
         retraining={'warm_start': True, 'analyzer_cache': True},
     )
-    components = {c.id: c for c in pipeline_lib.create_pipeline(config).components}
+    components = {c.id: c for c in _build(config).components}
     example_gen = next(c for i, c in components.items() if i.endswith('ExampleGen'))
     span = json.loads(example_gen.exec_properties['range_config'])['static_range']
     assert span == {'start_span_number': 19724, 'end_span_number': 19724}  # days since 1970-01-01
@@ -233,7 +239,7 @@ def test_the_example_batcher_files_per_split_come_from_the_config(config, tmp_pa
 
 
 def test_retraining_inputs_are_off_by_default_so_a_rerun_is_a_cache_hit(config):
-    components = {c.id: c for c in pipeline_lib.create_pipeline(config).components}
+    components = {c.id: c for c in _build(config).components}
     assert 'latest_transform_cache' not in components
     assert 'base_model' not in components['Trainer'].inputs
     assert 'baseline_model' not in components['Evaluator'].inputs
@@ -288,7 +294,7 @@ def test_drift_off_leaves_no_drift_nodes(tmp_path):
 def test_drift_names_outside_the_schema_are_refused_by_field(tmp_path, drift, field, named):
     config = load_config(work_dir=str(tmp_path / 'work'), drift=drift)
     with pytest.raises(ConfigError) as error:
-        pipeline_lib.create_pipeline(config)
+        _build(config)
     assert str(error.value).startswith(f'{field}: ') and named in str(error.value)
     assert 'fare' in str(error.value)  # the schema's features are listed
 
@@ -317,7 +323,7 @@ def _penguins(tmp_path, features: str | None = PENGUIN_FEATURES) -> str:
 
 
 def _components(config) -> dict:
-    return {c.id: c for c in pipeline_lib.create_pipeline(config).components}
+    return {c.id: c for c in _build(config).components}
 
 
 def _gated_metric(evaluator) -> tuple[dict, dict]:
@@ -466,7 +472,7 @@ def test_a_penguin_user_with_the_old_label_form_is_told_the_new_one(tmp_path):
 def test_eval_config_per_task(tmp_path, task, evaluation, class_name, name, bound):
     config = load_config(work_dir=str(tmp_path), evaluation=evaluation)
     label = fc.ColumnLabel('Body Mass (g)', task)
-    eval_config = pipeline_lib.eval_config(config, label)
+    eval_config = tfma_config.eval_config(config, label)
     (spec,) = eval_config.model_specs
     assert spec.label_key == 'Body Mass (g)'
     assert spec.prediction_key == ('predictions' if task == 'regression' else 'probabilities')
@@ -491,7 +497,7 @@ def test_slices_gate_each_slice_and_the_whole_split_apart(tmp_path):
             'slice_max_regression': 0.05,
         },
     )
-    eval_config = pipeline_lib.eval_config(config, fc.ColumnLabel('tips', 'binary'))
+    eval_config = tfma_config.eval_config(config, fc.ColumnLabel('tips', 'binary'))
     specs = [config_pb2.SlicingSpec(feature_keys=['payment_type'])]
     specs.append(config_pb2.SlicingSpec(feature_keys=['payment_type', 'trip_start_hour']))
     assert list(eval_config.slicing_specs) == [config_pb2.SlicingSpec(), *specs]
@@ -512,9 +518,9 @@ def test_min_slice_size_is_tfmas_option_and_leaves_the_intervals_unset(tmp_path)
     config = load_config(
         work_dir=str(tmp_path), evaluation={'slices': [['payment_type']], 'min_slice_size': 20}
     )
-    eval_config = pipeline_lib.eval_config(config, fc.ColumnLabel('tips', 'binary'))
+    eval_config = tfma_config.eval_config(config, fc.ColumnLabel('tips', 'binary'))
     assert eval_config.options == config_pb2.Options(min_slice_size={'value': 20})
-    unsized = pipeline_lib.eval_config(
+    unsized = tfma_config.eval_config(
         load_config(work_dir=str(tmp_path), evaluation={'slices': [['payment_type']]}),
         fc.ColumnLabel('tips', 'binary'),
     )
@@ -523,11 +529,11 @@ def test_min_slice_size_is_tfmas_option_and_leaves_the_intervals_unset(tmp_path)
 
 def test_an_example_weight_column_weighs_every_metric_and_keeps_the_unweighted_ones(tmp_path):
     config = load_config(work_dir=str(tmp_path), evaluation={'example_weight': 'trip_miles'})
-    eval_config = pipeline_lib.eval_config(config, fc.ColumnLabel('tips', 'binary'))
+    eval_config = tfma_config.eval_config(config, fc.ColumnLabel('tips', 'binary'))
     assert eval_config.model_specs[0].example_weight_key == 'trip_miles'
     options = eval_config.metrics_specs[0].example_weights
     assert (options.weighted, options.unweighted) == (True, True)
-    unweighted = pipeline_lib.eval_config(
+    unweighted = tfma_config.eval_config(
         load_config(work_dir=str(tmp_path)), fc.ColumnLabel('tips', 'binary')
     )
     assert not unweighted.metrics_specs[0].HasField('example_weights')
@@ -539,18 +545,18 @@ def test_plots_per_task(tmp_path):
     config = load_config(work_dir=str(tmp_path), evaluation={'plots': True})
     names = [
         m.class_name
-        for m in pipeline_lib.eval_config(config, fc.ColumnLabel('tips', 'binary'))
+        for m in tfma_config.eval_config(config, fc.ColumnLabel('tips', 'binary'))
         .metrics_specs[0]
         .metrics
     ]
     assert names[-2:] == ['CalibrationPlot', 'ConfusionMatrixPlot']
-    multiclass = pipeline_lib.eval_config(config, fc.ColumnLabel('species', 'multiclass'))
+    multiclass = tfma_config.eval_config(config, fc.ColumnLabel('species', 'multiclass'))
     assert multiclass.metrics_specs[0].metrics[-1].class_name == 'MultiClassConfusionMatrixPlot'
 
 
 def test_confidence_intervals_ask_tfma_for_its_default_jackknife(tmp_path):
     config = load_config(work_dir=str(tmp_path), evaluation={'confidence_intervals': True})
-    eval_config = pipeline_lib.eval_config(config, fc.ColumnLabel('tips', 'binary'))
+    eval_config = tfma_config.eval_config(config, fc.ColumnLabel('tips', 'binary'))
     assert eval_config.options.compute_confidence_intervals.value
     with_defaults = tfma.utils.update_eval_config_with_defaults(eval_config)
     method = with_defaults.options.confidence_intervals.method
@@ -562,7 +568,7 @@ def test_confidence_interval_method_bootstrap_asks_tfma_for_its_poisson_bootstra
         work_dir=str(tmp_path),
         evaluation={'confidence_intervals': True, 'confidence_interval_method': 'bootstrap'},
     )
-    eval_config = pipeline_lib.eval_config(config, fc.ColumnLabel('tips', 'binary'))
+    eval_config = tfma_config.eval_config(config, fc.ColumnLabel('tips', 'binary'))
     assert eval_config.options.compute_confidence_intervals.value
     method = eval_config.options.confidence_intervals.method
     assert method == config_pb2.ConfidenceIntervalOptions.POISSON_BOOTSTRAP
@@ -598,7 +604,7 @@ def test_a_confidence_interval_method_it_cannot_use_fails_naming_the_field(
 def test_a_regression_metric_without_its_upper_bound_fails_naming_the_field(tmp_path):
     config = load_config(work_dir=str(tmp_path))
     with pytest.raises(ConfigError, match='evaluation.max_value: required for RMSE'):
-        pipeline_lib.eval_config(config, fc.ColumnLabel('y', 'regression'))
+        tfma_config.eval_config(config, fc.ColumnLabel('y', 'regression'))
 
 
 def test_baseline_latest_blessed_compares_with_the_last_blessed_model(tmp_path):
@@ -621,7 +627,7 @@ def test_chunk_mb_reaches_the_example_gen_and_must_be_positive(tmp_path):
     from asynctrain.components.shared.yaml_config import ConfigError
 
     config = load_config(work_dir=str(tmp_path), example_gen={'chunk_mb': 0.5})
-    components = {c.id: c for c in pipeline_lib.create_pipeline(config).components}
+    components = {c.id: c for c in _build(config).components}
     example_gen = next(c for i, c in components.items() if i.endswith('ExampleGen'))
     assert example_gen.exec_properties['chunk_bytes'] == 2**19
     with pytest.raises(ConfigError, match=r'example_gen.chunk_mb: expected a number of megabytes'):

@@ -154,11 +154,12 @@ def test_work_paths_are_under_the_work_dir(work_dir, monkeypatch, tmp_path):
 @pytest.mark.integration
 def test_every_component_writes_under_the_work_dir(tmp_path):
     """create_pipeline: every output and the pushed model land under the work directory"""
+    from asynctrain.pipelines import dataset
     from asynctrain.pipelines.config import PipelineConfig
     from asynctrain.pipelines.pipeline import create_pipeline
 
     config = PipelineConfig(work_dir=str(tmp_path / 'work'), data=str(tmp_path / 'data'))
-    pipeline = create_pipeline(config)
+    pipeline = create_pipeline(config, dataset.load(config))
     root = str(tmp_path / 'work')
     assert os.path.commonpath([root, pipeline.pipeline_info.pipeline_root]) == root
     pusher = next(c for c in pipeline.components if c.id == 'Pusher')

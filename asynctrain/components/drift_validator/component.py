@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from tfx.dsl.components.base import base_component, executor_spec
 from tfx.types import channel, standard_artifacts
 
-from asynctrain.components.drift_validator import comparison, executor, spec
+from asynctrain.components.drift_validator import executor, spec, thresholds
 from asynctrain.components.drift_validator.spec import DriftValidatorSpec
 
 
@@ -64,8 +64,8 @@ class DriftValidator(base_component.BaseComponent):
         statistics: channel.BaseChannel,
         schema: channel.BaseChannel,
         baseline_model: channel.BaseChannel | None = None,
-        numeric_threshold: float = comparison.DEFAULT_NUMERIC_THRESHOLD,
-        categorical_threshold: float = comparison.DEFAULT_CATEGORICAL_THRESHOLD,
+        numeric_threshold: float = thresholds.DEFAULT_NUMERIC_THRESHOLD,
+        categorical_threshold: float = thresholds.DEFAULT_CATEGORICAL_THRESHOLD,
         feature_thresholds: Mapping[str, float] | None = None,
         action: str = spec.STOP,
         accepted_features: Sequence[str] = (),
@@ -85,8 +85,8 @@ class DriftValidator(base_component.BaseComponent):
           action: 'stop' (fail the run) or 'no_push' (withhold the blessing) on unaccepted drift.
           accepted_features: Features whose drift is accepted for this run; 'all' accepts all.
         """
-        numeric_threshold = comparison.check_threshold('numeric_threshold', numeric_threshold)
-        categorical_threshold = comparison.check_threshold(
+        numeric_threshold = thresholds.check_threshold('numeric_threshold', numeric_threshold)
+        categorical_threshold = thresholds.check_threshold(
             'categorical_threshold', categorical_threshold
         )
         if feature_thresholds is not None and not isinstance(feature_thresholds, Mapping):
@@ -96,7 +96,7 @@ class DriftValidator(base_component.BaseComponent):
             )
         feature_thresholds = dict(feature_thresholds or {})
         for name, value in feature_thresholds.items():
-            comparison.check_threshold(f'feature_thresholds[{name!r}]', value)
+            thresholds.check_threshold(f'feature_thresholds[{name!r}]', value)
         if action not in spec.ACTIONS:
             raise ValueError(f'action: expected one of {", ".join(spec.ACTIONS)}, got {action!r}')
         if isinstance(accepted_features, str) or not all(

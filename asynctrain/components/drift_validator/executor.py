@@ -19,7 +19,7 @@ from tfx.dsl.io import fileio
 from tfx.types import artifact_utils
 from tfx.utils import io_utils, path_utils, writer_utils
 
-from asynctrain.components.drift_validator import comparison, spec
+from asynctrain.components.drift_validator import comparison, spec, thresholds
 from asynctrain.components.shared import drift_properties
 
 
@@ -130,7 +130,7 @@ class Executor(base_executor.BaseExecutor):
         schema = io_utils.SchemaReader().read(
             io_utils.get_only_uri_in_dir(artifact_utils.get_single_uri(input_dict[spec.SCHEMA_KEY]))
         )
-        thresholds = comparison.Thresholds(
+        limits = thresholds.Thresholds(
             numeric=exec_properties[spec.NUMERIC_THRESHOLD_KEY],
             categorical=exec_properties[spec.CATEGORICAL_THRESHOLD_KEY],
             features=json.loads(exec_properties.get(spec.FEATURE_THRESHOLDS_KEY) or '{}'),
@@ -143,7 +143,7 @@ class Executor(base_executor.BaseExecutor):
         compared_with, first_run_reason = baseline_statistics(baselines[0] if baselines else None)
         previous = tfdv.load_stats_binary(compared_with) if compared_with else None
 
-        result = comparison.compare(statistics, previous, schema, thresholds)
+        result = comparison.compare(statistics, previous, schema, limits)
         unaccepted, accepted = split_accepted(result.drifts, accepted_names)
 
         anomalies = artifact_utils.get_single_instance(output_dict[spec.ANOMALIES_KEY])

@@ -414,11 +414,17 @@ def load_feature_config(path: str, schema_path: str, with_module: bool = False) 
 
     With `with_module`, a missing file is an empty configuration (no label, no features).
     """
+    return read_feature_config(path, load_schema(schema_path), with_module)
+
+
+def read_feature_config(
+    path: str, schema: schema_pb2.Schema, with_module: bool = False
+) -> FeatureConfig:
+    """`load_feature_config` against a schema already read."""
     if with_module and not os.path.exists(path) and '://' not in path:
-        load_schema(schema_path)
         return FeatureConfig(label=None, features=())
     data = yaml_config.read_yaml(path, 'feature config')
-    return parse_feature_config(data, load_schema(schema_path), path, with_module)
+    return parse_feature_config(data, schema, path, with_module)
 
 
 def to_dict(config: FeatureConfig) -> dict:

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from asynctrain.components.drift_validator import comparison
+from asynctrain.components.drift_validator import comparison, thresholds
 from asynctrain.components.example_gen.csv_sample import CsvSample
 from asynctrain.pipelines.config import DriftSettings
 from asynctrain.pipelines.init import sample_statistics, wording
@@ -72,7 +72,7 @@ def _distances(
     sample, schema, first: np.ndarray, second: np.ndarray
 ) -> dict[str, tuple[float, str]]:
     """Feature -> (distance, comparator) between the rows `first` and the rows `second`."""
-    loose = comparison.Thresholds(numeric=1.0, categorical=1.0)
+    loose = thresholds.Thresholds(numeric=1.0, categorical=1.0)
     result = comparison.compare(
         _statistics(sample, schema, second), _statistics(sample, schema, first), schema, loose
     )
@@ -178,7 +178,7 @@ def plan_drift(sample: CsvSample, schema: schema_pb2.Schema, label: str | None) 
             measured, comparator = in_order[feature]
         default = (
             defaults.numeric_threshold
-            if comparator == comparison.JENSEN_SHANNON
+            if comparator == thresholds.JENSEN_SHANNON
             else defaults.categorical_threshold
         )
         if measured > default / 2:

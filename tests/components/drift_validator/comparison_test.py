@@ -7,7 +7,14 @@ import pytest
 from tensorflow_metadata.proto.v0 import anomalies_pb2
 
 from asynctrain.components.drift_validator import comparison
-from asynctrain.components.drift_validator.comparison import JENSEN_SHANNON, L_INFINITY, Thresholds
+from asynctrain.components.drift_validator.thresholds import (
+    DEFAULT_CATEGORICAL_THRESHOLD,
+    DEFAULT_NUMERIC_THRESHOLD,
+    JENSEN_SHANNON,
+    L_INFINITY,
+    Thresholds,
+    check_features,
+)
 from tests.components.drift_validator import drift_testdata as data
 
 # Tiny thresholds: every distance above zero counts, so every measured one is reported.
@@ -49,7 +56,7 @@ def test_every_compared_feature_has_its_distance_drifted_or_not(drifted, baselin
     assert [drift.distance for drift in result.compared] == [
         measured[drift.feature].distance for drift in result.compared
     ]
-    assert result.compared[3].threshold == comparison.DEFAULT_NUMERIC_THRESHOLD
+    assert result.compared[3].threshold == DEFAULT_NUMERIC_THRESHOLD
     assert measured['payment_type'].distance == pytest.approx(data.PAYMENT_TYPE_L_INFINITY)
     # One standard deviation of shift in the fares is far; the unchanged tips are near.
     assert measured['fare'].distance > 0.1 > measured['tips'].distance > 0
@@ -124,7 +131,7 @@ def test_a_categorical_int_is_compared_by_l_infinity_when_its_values_were_counte
     (pickup_area,) = [drift for drift in result.compared if drift.feature == 'pickup_area']
     assert pickup_area.comparator == L_INFINITY
     assert pickup_area.distance == pytest.approx(data.PICKUP_AREA_L_INFINITY)
-    assert pickup_area.threshold == comparison.DEFAULT_CATEGORICAL_THRESHOLD
+    assert pickup_area.threshold == DEFAULT_CATEGORICAL_THRESHOLD
     assert 'pickup_area' in _drifted(result)
 
 
@@ -200,7 +207,7 @@ def test_a_feature_threshold_must_name_a_schema_feature(drifted, baseline):
     thresholds = Thresholds(features={'fares': 0.2})
 
     with pytest.raises(ValueError, match=r"'fares', not in the schema; its features are: fare, "):
-        comparison.check_features(thresholds, data.schema())
+        check_features(thresholds, data.schema())
     with pytest.raises(ValueError, match="'fares'"):
         comparison.compare(drifted, baseline, data.schema(), thresholds)
 

@@ -28,7 +28,7 @@ from tfx.types import standard_artifacts
 
 from asynctrain.components.evaluator import checks, executor
 from asynctrain.components.transform import feature_config as fc
-from asynctrain.pipelines import pipeline as pipeline_lib
+from asynctrain.pipelines import tfma_config
 from asynctrain.pipelines.config import load_config
 from asynctrain.testing import evaluation_outputs
 from tests.components.evaluator import evaluator_testdata as data
@@ -114,7 +114,7 @@ def _run_both(
     files = data.write_gzip_tfrecords(str(tmp_path / 'examples' / 'data'), records, num_files=3)
     pattern = str(tmp_path / 'examples' / '*')
     config = load_config(work_dir=str(tmp_path / 'work'), evaluation=evaluation)
-    raw_config = pipeline_lib.eval_config(config, fc.ColumnLabel(data.LABEL, task))
+    raw_config = tfma_config.eval_config(config, fc.ColumnLabel(data.LABEL, task))
     if more_slices:
         _more_slices(raw_config, more_slices)
     if weights:

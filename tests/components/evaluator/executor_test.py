@@ -14,7 +14,7 @@ from tfx.types import channel, standard_artifacts
 
 from asynctrain.components.evaluator import component, executor, results, spec
 from asynctrain.components.transform import feature_config as fc
-from asynctrain.pipelines import pipeline as pipeline_lib
+from asynctrain.pipelines import tfma_config
 from asynctrain.pipelines.config import load_config
 from tests.components.evaluator import evaluator_testdata as data
 
@@ -33,7 +33,7 @@ def _artifact(cls, uri, artifact_id=None, split_names=None):
 
 def _eval_config(tmp_path, evaluation):
     config = load_config(work_dir=str(tmp_path / 'work'), evaluation=evaluation)
-    return pipeline_lib.eval_config(config, fc.ColumnLabel(data.LABEL, fc.MULTICLASS))
+    return tfma_config.eval_config(config, fc.ColumnLabel(data.LABEL, fc.MULTICLASS))
 
 
 def _examples(tmp_path):

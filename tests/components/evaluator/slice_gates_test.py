@@ -24,7 +24,7 @@ from tfx.types import standard_artifacts
 
 from asynctrain.components.evaluator import checks, executor, metrics, results, spec
 from asynctrain.components.transform import feature_config as fc
-from asynctrain.pipelines import pipeline as pipeline_lib
+from asynctrain.pipelines import tfma_config
 from asynctrain.pipelines.config import load_config
 from asynctrain.pipelines.run_summary import RunSummary
 from asynctrain.testing import evaluation_outputs
@@ -37,7 +37,7 @@ COUNT = tfma.metrics.MetricKey('example_count', example_weighted=False)
 
 def _eval_config(tmp_path, evaluation):
     config = load_config(work_dir=str(tmp_path / 'work'), evaluation=evaluation)
-    raw = pipeline_lib.eval_config(config, fc.ColumnLabel(data.LABEL, fc.BINARY))
+    raw = tfma_config.eval_config(config, fc.ColumnLabel(data.LABEL, fc.BINARY))
     return tfma.utils.update_eval_config_with_defaults(raw)
 
 

@@ -14,7 +14,7 @@ from google.protobuf import json_format
 from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_run_executor
 
 from asynctrain.components.transform import feature_config as fc
-from asynctrain.pipelines import pipeline as pipeline_lib
+from asynctrain.pipelines import tfma_config
 from asynctrain.pipelines.config import load_config
 from asynctrain.pipelines.kubeflow.local_backend import kfp_driver
 from tests.components.evaluator import evaluator_testdata as data
@@ -44,7 +44,7 @@ def inputs(tmp_path_factory):
         work_dir=str(root / 'work'),
         evaluation={'min_value': 0.3, 'baseline': 'latest_blessed', 'max_regression': 0.5},
     )
-    eval_config = pipeline_lib.eval_config(config, fc.ColumnLabel(data.LABEL, fc.MULTICLASS))
+    eval_config = tfma_config.eval_config(config, fc.ColumnLabel(data.LABEL, fc.MULTICLASS))
     return {
         'artifacts': {
             'examples': [

@@ -342,7 +342,7 @@ def test_init_shows_only_its_own_lines_and_logs_tensorflows(tmp_path):
 def test_the_committed_date_and_gzip_datasets_are_what_init_proposes(
     tmp_path, capsys, monkeypatch, name, label, transforms
 ):
-    from asynctrain.pipelines import dataset_spec
+    from asynctrain.pipelines import dataset
     from asynctrain.pipelines.config import load_config
     from tests.repository import REPO_ROOT
 
@@ -358,7 +358,7 @@ def test_the_committed_date_and_gzip_datasets_are_what_init_proposes(
     for key in set(written) - {'pipeline_name', 'data', 'dataset'}:
         assert written[key] == proposed[key], key
     monkeypatch.chdir(REPO_ROOT)
-    features, _ = dataset_spec.load(load_config(str(committed / 'config.yaml')))
+    features = dataset.load(load_config(str(committed / 'config.yaml'))).features
     for column, transform in transforms.items():
         assert features.feature(column).transform == transform
 

@@ -30,6 +30,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx.components.util import udf_utils
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
+from asynctrain.pipelines import dataset
 from asynctrain.pipelines.config import PipelineConfig
 from asynctrain.pipelines.kubeflow.compile import kfp_rules
 from asynctrain.pipelines.kubeflow.compile.compile_options import CompileOptions, check_target
@@ -162,7 +163,7 @@ def compile_pipeline(config: PipelineConfig, options: CompileOptions) -> dict[st
     check_target(config, options.target)
     if options.beam_pipeline_args is not None:
         config = dataclasses.replace(config, beam_pipeline_args=tuple(options.beam_pipeline_args))
-    pipeline = create_pipeline(config, pipeline_root=options.pipeline_root)
+    pipeline = create_pipeline(config, dataset.load(config), pipeline_root=options.pipeline_root)
     _refuse_module_file_upload(pipeline, options.pipeline_root)
     runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
         config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(

@@ -10,6 +10,7 @@ import yaml
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from asynctrain import cli
+from asynctrain.pipelines import dataset
 from asynctrain.pipelines.config import load_config
 from asynctrain.pipelines.kubeflow.compile import kfp_rules
 from asynctrain.pipelines.pipeline import create_pipeline
@@ -18,7 +19,8 @@ pytestmark = pytest.mark.integration
 
 
 def _tfx_spec(use_pipeline_spec_2_1: bool, **config) -> dict:
-    pipeline = create_pipeline(load_config(None, **config), pipeline_root='/tmp/root')
+    loaded = load_config(None, **config)
+    pipeline = create_pipeline(loaded, dataset.load(loaded), pipeline_root='/tmp/root')
     runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
         config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
             default_image='asynctrain:1', use_pipeline_spec_2_1=use_pipeline_spec_2_1

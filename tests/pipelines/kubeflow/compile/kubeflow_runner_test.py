@@ -25,6 +25,7 @@ from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
 from asynctrain import cli
 from asynctrain.components.shared import versions
+from asynctrain.pipelines import dataset
 from asynctrain.pipelines.config import bundled_data_dir, load_config
 from asynctrain.pipelines.kubeflow.compile import compile_options, kfp_rules, kubeflow_runner
 from asynctrain.pipelines.pipeline import PREPROCESSING_FN, create_pipeline
@@ -53,7 +54,8 @@ def config_file(tmp_path_factory):
 def expected_components(config_file):
     """Component id -> executor class path, for every node of the TFX pipeline: with warm start
     and the latest-blessed baseline on, still no resolver node (none runs on open-source KFP)."""
-    pipeline = create_pipeline(load_config(str(config_file)), pipeline_root=ROOT)
+    config = load_config(str(config_file))
+    pipeline = create_pipeline(config, dataset.load(config), pipeline_root=ROOT)
     expected = {}
     for component in pipeline.components:
         assert isinstance(component, base_component.BaseComponent), component.id
