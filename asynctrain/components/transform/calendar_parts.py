@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
-from asynctrain.components.transform import datetime_spec
+from asynctrain.components.transform import datetime_formats
 
 SECONDS_PER_DAY = 86_400
 # Years a date may have; a number outside them (milliseconds read as seconds) is not a date.
@@ -131,9 +131,11 @@ def _parse_pattern(text: tf.Tensor, pattern: str, fields: str) -> tuple[tf.Tenso
 
 
 def parse_text(text: tf.Tensor, strptime: str = '') -> Civil:
-    """Reads [batch] strings in the `strptime` format, or else in any of `datetime_spec.DATE_FORMATS`."""
+    """Reads [batch] strings in the `strptime` format, or else in any of `datetime_formats.DATE_FORMATS`."""
     formats = (
-        [datetime_spec.strptime_pattern(strptime)] if strptime else list(datetime_spec.DATE_FORMATS)
+        [datetime_formats.strptime_pattern(strptime)]
+        if strptime
+        else list(datetime_formats.DATE_FORMATS)
     )
     text = tf.strings.strip(text)
     matched = tf.zeros_like(text, tf.bool)
@@ -153,7 +155,7 @@ def parse_epoch(number: tf.Tensor, present: tf.Tensor, unit: str = 'seconds') ->
     """Reads [batch] numbers of `unit`s since 1970-01-01 UTC (floats are floored)."""
     if number.dtype.is_floating:
         number = tf.cast(tf.math.floor(tf.cast(number, tf.float64)), tf.int64)
-    seconds = tf.math.floordiv(number, datetime_spec.EPOCH_UNITS[unit])
+    seconds = tf.math.floordiv(number, datetime_formats.EPOCH_UNITS[unit])
     days = tf.math.floordiv(seconds, SECONDS_PER_DAY)
     second_of_day = tf.math.floormod(seconds, SECONDS_PER_DAY)
     year, month, day = civil_from_days(days)

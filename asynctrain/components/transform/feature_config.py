@@ -27,8 +27,8 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 from asynctrain.components.shared import yaml_config
 from asynctrain.components.shared.feature_types import load_schema
 from asynctrain.components.shared.tasks import REGRESSION_LOSSES, TASK_TYPES
-from asynctrain.components.transform import datetime_spec
-from asynctrain.components.transform.datetime_spec import (
+from asynctrain.components.transform import datetime_formats
+from asynctrain.components.transform.datetime_formats import (
     DATE_PARTS,
     DATETIME_MISSING,
     TIME_PARTS,
@@ -39,7 +39,7 @@ VOCABULARY = 'vocabulary'
 IDENTITY = 'identity'
 BUCKETIZE = 'bucketize'
 HASH = 'hash'
-DATETIME = datetime_spec.DATETIME
+DATETIME = datetime_formats.DATETIME
 # The transforms that give one transformed feature under the feature's own name.
 TRANSFORMS = (ZSCORE, VOCABULARY, IDENTITY, BUCKETIZE, HASH)
 # Every transform features.yaml takes: those, and `datetime`, which gives one feature per part.
@@ -345,7 +345,7 @@ def _check_feature(spec: FeatureSpec, types: Mapping[str, int], where: str) -> N
         )
     if spec.transform == ZSCORE and spec.fill != 'mean' and isinstance(spec.fill, str):
         yaml_config.fail(f'{where}: fill', f'expected "mean" or a number, got {spec.fill!r}')
-    datetime_spec.check(spec, types[spec.name], where)
+    datetime_formats.check(spec, types[spec.name], where)
     for key in ('top_k', 'num_buckets'):
         if getattr(spec, key) < 1:
             yaml_config.fail(f'{where}: {key}', 'expected a positive integer')
@@ -378,12 +378,12 @@ def _parse(data: Any, schema: schema_pb2.Schema, with_module: bool) -> FeatureCo
     for i, item in enumerate(items):
         spec = yaml_config.build(FeatureSpec, item, f'features[{i}]')
         _check_feature(spec, types, f'features[{i}] ({spec.name})')
-        specs.append(datetime_spec.with_parts(spec, types[spec.name]))
+        specs.append(datetime_formats.with_parts(spec, types[spec.name]))
     names = tuple(s.name for s in specs)
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         yaml_config.fail('features', f'listed more than once: {duplicates}')
-    datetime_spec.check_output_names(specs, types)
+    datetime_formats.check_output_names(specs, types)
     outputs = tuple(name for s in specs for name in s.output_names)
     label = None
     if data.get('label') is not None:

@@ -27,7 +27,7 @@ from tensorflow_transform import analyzers as tft_analyzers
 from tensorflow_transform import schema_inference
 
 from asynctrain.components.shared.tasks import LABEL_VOCABULARY
-from asynctrain.components.transform import calendar_parts, datetime_spec, vocabularies
+from asynctrain.components.transform import calendar_parts, datetime_formats, vocabularies
 from asynctrain.components.transform import feature_config as fc
 
 # Keys of the Transform component's custom_config: the whole feature configuration (generated
@@ -199,7 +199,7 @@ def _standardized(values: tf.Tensor, valid: tf.Tensor) -> tf.Tensor:
 
 
 def _datetime(x: Tensor, spec: fc.FeatureSpec) -> dict[str, tf.Tensor]:
-    """One transformed feature per calendar part (see `datetime_spec.DATETIME_PARTS`) and `_missing`.
+    """One transformed feature per calendar part (see `datetime_formats.DATETIME_PARTS`) and `_missing`.
 
     The year and the numeric day of year are standardized over the train split; the cyclical
     day of year is its angle's sine and cosine (31 December next to 1 January); month, day of
@@ -225,14 +225,14 @@ def _datetime(x: Tensor, spec: fc.FeatureSpec) -> dict[str, tf.Tensor]:
             outputs[f'{spec.name}_day_of_year_sin'] = tf.where(valid, tf.sin(angle), 0.0)
             outputs[f'{spec.name}_day_of_year_cos'] = tf.where(valid, tf.cos(angle), 0.0)
         else:
-            ids = datetime_spec.DATETIME_PART_IDS[part]
+            ids = datetime_formats.DATETIME_PART_IDS[part]
             value = getattr(civil, part)
             # Months and days of the month count from 1; every id counts from 0.
             if part in ('month', 'day'):
                 value = value - 1
             value = tf.where(valid, value, tf.constant(ids, tf.int64))
             outputs[f'{spec.name}_{part}'] = _with_domain(value, ids + 1)
-    outputs[f'{spec.name}_{datetime_spec.DATETIME_MISSING}'] = _with_domain(
+    outputs[f'{spec.name}_{datetime_formats.DATETIME_MISSING}'] = _with_domain(
         tf.cast(~valid, tf.int64), 2
     )
     return outputs

@@ -11,7 +11,7 @@ import numpy as np
 from asynctrain.components.example_gen.csv_sample import CsvSample
 from asynctrain.components.shared.feature_types import ColumnType
 from asynctrain.pipelines.init import wording
-from asynctrain.pipelines.init.spec_draft import ColumnPlan
+from asynctrain.pipelines.init.pipeline_draft import ColumnPlan
 
 # A column with at least this share of its cells missing is mostly missing.
 MOSTLY_MISSING = 0.5

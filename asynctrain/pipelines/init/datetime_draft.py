@@ -1,5 +1,5 @@
 """What `asynctrain init` reads as dates: the text formats and epoch instants the `datetime`
-transform reads, and the calendar parts that vary over a column's moments (`spec_draft`'s
+transform reads, and the calendar parts that vary over a column's moments (`pipeline_draft`'s
 `plan_datetime` proposes them)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime
 import re
 
-from asynctrain.components.transform import datetime_spec
+from asynctrain.components.transform import datetime_formats
 
 # A text column is read as dates when at least this share of its cells parse as one of the
 # formats the `datetime` transform reads without a `strptime` (the rest become missing).
@@ -20,7 +20,7 @@ MIN_EPOCH_SECONDS, MAX_EPOCH_SECONDS = 315_532_800, 4_102_444_800
 
 def parse_date(text: str) -> datetime.datetime | None:
     """`text` as the `datetime` transform reads it without a `strptime`, or None."""
-    for pattern, fields in datetime_spec.DATE_FORMATS:
+    for pattern, fields in datetime_formats.DATE_FORMATS:
         match = re.fullmatch(pattern, text.strip())
         if match:
             values = dict(zip(fields, match.groups()))

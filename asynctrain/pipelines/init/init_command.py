@@ -12,7 +12,7 @@ infers the schema with TFDV, proposes the task, one transform
 per column, the evaluation threshold and the slices to evaluate, writes `schema.pbtxt`, `features.yaml` and
 `config.yaml` into SPEC_DIR (anywhere), and prints what it decided and the next command, with
 absolute paths so that it does the same from any folder. The pipeline is named after the data
-and the label (`spec_files.pipeline_name`), so two datasets run in one work directory keep
+and the label (`review_files.pipeline_name`), so two datasets run in one work directory keep
 their state apart. DIR may
 hold compressed files (`.gz`, `.bz2`, ...), read as ExampleGen reads them. As for `asynctrain
 run`, TensorFlow's and the other libraries' output goes to a log file (under the system's
@@ -80,9 +80,9 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
         column_warnings,
         drift_draft,
         null_markers,
+        pipeline_draft,
+        review_files,
         slice_draft,
-        spec_draft,
-        spec_files,
         training_draft,
     )
 
@@ -102,7 +102,7 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
             raise ConfigError(
                 f'--label: {mixed[args.label].describe()}, or name the task with --task'
             )
-        task = spec_draft.plan_task(sample, args.label, args.task, args.positive)
+        task = pipeline_draft.plan_task(sample, args.label, args.task, args.positive)
         columns = [
             dataclasses.replace(
                 plan, reason=f'{plan.reason}; WARNING: {mixed[plan.name].describe()}'
@@ -111,14 +111,14 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
             else plan
             for plan in (
                 column_warnings.with_warnings(sample, plan)
-                for plan in spec_draft.plan_columns(sample, args.label)
+                for plan in pipeline_draft.plan_columns(sample, args.label)
             )
         ]
-        threshold = spec_draft.plan_threshold(sample, task)
+        threshold = pipeline_draft.plan_threshold(sample, task)
         training = training_draft.plan_training(
             sample, task.task, long_tail=bool(task.skew and task.skew.long_tail)
         )
-        bad_rows = spec_draft.plan_bad_rows(sample, args.label)
+        bad_rows = pipeline_draft.plan_bad_rows(sample, args.label)
     except ConfigError as e:
         return 2, f'asynctrain init: {e}'
     if not any(plan.transform for plan in columns):
@@ -127,16 +127,16 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
     # Absolute: the printed command runs from any folder.
     paths = {
         name: os.path.join(os.path.abspath(args.output), name)
-        for name in (spec_files.SCHEMA_FILE, spec_files.FEATURES_FILE, spec_files.CONFIG_FILE)
+        for name in (review_files.SCHEMA_FILE, review_files.FEATURES_FILE, review_files.CONFIG_FILE)
     }
-    schema = spec_files.infer_schema(sample)
-    spec_files.write_schema(paths[spec_files.SCHEMA_FILE], schema, sample)
+    schema = review_files.infer_schema(sample)
+    review_files.write_schema(paths[review_files.SCHEMA_FILE], schema, sample)
     drift = drift_draft.plan_drift(sample, schema, task.column)
-    spec_files.write_features(paths[spec_files.FEATURES_FILE], task, columns)
+    review_files.write_features(paths[review_files.FEATURES_FILE], task, columns)
     slices = slice_draft.plan_slices(sample, columns, threshold, task)
-    name = spec_files.pipeline_name(files, args.data, task.column)
-    spec_files.write_config(
-        paths[spec_files.CONFIG_FILE],
+    name = review_files.pipeline_name(files, args.data, task.column)
+    review_files.write_config(
+        paths[review_files.CONFIG_FILE],
         name,
         args.output,
         args.data,
@@ -151,7 +151,7 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
     )
     # `asynctrain run`'s default work directory, made absolute.
     work_dir = os.path.abspath(PipelineConfig.work_dir)
-    run = RunPlan(name, paths[spec_files.CONFIG_FILE], work_dir)
+    run = RunPlan(name, paths[review_files.CONFIG_FILE], work_dir)
     return 0, describe(
         sample, markers, task, columns, threshold, training, bad_rows, drift, slices, paths, run
     )
@@ -163,7 +163,7 @@ class RunPlan:
     absolute, so that the printed command does the same from any folder.
 
     Attributes:
-      pipeline_name: The name init gave the pipeline (`spec_files.pipeline_name`).
+      pipeline_name: The name init gave the pipeline (`review_files.pipeline_name`).
       config_path: The config.yaml init wrote.
       work_dir: The work directory: `./runs/local` of the folder init ran in.
     """

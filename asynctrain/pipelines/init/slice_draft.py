@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from asynctrain.components.example_gen.csv_sample import CsvSample
 from asynctrain.pipelines.init import wording
-from asynctrain.pipelines.init.spec_draft import ColumnPlan, TaskPlan, ThresholdPlan
+from asynctrain.pipelines.init.pipeline_draft import ColumnPlan, TaskPlan, ThresholdPlan
 
 # At most this many values: each becomes a slice in the evaluation and its summary.
 MAX_SLICE_VALUES = 10

@@ -11,7 +11,7 @@ import tensorflow_transform.beam as tft_beam
 from tensorflow_metadata.proto.v0 import schema_pb2
 from tensorflow_transform.tf_metadata import dataset_metadata
 
-from asynctrain.components.transform import datetime_spec, preprocessing
+from asynctrain.components.transform import datetime_formats, preprocessing
 from asynctrain.components.transform import feature_config as fc
 
 pytestmark = pytest.mark.integration
@@ -59,7 +59,7 @@ def transformed(tmp_path_factory):
 
 def test_a_date_gives_its_parts_as_features_named_after_it(transformed):
     values = transformed
-    assert CONFIG.feature('day').parts == datetime_spec.DATE_PARTS
+    assert CONFIG.feature('day').parts == datetime_formats.DATE_PARTS
     assert set(values) == {*CONFIG.output_names, 'y'}
     assert set(CONFIG.feature('day').output_names) == {
         'day_year',
@@ -113,7 +113,7 @@ def test_a_strptime_datetime_gives_hour_minute_and_a_numeric_day_of_year(transfo
 
 def test_epoch_seconds_give_utc_parts_with_the_time_of_day(transformed):
     values = transformed
-    assert CONFIG.feature('ts').parts == datetime_spec.DATE_PARTS + datetime_spec.TIME_PARTS
+    assert CONFIG.feature('ts').parts == datetime_formats.DATE_PARTS + datetime_formats.TIME_PARTS
     # 1970-01-01 00:00, 2014-03-05 08:15, 1969-12-31 23:59, missing, 1971-01-02 00:00.
     assert values['ts_hour'].tolist() == [0, 8, 23, 24, 0]
     assert values['ts_minute'].tolist() == [0, 15, 59, 60, 0]

@@ -4,7 +4,7 @@ import pytest
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from asynctrain.components.shared.yaml_config import ConfigError
-from asynctrain.components.transform import datetime_spec
+from asynctrain.components.transform import datetime_formats
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.pipelines.config import BUNDLED_SCHEMAS
 
@@ -267,7 +267,10 @@ def test_a_datetime_feature_lists_its_parts_and_its_outputs():
     )
     assert config.feature('day').output_names == ('day_month', 'day_day_of_week', 'day_missing')
     # A number is an instant: its default parts have the time of day.
-    assert config.feature('ts').parts == (*datetime_spec.DATE_PARTS, *datetime_spec.TIME_PARTS)
+    assert config.feature('ts').parts == (
+        *datetime_formats.DATE_PARTS,
+        *datetime_formats.TIME_PARTS,
+    )
     assert 'ts_day_of_year_sin' in config.output_names
     assert config.names == ('day', 'ts')
     assert fc.from_dict(fc.to_dict(config)) == config

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from asynctrain.components.example_gen import csv_dialect, csv_sample
-from asynctrain.pipelines.init import column_roles, spec_draft
+from asynctrain.pipelines.init import column_roles, pipeline_draft
 
 
 @pytest.mark.parametrize(
@@ -100,7 +100,7 @@ def test_plan_columns_proposes_a_vocabulary_of_the_whole_range_with_the_reason(t
     sample = csv_sample.read_sample(
         csv_sample.input_files(str(tmp_path / 'data')), csv_dialect.CsvDialect()
     )
-    plans = {plan.name: plan for plan in spec_draft.plan_columns(sample, label='y')}
+    plans = {plan.name: plan for plan in pipeline_draft.plan_columns(sample, label='y')}
     assert (plans['hour'].transform, plans['hour'].options) == (
         'vocabulary',
         {'top_k': 24, 'oov_buckets': 1},

@@ -14,9 +14,9 @@ from asynctrain.components.example_gen import csv_dialect, csv_sample
 from asynctrain.components.shared import feature_types
 from asynctrain.components.shared.feature_types import ColumnType
 from asynctrain.components.shared.yaml_config import ConfigError
-from asynctrain.components.transform import datetime_spec
+from asynctrain.components.transform import datetime_formats
 from asynctrain.components.transform import feature_config as fc
-from asynctrain.pipelines.init import init_command, spec_draft, training_draft
+from asynctrain.pipelines.init import init_command, pipeline_draft, training_draft
 from tests.pipelines.init.init_args import init_args
 
 
@@ -54,7 +54,7 @@ HEADER = ('trip id', 'country', 'user', 'color', 'level', 'weight (kg)', 'count'
 
 def test_columns_get_the_transform_their_values_call_for(tmp_path):
     sample = _sample(tmp_path, HEADER, _rows())
-    plans = {plan.name: plan for plan in spec_draft.plan_columns(sample, label='weight (kg)')}
+    plans = {plan.name: plan for plan in pipeline_draft.plan_columns(sample, label='weight (kg)')}
     assert 'weight (kg)' not in plans
     assert plans['trip id'].transform is None and 'an id' in plans['trip id'].reason
     assert plans['country'].transform is None and 'constant' in plans['country'].reason
@@ -69,35 +69,35 @@ def test_columns_get_the_transform_their_values_call_for(tmp_path):
 
 def test_the_task_follows_the_label(tmp_path):
     sample = _sample(tmp_path, HEADER, _rows())
-    level = spec_draft.plan_task(sample, 'level')
+    level = pipeline_draft.plan_task(sample, 'level')
     assert level.task == 'multiclass'
     assert sorted(value for value, _ in level.classes) == [0, 1, 2]
     assert sum(count for _, count in level.classes) == 60
-    assert spec_draft.plan_task(sample, 'weight (kg)').task == 'regression'
-    assert spec_draft.plan_task(sample, 'color', task='multiclass').task == 'multiclass'
+    assert pipeline_draft.plan_task(sample, 'weight (kg)').task == 'regression'
+    assert pipeline_draft.plan_task(sample, 'color', task='multiclass').task == 'multiclass'
 
 
 def test_a_two_valued_label_is_binary_with_the_rarer_class_positive(tmp_path):
     rows = [(i, 'yes' if i % 4 == 0 else 'no', i * 0.5) for i in range(40)]
     sample = _sample(tmp_path, ('n', 'answer', 'x'), rows)
-    plan = spec_draft.plan_task(sample, 'answer')
+    plan = pipeline_draft.plan_task(sample, 'answer')
     assert (plan.task, plan.positive, plan.classes) == ('binary', 'yes', (('no', 30), ('yes', 10)))
-    assert spec_draft.plan_task(sample, 'answer', positive='no').positive == 'no'
+    assert pipeline_draft.plan_task(sample, 'answer', positive='no').positive == 'no'
     with pytest.raises(ConfigError, match="--positive: 'maybe' is not a value of 'answer'"):
-        spec_draft.plan_task(sample, 'answer', positive='maybe')
+        pipeline_draft.plan_task(sample, 'answer', positive='maybe')
 
 
 def test_thresholds_are_a_stated_margin_over_the_trivial_model(tmp_path):
     rows = [(i, ['a', 'a', 'b', 'c'][i % 4], float(i % 5)) for i in range(40)]
     sample = _sample(tmp_path, ('n', 'kind', 'y'), rows)
-    multiclass = spec_draft.plan_threshold(sample, spec_draft.plan_task(sample, 'kind'))
+    multiclass = pipeline_draft.plan_threshold(sample, pipeline_draft.plan_task(sample, 'kind'))
     assert (multiclass.metric, multiclass.bound, multiclass.baseline) == (
         'Accuracy',
         'min_value',
         0.5,
     )
     assert multiclass.value == pytest.approx(0.5 + 0.2 * 0.5)
-    regression = spec_draft.plan_threshold(sample, spec_draft.plan_task(sample, 'y'))
+    regression = pipeline_draft.plan_threshold(sample, pipeline_draft.plan_task(sample, 'y'))
     assert (regression.metric, regression.bound) == ('RMSE', 'max_value')
     assert regression.baseline == pytest.approx(2**0.5)  # std of 0..4, equally often
     assert regression.value == pytest.approx(0.8 * 2**0.5, rel=1e-3)
@@ -116,7 +116,7 @@ def test_label_errors_say_what_is_wrong(tmp_path, label, rows, message):
     else:
         sample = _sample(tmp_path, ('n', 'empty'), rows)
     with pytest.raises(ConfigError, match=message):
-        spec_draft.plan_task(sample, label)
+        pipeline_draft.plan_task(sample, label)
 
 
 def test_a_file_that_is_not_csv_is_named(tmp_path):
@@ -168,7 +168,7 @@ def _sorted_and_shuffled(tmp_path, suffix=''):
 
 @pytest.mark.parametrize('suffix', ['', '.gz'])
 def test_a_file_sorted_by_a_column_gives_the_proposal_of_the_same_rows_shuffled(tmp_path, suffix):
-    from asynctrain.pipelines.init import drift_draft, spec_files
+    from asynctrain.pipelines.init import drift_draft, review_files
 
     proposals = []
     for data in _sorted_and_shuffled(tmp_path, suffix):
@@ -181,12 +181,12 @@ def test_a_file_sorted_by_a_column_gives_the_proposal_of_the_same_rows_shuffled(
         # Every store, each about a twelfth of the sample (the head would hold one store).
         assert sorted(c['values'] for c in stores) == STORES
         assert all(150 <= c['counts'] <= 350 for c in stores), stores
-        plans = spec_draft.plan_columns(sample, 'amount')
-        drift = drift_draft.plan_drift(sample, spec_files.infer_schema(sample), 'amount')
+        plans = pipeline_draft.plan_columns(sample, 'amount')
+        drift = drift_draft.plan_drift(sample, review_files.infer_schema(sample), 'amount')
         proposals.append(
             (
                 [(plan.name, plan.transform, plan.options) for plan in plans],
-                spec_draft.plan_task(sample, 'amount').task,
+                pipeline_draft.plan_task(sample, 'amount').task,
                 set(drift.features),
             )
         )
@@ -246,16 +246,16 @@ def test_a_column_of_dates_is_proposed_as_calendar_parts_with_its_resolution(tmp
     ]
     header = ('day', 'seen', 'slashed', 'code', 'created_at', 'amount', 'y')
     sample = _sample(tmp_path, header, rows)
-    plans = {plan.name: plan for plan in spec_draft.plan_columns(sample, label='y')}
+    plans = {plan.name: plan for plan in pipeline_draft.plan_columns(sample, label='y')}
 
     # Every date is in 2014: the year is a constant part, left out with its value.
-    varying = [part for part in datetime_spec.DATE_PARTS if part != 'year']
+    varying = [part for part in datetime_formats.DATE_PARTS if part != 'year']
     assert plans['day'].transform == 'datetime'
     assert plans['day'].options == {'parts': varying}
     assert plans['day'].reason.startswith('dates from 2014-01-01 to 2014-12-24: calendar parts')
     assert plans['day'].reason.endswith('; left out, constant: year (2014)')
     # March 2014 only, at every hour and minute.
-    assert plans['seen'].options == {'parts': [*varying[1:], *datetime_spec.TIME_PARTS]}
+    assert plans['seen'].options == {'parts': [*varying[1:], *datetime_formats.TIME_PARTS]}
     assert 'with the time of day' in plans['seen'].reason
     assert plans['seen'].reason.endswith('; left out, constant: year (2014), month (3)')
     assert plans['slashed'].transform == 'datetime'
@@ -277,17 +277,17 @@ def test_a_column_of_dates_is_proposed_as_calendar_parts_with_its_resolution(tmp
 def test_a_text_column_with_too_many_values_that_are_not_dates_is_not_dates(tmp_path):
     rows = [('2014-03-05' if i % 10 else 'soon', i % 3, i) for i in range(60)]
     sample = _sample(tmp_path, ('when', 'k', 'y'), rows)
-    plans = {plan.name: plan for plan in spec_draft.plan_columns(sample, label='y')}
+    plans = {plan.name: plan for plan in pipeline_draft.plan_columns(sample, label='y')}
     assert plans['when'].transform == 'vocabulary'  # 6 'soon' in 60: 90% parse, below 95%
 
 
 def test_max_bad_fraction_has_a_floor_when_the_sample_has_no_bad_row(tmp_path):
-    clean = spec_draft.plan_bad_rows(_sample(tmp_path / 'a', HEADER, _rows()), 'color')
-    assert clean.max_bad_fraction == spec_draft.MIN_BAD_FRACTION == 0.01
+    clean = pipeline_draft.plan_bad_rows(_sample(tmp_path / 'a', HEADER, _rows()), 'color')
+    assert clean.max_bad_fraction == pipeline_draft.MIN_BAD_FRACTION == 0.01
     assert 'every row of the sample is readable and has its label' in clean.reason
     assert 'at least 1%' in clean.reason
     rows = [(i, '' if i % 10 == 0 else 'a', i) for i in range(100)]  # 10 of 100 unlabeled
-    some = spec_draft.plan_bad_rows(_sample(tmp_path / 'b', ('n', 'k', 'y'), rows), 'k')
+    some = pipeline_draft.plan_bad_rows(_sample(tmp_path / 'b', ('n', 'k', 'y'), rows), 'k')
     assert some.max_bad_fraction == 0.2
     assert "10 rows without 'k'" in some.reason
 
@@ -409,9 +409,9 @@ def test_only_an_input_past_the_cap_trains_fewer_passes_and_says_so():
 
 def _drift_sample(tmp_path, rows):
     sample = _sample(tmp_path, ('region', 'amount', 'label'), rows)
-    from asynctrain.pipelines.init import spec_files
+    from asynctrain.pipelines.init import review_files
 
-    return sample, spec_files.infer_schema(sample)
+    return sample, review_files.infer_schema(sample)
 
 
 def test_init_proposes_a_threshold_for_a_feature_that_moves_over_the_file(tmp_path):
@@ -523,7 +523,7 @@ def test_a_column_of_a_million_ids_is_hashed_into_buckets_sized_to_its_distinct_
         complete=True,
     )
 
-    (plan,) = spec_draft.plan_columns(sample, label='click')
+    (plan,) = pipeline_draft.plan_columns(sample, label='click')
 
     assert (plan.transform, plan.options) == ('hash', {'num_buckets': 1 << 21})
     assert plan.reason == (
@@ -536,8 +536,8 @@ def test_a_column_of_a_million_ids_is_hashed_into_buckets_sized_to_its_distinct_
     # Past 2^20 distinct values the buckets stop growing: no table above 2^21 + 1 rows.
     nearly_unique = pa.array([f'{max(i, 1):08x}' for i in range(rows)])
     many = dataclasses.replace(sample, columns={'click': label, 'item': nearly_unique})
-    (plan,) = spec_draft.plan_columns(many, label='click')
-    assert plan.options == {'num_buckets': spec_draft.MAX_HASH_BUCKETS}
+    (plan,) = pipeline_draft.plan_columns(many, label='click')
+    assert plan.options == {'num_buckets': pipeline_draft.MAX_HASH_BUCKETS}
     assert plan.reason.startswith(f'{rows - 1} distinct strings')
 
 
@@ -568,9 +568,11 @@ def test_slices_are_proposed_for_the_categorical_columns_with_few_values_each_in
     from asynctrain.pipelines.init import slice_draft
 
     sample = _sample(tmp_path, SLICE_HEADER, _sliceable_rows())
-    columns = spec_draft.plan_columns(sample, label='clicked')
-    task = spec_draft.plan_task(sample, 'clicked')
-    plan = slice_draft.plan_slices(sample, columns, spec_draft.plan_threshold(sample, task), task)
+    columns = pipeline_draft.plan_columns(sample, label='clicked')
+    task = pipeline_draft.plan_task(sample, 'clicked')
+    plan = slice_draft.plan_slices(
+        sample, columns, pipeline_draft.plan_threshold(sample, task), task
+    )
 
     assert plan.slices == (('color',), ('flag',))
     assert plan.reasons['color'].startswith('3 values, the rarest ')
@@ -590,10 +592,12 @@ def test_slices_on_a_rare_positive_label_need_positives_and_negatives_in_every_v
         region = 'C' if not clicked and i % 5 == 4 else ('A', 'B')[(i // 7) % 2]
         rows.append((region, ('web', 'app')[i % 2], ('x', 'y')[i % 3 == 0], clicked))
     sample = _sample(tmp_path, ('region', 'channel', 'device', 'clicked'), rows)
-    task = spec_draft.plan_task(sample, 'clicked')
+    task = pipeline_draft.plan_task(sample, 'clicked')
     assert (task.task, task.positive) == ('binary', 1)
-    columns = spec_draft.plan_columns(sample, label='clicked')
-    plan = slice_draft.plan_slices(sample, columns, spec_draft.plan_threshold(sample, task), task)
+    columns = pipeline_draft.plan_columns(sample, label='clicked')
+    plan = slice_draft.plan_slices(
+        sample, columns, pipeline_draft.plan_threshold(sample, task), task
+    )
 
     assert plan.slices == (('channel',), ('device',))
     assert plan.reasons['region'] == (
@@ -645,10 +649,10 @@ def test_init_writes_the_slices_and_a_commented_gate_the_config_accepts(tmp_path
 )
 def test_the_pipeline_is_named_after_the_data_and_the_label_in_tfxs_rules(files, label, name):
     from asynctrain.pipelines.config import PIPELINE_NAME
-    from asynctrain.pipelines.init import spec_files
+    from asynctrain.pipelines.init import review_files
 
     data_dir = '/exports/daily/' if len(files) > 1 else '/d'
-    got = spec_files.pipeline_name(files, data_dir, label)
+    got = review_files.pipeline_name(files, data_dir, label)
     assert got == (name or 'daily-culmen-length-mm')
     # Kubeflow's pattern for a pipeline name, TFX's 63 characters, and a folder name.
     assert re.fullmatch(r'[a-z0-9][a-z0-9-]{0,62}', got) and PIPELINE_NAME.fullmatch(got)

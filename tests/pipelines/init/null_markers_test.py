@@ -11,7 +11,7 @@ import yaml
 
 from asynctrain.components.example_gen import csv_dialect, csv_sample
 from asynctrain.components.shared.feature_types import ColumnType
-from asynctrain.pipelines.init import init_command, null_markers, spec_draft
+from asynctrain.pipelines.init import init_command, null_markers, pipeline_draft
 from tests.pipelines.init.init_args import init_args
 
 
@@ -82,9 +82,9 @@ def test_markers_in_columns_of_numbers_or_dates_are_found_with_their_counts(tmp_
     for name in HEADER:
         assert given.columns[name].equals(sample.columns[name]), name
     # The label's task is decided on the numbers: regression, not a class per price.
-    task = spec_draft.plan_task(sample, 'price')
+    task = pipeline_draft.plan_task(sample, 'price')
     assert (task.task, task.reason) == ('regression', 'a float label')
-    dates = {plan.name: plan for plan in spec_draft.plan_columns(sample, 'price')}['built']
+    dates = {plan.name: plan for plan in pipeline_draft.plan_columns(sample, 'price')}['built']
     assert dates.transform == 'datetime'
 
 
@@ -143,4 +143,4 @@ def test_a_label_of_numbers_but_for_a_few_texts_is_refused_naming_them(tmp_path,
         csv_sample.input_files(str(tmp_path / 'data')), csv_dialect.CsvDialect()
     )
     sample = csv_sample.typed(text, ('n/a',))
-    assert spec_draft.plan_task(sample, 'amount').task == 'regression'
+    assert pipeline_draft.plan_task(sample, 'amount').task == 'regression'

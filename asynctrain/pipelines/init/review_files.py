@@ -16,7 +16,7 @@ from asynctrain.components.example_gen.csv_sample import CsvSample
 from asynctrain.pipelines.init import sample_statistics, slice_draft
 from asynctrain.pipelines.init.drift_draft import DriftPlan
 from asynctrain.pipelines.init.null_markers import MarkerPlan
-from asynctrain.pipelines.init.spec_draft import (
+from asynctrain.pipelines.init.pipeline_draft import (
     BadRowsPlan,
     ColumnPlan,
     TaskPlan,

@@ -1,7 +1,7 @@
 """The decisions `asynctrain init` proposes from a CSV sample: the task, each column's transform,
 and the evaluation threshold, each with the reason a reviewer reads beside it.
 
-Pure functions over a `csv_sample.CsvSample`; writing the files is `spec_files`.
+Pure functions over a `csv_sample.CsvSample`; writing the files is `review_files`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from asynctrain.components.example_gen.csv_sample import CsvSample
 from asynctrain.components.shared.feature_types import ColumnType
 from asynctrain.components.shared.yaml_config import ConfigError
-from asynctrain.components.transform import datetime_spec
+from asynctrain.components.transform import datetime_formats
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.pipelines.init import column_roles, datetime_draft, label_skew, wording
 
@@ -287,7 +287,7 @@ def plan_datetime(name: str, present: pa.Array, column_type: ColumnType) -> Colu
         unit = next(
             (
                 unit
-                for unit, scale in datetime_spec.EPOCH_UNITS.items()
+                for unit, scale in datetime_formats.EPOCH_UNITS.items()
                 if len(numbers)
                 and (numbers >= datetime_draft.MIN_EPOCH_SECONDS * scale).all()
                 and (numbers < datetime_draft.MAX_EPOCH_SECONDS * scale).all()
@@ -296,7 +296,7 @@ def plan_datetime(name: str, present: pa.Array, column_type: ColumnType) -> Colu
         )
         if unit is None:
             return None
-        seconds = numbers // datetime_spec.EPOCH_UNITS[unit]
+        seconds = numbers // datetime_formats.EPOCH_UNITS[unit]
         with_time = bool((seconds % 86_400).any())
         first, last = (
             datetime.datetime.fromtimestamp(x, datetime.timezone.utc)
@@ -309,7 +309,7 @@ def plan_datetime(name: str, present: pa.Array, column_type: ColumnType) -> Colu
         ]
     else:
         return None
-    parts = datetime_spec.DATE_PARTS + (datetime_spec.TIME_PARTS if with_time else ())
+    parts = datetime_formats.DATE_PARTS + (datetime_formats.TIME_PARTS if with_time else ())
     constant = datetime_draft.constant_parts(moments, parts)
     if constant:
         parts = tuple(part for part in parts if part not in constant)
@@ -324,7 +324,7 @@ def plan_datetime(name: str, present: pa.Array, column_type: ColumnType) -> Colu
         fc.DATETIME,
         options,
         f'{what}: calendar parts'
-        f'{" with the time of day" if set(parts) & set(datetime_spec.TIME_PARTS) else ""}{tail}',
+        f'{" with the time of day" if set(parts) & set(datetime_formats.TIME_PARTS) else ""}{tail}',
     )
 
 
