@@ -231,6 +231,55 @@ def test_min_slice_size_drops_small_slices_as_tfma_does(tmp_path):
     assert checks.read_unapplied_checks(output) == checks.unapplied_checks(values, eval_config)
 
 
+def test_the_whole_split_is_evaluated_and_gated_under_min_slice_size_as_tfma_does(tmp_path):
+    # TFMA never drops the overall slice (slicer_lib.FilterOutSlices exempts it), so when every
+    # slice is small the whole split's gate still decides: here its AUC, 7/12, is under 0.6.
+    eval_config = _eval_config(
+        tmp_path,
+        {'min_value': 0.6, 'slices': [['payment_type']], 'slice_min_value': 0.7},
+    )
+    eval_config.options.min_slice_size.value = 8
+    specs = metrics.metric_specs(eval_config)
+    states = _states(
+        {
+            OVERALL: ([1, 0, 1, 0, 1, 0, 1], [0.9, 0.2, 0.8, 0.1, 0.1, 0.9, 0.6]),
+            CASH: ([1, 0, 1, 0], [0.9, 0.2, 0.8, 0.1]),
+        },
+        specs,
+    )
+    values = results.evaluate(specs, states, eval_config, 0)
+    counts = {OVERALL: 7, CASH: 4}
+    with beam.Pipeline() as pipeline:
+        filtered = (
+            pipeline | 'Values' >> beam.Create([(k, {COUNT: c}) for k, c in counts.items()])
+        ) | 'FilterOutSlices' >> slicer_lib.FilterOutSlices(
+            pipeline | 'Counts' >> beam.Create(list(counts.items())), 8
+        )
+        beam_util.assert_that(
+            filtered,
+            beam_util.equal_to(
+                [
+                    (OVERALL, {COUNT: 7}),
+                    (CASH, {results.ERROR_METRIC: results.SMALL_SLICE_MESSAGE % 8}),
+                ]
+            ),
+        )
+    assert values[OVERALL][COUNT] == 7
+    assert values[OVERALL][AUC] == pytest.approx(7 / 12)
+    assert values[CASH] == {results.ERROR_METRIC: results.SMALL_SLICE_MESSAGE % 8}
+
+    validation = checks.validate(values, eval_config)
+
+    assert not validation.validation_ok
+    assert checks.failures(validation) == [
+        "slice Overall: auc 0.583333, threshold {'lowerBound': 0.6}"
+    ]
+    assert checks.unapplied_checks(values, eval_config) == [
+        'slice payment_type:Cash: auc not evaluated (fewer than min_slice_size, 8, '
+        "examples), threshold {'lowerBound': 0.7} not applied"
+    ]
+
+
 def test_intervals_are_clipped_to_the_metrics_range(tmp_path):
     eval_config = _eval_config(tmp_path, {'min_value': 0.6, 'confidence_intervals': True})
     specs = metrics.metric_specs(eval_config)
