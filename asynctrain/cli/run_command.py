@@ -199,7 +199,7 @@ def run_compiled(args: argparse.Namespace) -> int:
             fresh_processes=args.fresh_processes,
             kfp_version=getattr(args, 'kfp_version', kfp_profiles.NEWEST),
         )
-    except (kfp_rules.SpecRefused, ValueError, OSError) as e:
+    except (kfp_rules.PipelineRefused, ValueError, OSError) as e:
         print(f'asynctrain run: {args.compiled}: {e}', file=sys.stderr)
         return 2
     except compiled_run.CompiledTaskFailed as e:

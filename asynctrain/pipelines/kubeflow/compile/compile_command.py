@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             from asynctrain.pipelines.kubeflow.compile import kubeflow_runner
 
             document = kubeflow_runner.compile_pipeline(config, options)
-    except ValueError as error:  # kfp_rules.SpecRefused, a module file with a remote root
+    except ValueError as error:  # kfp_rules.PipelineRefused, a module file with a remote root
         print(f'asynctrain compile: {error}\n  log: {log_path}')
         return 2
     spec = document.get('pipelineSpec', document)

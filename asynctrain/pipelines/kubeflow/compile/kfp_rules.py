@@ -12,7 +12,7 @@ Read from the backend's own source (kubeflow/pipelines, `backend/src/`), every 2
   `parameterValues` only.
 
 `asynctrain compile` checks what it writes with `refusals`, and `asynctrain run --compiled`
-refuses such a spec before running anything, each with the backend's reason.
+refuses such a pipeline before running anything, each with the backend's reason.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class Refusal:
     """One thing the backend refuses.
 
     Attributes:
-      where: The spec's field, e.g. `deploymentSpec.executors.X`.
+      where: The document's field, e.g. `deploymentSpec.executors.X`.
       reason: The backend's own message.
       source: The backend file that refuses it.
     """
@@ -42,8 +42,8 @@ class Refusal:
         return f'{self.where}: {self.reason} (KFP backend, {self.source})'
 
 
-class SpecRefused(ValueError):
-    """The spec would be refused by open-source KFP; the message lists every reason."""
+class PipelineRefused(ValueError):
+    """Open-source KFP would refuse the compiled pipeline; the message lists every reason."""
 
     def __init__(self, refusals: list[Refusal]):
         self.refusals = refusals
@@ -53,18 +53,19 @@ class SpecRefused(ValueError):
         )
 
 
-def _dags(spec: dict[str, Any]):
+def _dags(document: dict[str, Any]):
     """(path, dag) of the root DAG and of every sub-DAG component."""
-    yield 'root.dag', spec.get('root', {}).get('dag', {})
-    for name, component in spec.get('components', {}).items():
+    yield 'root.dag', document.get('root', {}).get('dag', {})
+    for name, component in document.get('components', {}).items():
         if 'dag' in component:
             yield f'components.{name}.dag', component['dag']
 
 
-def refusals(spec: dict[str, Any]) -> list[Refusal]:
-    """Every reason the backend would refuse `spec` (a PipelineSpec as a dict); [] when none."""
+def refusals(document: dict[str, Any]) -> list[Refusal]:
+    """Every reason the backend would refuse `document` (a PipelineSpec as a dict); [] when
+    none."""
     found = []
-    version = spec.get('schemaVersion', '')
+    version = document.get('schemaVersion', '')
     if version != SCHEMA_VERSION:
         found.append(
             Refusal(
@@ -74,7 +75,7 @@ def refusals(spec: dict[str, Any]) -> list[Refusal]:
                 'backend/src/apiserver/template/v2_template.go',
             )
         )
-    executors = spec.get('deploymentSpec', {}).get('executors', {})
+    executors = document.get('deploymentSpec', {}).get('executors', {})
     for label, executor in sorted(executors.items()):
         kinds = set(executor) & {'container', 'importer', 'resolver', 'customJob'}
         if kinds & set(EXECUTOR_KINDS):
@@ -96,7 +97,7 @@ def refusals(spec: dict[str, Any]) -> list[Refusal]:
                     'backend/src/v2/compiler/visitor.go',
                 )
             )
-    for path, dag in _dags(spec):
+    for path, dag in _dags(document):
         for task_name, task in sorted(dag.get('tasks', {}).items()):
             for name, parameter in sorted(task.get('inputs', {}).get('parameters', {}).items()):
                 runtime_value = parameter.get('runtimeValue', {})
@@ -112,8 +113,8 @@ def refusals(spec: dict[str, Any]) -> list[Refusal]:
     return found
 
 
-def check(spec: dict[str, Any]) -> None:
-    """Raises SpecRefused when open-source KFP would refuse `spec`."""
-    found = refusals(spec)
+def check(document: dict[str, Any]) -> None:
+    """Raises PipelineRefused when open-source KFP would refuse `document`."""
+    found = refusals(document)
     if found:
-        raise SpecRefused(found)
+        raise PipelineRefused(found)

@@ -103,13 +103,13 @@ class RecurringRun:
     experiment_id: str
 
 
-def load_checked_spec(pipeline_file: str) -> dict:
-    """The compiled spec in `pipeline_file`; kfp_rules.SpecRefused when the open-source backend
-    would refuse it (an older compile's schema 2.0.0, a resolver task)."""
+def load_checked_pipeline(pipeline_file: str) -> dict:
+    """The compiled pipeline in `pipeline_file`; kfp_rules.PipelineRefused when the open-source
+    backend would refuse it (an older compile's schema 2.0.0, a resolver task)."""
     with open(pipeline_file) as f:
-        spec = yaml.safe_load(f)
-    kfp_rules.check(spec)
-    return spec
+        document = yaml.safe_load(f)
+    kfp_rules.check(document)
+    return document
 
 
 def schedule(
@@ -128,12 +128,13 @@ def schedule(
 
     Raises:
       ValueError: a wrong cron field, named.
-      kfp_rules.SpecRefused: the open-source backend would refuse the spec (nothing is sent).
+      kfp_rules.PipelineRefused: the open-source backend would refuse the pipeline (nothing is
+        sent).
     """
     validate_cron(cron)
-    spec = load_checked_spec(pipeline_file)
+    document = load_checked_pipeline(pipeline_file)
     if pipeline_name is None:
-        pipeline_name = spec['pipelineInfo']['name']
+        pipeline_name = document['pipelineInfo']['name']
     version_name = (
         version_name
         or f'{pipeline_name}-{datetime.datetime.now(datetime.timezone.utc):%Y%m%d-%H%M%S}'
@@ -203,8 +204,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         validate_cron(args.cron)
         # Before the client: kfp.Client's constructor already calls the server.
-        load_checked_spec(args.pipeline)
-    except kfp_rules.SpecRefused as error:
+        load_checked_pipeline(args.pipeline)
+    except kfp_rules.PipelineRefused as error:
         print(f'asynctrain schedule: {args.pipeline}: {error}')
         return 2
     except ValueError as error:

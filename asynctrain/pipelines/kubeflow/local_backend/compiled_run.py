@@ -4,8 +4,8 @@ task, as open-source Kubeflow Pipelines 2.x would run it.
 A smoke test before uploading, and the project's proof that the compiled pipeline runs, on the
 KFP line `--kfp-version` names (`kfp_profiles`; the newest by default):
 
-1. the spec is refused for what the open-source backend refuses, with its reasons (`kfp_rules`),
-   a pipeline root the launcher cannot stage artifacts under with the launcher's own message
+1. the compiled pipeline is refused for what the open-source backend refuses, with its reasons
+   (`kfp_rules`), a pipeline root the launcher cannot stage artifacts under with the launcher's own message
    (`kfp_launcher.check_pipeline_root`), and local data or push paths, which a pod lacks;
 2. the root DAG's tasks run one at a time in dependency order; each runs its container's own
    command and arguments, `python` being this interpreter, with `{{$}}` the ExecutorInput the
@@ -264,7 +264,7 @@ def _launcher_step(task: _Task) -> Iterator[None]:
 
 
 def run_compiled(
-    spec_path: str,
+    pipeline_file: str,
     *,
     pipeline_root: str | None = None,
     run_id: str | None = None,
@@ -277,11 +277,11 @@ def run_compiled(
     cluster: kfp_cluster.Cluster | None = None,
     out: TextIO | None = None,
 ) -> CompiledRun:
-    """Runs the compiled pipeline in `spec_path` task by task; returns what each task published.
+    """Runs the compiled pipeline in `pipeline_file` task by task; returns what each task published.
 
     Args:
-      spec_path: A PipelineSpec YAML (`asynctrain compile --target kubeflow`).
-      pipeline_root: Replaces the spec's `defaultPipelineRoot`: an s3:// or minio:// URI, at
+      pipeline_file: A PipelineSpec YAML (`asynctrain compile --target kubeflow`).
+      pipeline_root: Replaces the pipeline's `defaultPipelineRoot`: an s3:// or minio:// URI, at
         the S3 endpoint that `AWS_ENDPOINT_URL` names.
       run_id: The run's id; a new `run-<time>-<hex>` by default.
       log_dir: Where each task's log goes; `runs/compiled/<pipeline>/<run id>` by default.
@@ -299,21 +299,21 @@ def run_compiled(
       out: Where progress lines go (stdout by default).
 
     Raises:
-      kfp_rules.SpecRefused: open-source KFP would refuse the spec.
+      kfp_rules.PipelineRefused: open-source KFP would refuse the pipeline.
       kfp_launcher.StagingRefused: the launcher could not stage artifacts under the root.
       compiled_task.PodUnavailable: tasks cannot have mount namespaces of their own here.
-      ValueError: the spec is not a PipelineSpec kfp reads or has no pipeline root, an unknown
+      ValueError: the file is not a PipelineSpec kfp reads or has no pipeline root, an unknown
         `kfp_version`, or a task input the driver cannot resolve.
       CompiledTaskFailed: a task's command exited non-zero; the tasks after it did not run.
     """
     out = out or sys.stdout
     profile = kfp_profiles.profile(kfp_version)
-    spec = compiled_pipeline.read_document(spec_path)
-    kfp_rules.check(spec)
-    pipeline = compiled_pipeline.parse(spec)
+    document = compiled_pipeline.read_document(pipeline_file)
+    kfp_rules.check(document)
+    pipeline = compiled_pipeline.parse(document)
     root = pipeline_root or pipeline.default_pipeline_root
     if not root:
-        raise ValueError(f'{spec_path}: no defaultPipelineRoot; give --pipeline-root')
+        raise ValueError(f'{pipeline_file}: no defaultPipelineRoot; give --pipeline-root')
     kfp_launcher.check_pipeline_root(root)
     kfp_storage.check_pod_paths(pipeline)
     compiled_task.check_pods()
@@ -349,7 +349,7 @@ def run_compiled(
             store = kfp_launcher.ObjectStore(
                 kfp_cluster.s3_client(kfp_cluster.store_connection(root, profile, cluster))
             )
-            finished = _run_tasks(spec, run, order, log_dir, processes, metadata, store, out)
+            finished = _run_tasks(document, run, order, log_dir, processes, metadata, store, out)
     finally:
         processes.close()
     result = CompiledRun(
@@ -361,7 +361,7 @@ def run_compiled(
 
 
 def _run_tasks(
-    spec: dict[str, Any],
+    document: dict[str, Any],
     run: kfp_driver.RunContext,
     order: list[str],
     log_dir: str,
@@ -370,16 +370,16 @@ def _run_tasks(
     store: kfp_launcher.ObjectStore,
     out: TextIO,
 ) -> list[TaskRun]:
-    tasks = spec['root']['dag']['tasks']
-    executors = spec['deploymentSpec']['executors']
-    pipeline_inputs = kfp_driver.pipeline_inputs(spec)
+    tasks = document['root']['dag']['tasks']
+    executors = document['deploymentSpec']['executors']
+    pipeline_inputs = kfp_driver.pipeline_inputs(document)
     published: dict[str, dict[str, list[dict[str, Any]]]] = {}
     # Each task's output parameters, as the launcher publishes them from its executor output.
     output_parameters: dict[str, dict[str, Any]] = {}
     finished = []
     for index, task_name in enumerate(order, start=1):
         task = tasks[task_name]
-        component = spec['components'][task['componentRef']['name']]
+        component = document['components'][task['componentRef']['name']]
         executor = executors[component['executorLabel']]
         prefix = f'[{index}/{len(order)}] {task_name}'
         parameters = kfp_driver.input_parameters(

@@ -233,14 +233,14 @@ def _checked(name: str, value: Any, parameter_type: str, profile: kfp_profiles.K
 def _resolved(
     task_name: str,
     name: str,
-    spec: dict[str, Any],
+    binding: dict[str, Any],
     pipeline_inputs: dict[str, Any],
     upstream_parameters: dict[str, dict[str, Any]],
     run: RunContext,
 ) -> Any:
     """`resolveInputParameter`: one task input parameter's value."""
-    if 'runtimeValue' in spec:
-        runtime_value = spec['runtimeValue']
+    if 'runtimeValue' in binding:
+        runtime_value = binding['runtimeValue']
         if 'constant' not in runtime_value:
             kind = next(iter(runtime_value), 'none')
             raise ValueError(
@@ -248,12 +248,12 @@ def _resolved(
                 f'{kind} not implemented'
             )
         return _placeholder(runtime_value['constant'], run, task_name)
-    if 'componentInputParameter' in spec:
-        return pipeline_inputs[spec['componentInputParameter']]
-    if 'taskOutputParameter' in spec:
-        producer = spec['taskOutputParameter']
+    if 'componentInputParameter' in binding:
+        return pipeline_inputs[binding['componentInputParameter']]
+    if 'taskOutputParameter' in binding:
+        producer = binding['taskOutputParameter']
         return upstream_parameters[producer['producerTask']][producer['outputParameterKey']]
-    kind = next(iter(spec), 'none')
+    kind = next(iter(binding), 'none')
     raise ValueError(
         f'{task_name}: input parameter {name}: parameter spec of type {kind} not implemented yet'
     )
@@ -275,8 +275,8 @@ def input_parameters(
         or a value of the wrong type (the driver's messages, after the task's name).
     """
     values = {
-        name: _resolved(task_name, name, spec, pipeline_inputs, upstream_parameters, run)
-        for name, spec in task.get('inputs', {}).get('parameters', {}).items()
+        name: _resolved(task_name, name, binding, pipeline_inputs, upstream_parameters, run)
+        for name, binding in task.get('inputs', {}).get('parameters', {}).items()
     }
     definitions = component.get('inputDefinitions', {}).get('parameters', {})
     for name, definition in definitions.items():
@@ -298,11 +298,11 @@ def input_parameters(
     return values
 
 
-def pipeline_inputs(spec: dict[str, Any]) -> dict[str, Any]:
+def pipeline_inputs(document: dict[str, Any]) -> dict[str, Any]:
     """The root's input parameters at their defaults (a run here has no runtime config)."""
     values = {}
     for name, definition in (
-        spec.get('root', {}).get('inputDefinitions', {}).get('parameters', {}).items()
+        document.get('root', {}).get('inputDefinitions', {}).get('parameters', {}).items()
     ):
         if 'defaultValue' not in definition and not definition.get('isOptional'):
             raise ValueError(f'root.inputDefinitions.parameters.{name}: required, and no default')

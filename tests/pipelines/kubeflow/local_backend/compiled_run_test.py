@@ -407,9 +407,9 @@ def test_a_cached_task_reuses_the_earlier_execution_and_its_consumers_follow(s3_
     path.write_text(json.dumps(_spec({'a': {**_task(), **cached}, 'b': {**_task('a'), **cached}})))
     metadata = str(tmp_path / 'metadata.json')
 
-    def run(run_id: str, spec_path=path):
+    def run(run_id: str, pipeline_file=path):
         return compiled_run.run_compiled(
-            str(spec_path),
+            str(pipeline_file),
             pipeline_root=f's3://{bucket}/root',
             run_id=run_id,
             log_dir=str(tmp_path / run_id),
