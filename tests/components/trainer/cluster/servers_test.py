@@ -91,6 +91,16 @@ def _running(pid: int) -> bool:
         return False
 
 
+def _gone_with_its_parent(parent: subprocess.Popen, child_pid: int) -> bool:
+    """SIGKILLs `parent`, then waits (up to 30 s) for `child_pid` to exit; whether it did."""
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while _running(child_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not _running(child_pid)
+
+
 def test_a_spawned_child_runs_no_fork_handlers_and_dies_with_its_parent():
     parent = subprocess.Popen(
         [sys.executable, '-c', _PARENT],
@@ -105,12 +115,7 @@ def test_a_spawned_child_runs_no_fork_handlers_and_dies_with_its_parent():
         assert forks == 0
         assert armed == ['armed']  # the child has set its parent-death signal
         assert _running(child_pid)
-        os.kill(parent.pid, signal.SIGKILL)
-        parent.wait()
-        deadline = time.monotonic() + 30
-        while _running(child_pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _running(child_pid)
+        assert _gone_with_its_parent(parent, child_pid)
     finally:
         if parent.poll() is None:
             parent.kill()
@@ -159,12 +164,7 @@ def test_a_spawned_program_runs_in_the_spawned_process_and_dies_with_its_parent(
         child_pid = int(parent.stdout.readline())
         with open(f'/proc/{child_pid}/cmdline', 'rb') as cmdline:
             assert cmdline.read().split(b'\0')[:2] == [b'/bin/sleep', b'120']  # exec'd in place
-        os.kill(parent.pid, signal.SIGKILL)
-        parent.wait()
-        deadline = time.monotonic() + 30
-        while _running(child_pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _running(child_pid)
+        assert _gone_with_its_parent(parent, child_pid)
     finally:
         if parent.poll() is None:
             parent.kill()
