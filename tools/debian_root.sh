@@ -77,6 +77,10 @@ in_root() {
       SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       /bin/sh -c "cd \"\$0\" && exec \"\$@\"" "$checkout" "$@" || status=$?
+    # A checkout under /tmp (`git clone . "$(mktemp -d)"`) is mounted on a folder of the /tmp of
+    # the root, that is of "$tmp": detached first, its mount point is an empty folder that rm
+    # removes (rm never crosses it: the mount is seen through "$dir/tmp" only; rmdir fails EBUSY).
+    umount -l "$dir$checkout" 2>/dev/null || :
     if [ "$status" = 0 ]; then
       rm -rf "$tmp"
     else
