@@ -94,7 +94,9 @@ def installed(wheel, tmp_path_factory) -> str:
     # TensorFlow, TFX and Beam from source again (the run: 90.7 s, then 50.4 s; the environment
     # 3.9 s, then 39.5 s; one run each beside a busy CI lane).
     _checked(
-        _run([UV, 'pip', 'sync', '--quiet', '--compile-bytecode', '--python', python, lock], cwd=cwd)
+        _run(
+            [UV, 'pip', 'sync', '--quiet', '--compile-bytecode', '--python', python, lock], cwd=cwd
+        )
     )
     _checked(
         _run([UV, 'pip', 'install', '--quiet', '--no-deps', '--python', python, wheel], cwd=cwd)
