@@ -37,10 +37,11 @@ import pytest
 import tensorflow as tf
 import yaml
 
+from asynctrain import cli
 from asynctrain.components.example_gen import csv_dialect, csv_source
 from asynctrain.components.example_gen import spec as example_gen_spec
 from asynctrain.components.shared.feature_types import column_types_from_schema, load_schema
-from asynctrain.pipelines import cli, run_summary
+from asynctrain.pipelines import run_summary
 from asynctrain.pipelines.config import load_config
 from tests.e2e.e2e_helpers import (
     DATASETS,

@@ -28,9 +28,10 @@ import yaml
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
+from asynctrain import cli
 from asynctrain.components.example_gen import spec as example_gen_spec
 from asynctrain.components.shared.feature_types import load_schema
-from asynctrain.pipelines import cli, run_summary
+from asynctrain.pipelines import run_summary
 from asynctrain.pipelines.config import load_config
 from asynctrain.testing import evaluation_outputs
 from tests.e2e.e2e_helpers import (

@@ -18,9 +18,10 @@ import shlex
 
 import pytest
 
+from asynctrain import cli
 from asynctrain.components.latest_blessed_model import spec as latest_spec
 from asynctrain.components.shared import model_identity
-from asynctrain.pipelines import cli, run_summary
+from asynctrain.pipelines import run_summary
 from asynctrain.pipelines.config import load_config
 from tests.e2e.e2e_helpers import DATASETS, components_for, run_cli
 

@@ -46,9 +46,10 @@ import pytest
 import tensorflow as tf
 import yaml
 
+from asynctrain import cli
 from asynctrain.benchmarks import recsys_data
 from asynctrain.components.shared.feature_types import load_schema
-from asynctrain.pipelines import cli, run_summary
+from asynctrain.pipelines import run_summary
 from asynctrain.pipelines.config import load_config
 from tests.e2e.e2e_helpers import raw_example, run_cli
 from tests.e2e.sharded_model_probe import MIN_ROWS
