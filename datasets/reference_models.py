@@ -26,7 +26,7 @@ import tensorflow as tf
 
 from asynctrain.components.transform import calendar_parts
 from asynctrain.components.transform import feature_config as fc
-from asynctrain.pipelines import dataset_spec, run_summary
+from asynctrain.pipelines import dataset, run_summary
 from asynctrain.pipelines.config import load_config
 
 _CALENDAR = ('year', 'month', 'day', 'hour', 'minute', 'day_of_week', 'day_of_year')
@@ -45,6 +45,8 @@ def examples_dir(config, work_dir: str) -> str:
     from asynctrain.components.shared import feature_types
     from asynctrain.pipelines import pipeline
 
+    loaded = dataset.load(config)
+
     examples = os.path.join(work_dir, 'examples')
     source = csv_source.CsvSourceConfig(
         input_splits=((('single_split', os.path.join(config.data_dir, '*'))),),
@@ -57,10 +59,8 @@ def examples_dir(config, work_dir: str) -> str:
         dialect=csv_dialect.CsvDialect(
             delimiter=config.example_gen.delimiter, null_markers=config.example_gen.null_markers
         ),
-        column_types=feature_types.column_types_from_schema(
-            feature_types.load_schema(config.schema_path)
-        ),
-        label_column=dataset_spec.load(config)[1].column,
+        column_types=feature_types.column_types_from_schema(loaded.schema),
+        label_column=loaded.label.column,
     )
     with beam.Pipeline() as p:
         _ = p | csv_source.CsvToExampleFiles(source)
@@ -147,8 +147,8 @@ def compare(config_path: str, work_dir: str) -> dict:
     from sklearn import ensemble
 
     config = load_config(config_path, work_dir=work_dir)
-    features, label = dataset_spec.load(config)
-    features = fc.FeatureConfig(label=label, features=features.features)
+    loaded = dataset.load(config)
+    features = fc.FeatureConfig(label=loaded.label, features=loaded.features.features)
     examples = examples_dir(config, work_dir)
     train, evaluation = read_split(examples, 'train'), read_split(examples, 'eval')
     x_train, categorical, categories = feature_matrix(features, train)
