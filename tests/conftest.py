@@ -31,43 +31,44 @@ def _temporary_directory(tmp_path_factory) -> None:
     tempfile.tempdir = path
 
 
-# The longest test of each slow file, in seconds, in the fresh-clone `make test` run of 2026-12-02
-# 04:44 UTC (three workers on 2 cores, 646 tests, 29 min 56 s). xdist hands tests out one at a
-# time, so starting the longest single tests first keeps a worker from picking one up when the
-# others are nearly done.
+# The longest test of each slow file (with its fixtures' setup), in seconds, in the fresh-clone
+# `bash .ci/run` of 2026-12-06 15:16 UTC (the 1.16 lane: three workers on 2 cores, 1,057 tests,
+# 29 min 2 s; from its runs/test-results.xml). xdist hands tests out one at a time, so starting
+# the longest single tests first keeps a worker from picking one up when the others are nearly
+# done.
 SLOWEST_FILES = {
-    'tests/e2e/daily_retraining_e2e_test.py': 551,
-    # 2026-12-04, fresh-clone `make test`: its pipeline run (setup) 253 s, then its checks.
-    'tests/e2e/spark_pipeline_e2e_test.py': 400,
-    'tests/e2e/compiled_run_e2e_test.py': 395,  # 2026-12-04, its three tests alone, -n 3
-    'tests/benchmarks/pipeline_bench_test.py': 377,
-    'tests/benchmarks/parameter_server_bench_test.py': 286,
-    'tests/e2e/init_e2e_test.py': 176,
-    'tests/e2e/stock_entrypoint_on_kfp_e2e_test.py': 82,  # 2026-12-04, alone, -n 3
-    'tests/e2e/pipeline_failure_e2e_test.py': 174,
-    'tests/benchmarks/transform_bench_test.py': 161,
-    'tests/benchmarks/recsys_bench_test.py': 166,  # 2026-12-04, alone, -n 0, load 5-6
-    'tests/e2e/local_pipeline_e2e_test.py': 290,  # 2026-12-05, fresh-clone make test
-    'tests/benchmarks/evaluator_bench_test.py': 110,  # 2026-12-04, alone, -n 0, load 3-7
-    'tests/e2e/own_data_e2e_test.py': 136,
-    'tests/e2e/recsys_pipeline_e2e_test.py': 252,  # 2026-12-04, alone, -n 0, three runs
-    'tests/components/trainer/kubernetes/local_test.py': 122,
-    'tests/components/trainer/cluster/recovery_test.py': 111,
-    'tests/benchmarks/input_pipeline_bench_test.py': 103,
-    'tests/testing/spark/cluster_test.py': 109,  # 2026-12-04, alone -n 0, load average 10-11
-    'tests/components/trainer/executor_test.py': 96,
-    'tests/components/transform/transform_component_test.py': 94,
-    'tests/components/trainer/training/model_module_test.py': 77,
-    # 2026-12-04, the whole file alone, -n 0, load 4-6: its binary bootstrap case (the others at
-    # most 75 s alone).
-    'tests/components/evaluator/equivalence_test.py': 111,
-    'tests/packaging/wheel_test.py': 74,  # 2026-12-04, beside own_data's e2e, -n 2
-    'tests/components/trainer/cli_test.py': 64,
-    'tests/components/transform/preprocessing_test.py': 54,
-    'tests/components/trainer/training/loop_test.py': 48,
-    'tests/components/example_gen/equivalence_test.py': 45,
-    # 2026-12-04, alone, -n 0, load 2-3 (70 s beside a 5M-row bench at load 13).
-    'tests/components/example_batcher/batching_test.py': 19,
+    'tests/e2e/daily_retraining_e2e_test.py': 238,
+    'tests/e2e/spark_pipeline_e2e_test.py': 237,
+    'tests/benchmarks/evaluator_bench_test.py': 181,
+    'tests/e2e/recsys_pipeline_e2e_test.py': 170,
+    'tests/benchmarks/pipeline_bench_test.py': 164,
+    'tests/e2e/compiled_run_e2e_test.py': 163,
+    'tests/packaging/wheel_test.py': 156,
+    'tests/e2e/pipeline_state_e2e_test.py': 156,
+    'tests/benchmarks/recsys_bench_test.py': 143,
+    'tests/benchmarks/parameter_server_bench_test.py': 143,
+    'tests/e2e/own_data_e2e_test.py': 115,
+    'tests/benchmarks/transform_bench_test.py': 101,
+    'tests/e2e/local_pipeline_e2e_test.py': 99,
+    'tests/benchmarks/async_bench_test.py': 96,
+    'tests/components/transform/transform_component_test.py': 90,
+    'tests/benchmarks/input_pipeline_bench_test.py': 80,
+    'tests/components/trainer/kubernetes/local_test.py': 66,
+    'tests/components/trainer/executor_test.py': 65,
+    'tests/components/evaluator/equivalence_test.py': 64,
+    'tests/e2e/init_e2e_test.py': 63,
+    'tests/e2e/pipeline_failure_e2e_test.py': 52,
+    'tests/e2e/stock_entrypoint_on_kfp_e2e_test.py': 50,
+    'tests/testing/spark/cluster_test.py': 50,
+    'tests/components/trainer/training/model_module_test.py': 50,
+    'tests/components/trainer/cluster/recovery_test.py': 48,
+    'tests/components/trainer/cli_test.py': 44,
+    'tests/components/example_gen/parquet_examples_test.py': 43,
+    'tests/components/trainer/training/loop_test.py': 32,
+    'tests/components/transform/datasets_equality_test.py': 30,
+    'tests/components/example_batcher/batching_test.py': 27,
+    'tests/reliability/property_test.py': 26,
+    'tests/components/example_gen/equivalence_test.py': 26,
 }
 _ROOT = pathlib.Path(__file__).resolve().parent.parent
 
