@@ -21,8 +21,10 @@ if TYPE_CHECKING:
     from asynctrain.components.trainer.kubernetes import client
 
 # How the `tfjob` mode runs the TFJob it builds (a `client.TFJobRunner`). None submits it to the
-# cluster through the pod's service account. A rehearsal on one machine, and the tests, set
-# `kubernetes.local.runner(...)` or a runner with their own `TrainingClient` to run the same job.
+# cluster through the pod's service account, or, where the step's environment names a folder in
+# `kubernetes.local.LOG_DIR_VARIABLE` (a rehearsal on one machine: `asynctrain run --compiled
+# --tfjob-local`), runs its replicas as local processes. Tests set a runner with their own
+# `TrainingClient` here.
 tfjob_runner: client.TFJobRunner | None = None
 
 
@@ -68,6 +70,7 @@ class Executor(base_executor.BaseExecutor):
         label_key = exec_properties[spec.LABEL_KEY_KEY]
 
         if trainer_config.distribution.cluster == 'tfjob':
+            from asynctrain.components.trainer.kubernetes import local as tfjob_local
             from asynctrain.components.trainer.kubernetes import training as tfjob_training
 
             # The Model artifact's URI names this execution in every orchestrator (it holds the
@@ -77,7 +80,7 @@ class Executor(base_executor.BaseExecutor):
                 trainer_config=trainer_config,
                 label_key=label_key,
                 execution_key=model_uri,
-                runner=tfjob_runner,
+                runner=tfjob_runner or tfjob_local.runner_from_environment(os.environ),
             )
         else:
             from asynctrain.components.trainer.cluster import launch

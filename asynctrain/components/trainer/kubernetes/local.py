@@ -192,6 +192,18 @@ def run_local(
     return LocalRunResult(succeeded=not message, message=message, replicas=replicas)
 
 
+# A rehearsal of the `tfjob` cluster mode on one machine, configured in the step's environment as a
+# pod's would be: with this variable naming a folder, the Trainer runs its TFJob's replicas as
+# local processes logging there (`runner`) instead of submitting the job to the cluster.
+LOG_DIR_VARIABLE = 'ASYNCTRAIN_TFJOB_LOCAL_LOG_DIR'
+
+
+def runner_from_environment(environ: Mapping[str, str]) -> client.TFJobRunner | None:
+    """`runner(environ[LOG_DIR_VARIABLE])` where that variable is set, else None (the cluster)."""
+    log_dir = environ.get(LOG_DIR_VARIABLE, '')
+    return runner(log_dir) if log_dir else None
+
+
 def runner(log_dir: str, extra_env: Mapping[str, str] | None = None) -> client.TFJobRunner:
     """A `TFJobRunner` that runs the job with `run_local` and fails as `run_tfjob` would.
 

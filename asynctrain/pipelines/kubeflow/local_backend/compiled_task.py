@@ -9,9 +9,11 @@ environment, sends its output to the task's log and runs the module with the tas
 as `python -m` would. The server is a process of its own, started before any task runs, so that
 no child inherits a running TensorFlow runtime or gRPC server (forking one would be unsafe).
 
-With `tfjob_log_dir`, the Trainer's `tfjob` cluster mode runs its TFJob's replicas as local
-processes (`asynctrain.components.trainer.kubernetes.local`), each with the `TF_CONFIG` the Training
-Operator would give it, instead of submitting the job to a cluster.
+With `tfjob_local`, each task's environment names a folder in the variable
+`asynctrain.components.trainer.kubernetes.local.LOG_DIR_VARIABLE`, as a pod's environment
+configures its step: the Trainer's `tfjob` cluster mode then runs its TFJob's replicas as local
+processes logging there, each with the `TF_CONFIG` the Training Operator would give it, instead
+of submitting the job to a cluster.
 
 Each task runs in a pod of its own, as on a cluster: before its command, the child enters a new
 mount namespace in which `/gcs`, `/s3`, `/minio`, `/tmp/kfp_outputs` and `/tmp/kfp` are the
@@ -25,8 +27,7 @@ the task's exit status is what its code returned: the process ends with `os._exi
 library's crash while the interpreter shuts down (tensorflow-io's S3 file system aborts with
 "pure virtual method called") cannot change it.
 
-Protocol: one JSON request per line on stdin (`argv`, `env`, `log_path`, `tfjob_log_dir`,
-`pod_root`), one JSON reply per line on stdout (`returncode`). `TaskProcesses` is the runner's
+Protocol: one JSON request per line on stdin (`argv`, `env`, `log_path`, `pod_root`), one JSON reply per line on stdout (`returncode`). `TaskProcesses` is the runner's
 side of it.
 """
 
@@ -119,26 +120,21 @@ def check_pods() -> None:
         raise PodUnavailable(errno.EPERM, reason or 'the mount namespace could not be made')
 
 
-def run_module_argv(argv: list[str], tfjob_log_dir: str | None) -> None:
+def run_module_argv(argv: list[str]) -> None:
     """Runs `-m MODULE ARG...` (argv without the interpreter) in this process as `__main__`."""
     if argv[:1] != ['-m'] or len(argv) < 2:
         raise ValueError(f'expected -m MODULE ARG..., got {argv[:3]}')
-    if tfjob_log_dir:
-        from asynctrain.components.trainer import executor as trainer_executor
-        from asynctrain.components.trainer.kubernetes import local
-
-        trainer_executor.tfjob_runner = local.runner(tfjob_log_dir)
     module = argv[1]
     sys.argv = [module, *argv[2:]]
     runpy.run_module(module, run_name='__main__', alter_sys=True)
 
 
-def _run_argv(argv: list[str], tfjob_log_dir: str | None) -> None:
+def _run_argv(argv: list[str]) -> None:
     """The container command, the interpreter left out: `-m MODULE ...` runs in this process, as
     `python -m` would run it; `-c CODE ...` replaces this process with the interpreter, any other
     command with that program (the pod's mount namespace stays theirs)."""
     if argv[:1] == ['-m']:
-        run_module_argv(argv, tfjob_log_dir)
+        run_module_argv(argv)
     elif argv[:1] == ['-c']:
         os.execv(sys.executable, [sys.executable, *argv])
     else:
@@ -163,7 +159,7 @@ def _child(request: dict) -> None:
             raise
         os.environ.clear()
         os.environ.update(request['env'])
-        _run_argv(request['argv'], request.get('tfjob_log_dir'))
+        _run_argv(request['argv'])
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
@@ -211,7 +207,11 @@ class TaskProcesses:
     once (`asynctrain.pipelines.kubeflow.local_backend.compiled_task`), or, `fresh`, every command as a new process."""
 
     def __init__(self, modules: list[str], log_dir: str, tfjob_local: bool, fresh: bool):
-        self._tfjob_log_dir = os.path.join(log_dir, 'tfjob') if tfjob_local else None
+        self._tfjob_env = {}
+        if tfjob_local:
+            from asynctrain.components.trainer.kubernetes import local as tfjob_local_runner
+
+            self._tfjob_env = {tfjob_local_runner.LOG_DIR_VARIABLE: os.path.join(log_dir, 'tfjob')}
         self._server = None
         self._fresh = fresh
         if not fresh:
@@ -237,9 +237,8 @@ class TaskProcesses:
         request = {
             # The interpreter is the task process itself; any other program replaces it.
             'argv': argv[1:] if argv[0] == sys.executable else argv,
-            'env': env,
+            'env': {**env, **self._tfjob_env},
             'log_path': os.path.abspath(log_path),
-            'tfjob_log_dir': self._tfjob_log_dir,
             'pod_root': pod_root,
         }
         if self._fresh or argv[1:2] != ['-m']:

@@ -152,6 +152,24 @@ def test_the_chiefs_exit_status_is_the_jobs(tmp_path):
     assert (result.succeeded, result.message) == (False, 'Chief 0 exited with status 4')
 
 
+def test_the_steps_environment_configures_a_local_rehearsal_or_leaves_the_cluster(tmp_path):
+    # No variable: None, the Trainer submits to the cluster. With it: the same local runner,
+    # whose replicas log in that folder.
+    assert tfjob_local.runner_from_environment({}) is None
+    run = tfjob_local.runner_from_environment(
+        {tfjob_local.LOG_DIR_VARIABLE: str(tmp_path / 'logs')}
+    )
+    record_dir = tmp_path / 'records'
+    record_dir.mkdir()
+
+    result = run(_with_probe(_tfjob(), record_dir), 120)
+
+    assert result.succeeded
+    assert {path.name for path in (tmp_path / 'logs').glob('*.log')} == {
+        f'{r.replica_type.lower()}-{r.index}.log' for r in result.replicas
+    }
+
+
 def test_a_single_pod_job_runs_without_tf_config(tmp_path, monkeypatch):
     monkeypatch.setenv('TF_CONFIG', '{"leaked": true}')  # the caller's own must not reach the pod
     job = _tfjob()
