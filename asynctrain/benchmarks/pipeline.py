@@ -4,9 +4,9 @@ Both pipelines read the same CSV (rows resampled from the bundled taxi sample) a
 LocalDagRunner with ML Metadata in SQLite, each in a fresh interpreter so that neither inherits
 the other's imports or TensorFlow state:
 
-- `ours`: `create_pipeline(config, dataset.load(config))`, as `asynctrain run` runs it (our CsvExampleGen, which also
-  computes the statistics, so no StatisticsGen; ExampleBatcher and parameter-server Trainer, an
-  in-process cluster, Transform without its own statistics).
+- `ours`: `create_pipeline(config, dataset.load(config))`, as `asynctrain run` runs it (our
+  CsvExampleGen, which also computes the statistics, so no StatisticsGen; ExampleBatcher and
+  parameter-server Trainer, an in-process cluster, Transform without its own statistics).
 - `stock`: the same graph built here from the same pieces (schema, preprocessing_fn, split and
   eval configs), with stock `CsvExampleGen` and `StatisticsGen`, Transform with its statistics
   (the component's default), and the stock `Trainer` running `asynctrain.benchmarks.reference_trainer.run_fn`
