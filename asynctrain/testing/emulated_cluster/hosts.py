@@ -175,13 +175,18 @@ class EmulatedCluster:
 
     def _make_hosts(self) -> None:
         tasks = [(job, i, m) for job, ms in self._machines.items() for i, m in enumerate(ms)]
-        bind_ports = ports_lib.free_ports(len(tasks))
+        # The servers' ports and the proxies' in one pick, all distinct: a proxy made with a port
+        # picked apart could take a server's, free until that server binds it seconds later.
+        picked = ports_lib.free_ports(2 * len(tasks))
+        bind_ports, listen_ports = picked[: len(tasks)], picked[len(tasks) :]
         hierarchy = None
         if any(machine.cpus is not None for _, _, machine in tasks):
             hierarchy = cpu_budget.find_hierarchy()
         links = {
-            (job, index): self._proxies.link(f'{job}-{index}', f'{ports_lib.HOST}:{port}')
-            for (job, index, _), port in zip(tasks, bind_ports)
+            (job, index): self._proxies.link(
+                f'{job}-{index}', f'{ports_lib.HOST}:{port}', listen_port=listen
+            )
+            for (job, index, _), port, listen in zip(tasks, bind_ports, listen_ports)
         }
         spec = {
             job: [links[(job, i)].listen for i in range(len(ms))]
