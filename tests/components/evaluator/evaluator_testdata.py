@@ -7,6 +7,7 @@ the Trainer's export looks like to an evaluator, with predictions known from one
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -149,3 +150,14 @@ def write_gzip_tfrecords(path: str, records: list[bytes], num_files: int = 1) ->
                 writer.write(record)
         files.append(name)
     return files
+
+
+def artifact(cls, uri, artifact_id=None, split_names=None):
+    """A TFX artifact of `cls` at `uri`, with an ML Metadata id and split names where given."""
+    made = cls()
+    made.uri = str(uri)
+    if artifact_id is not None:
+        made.id = artifact_id
+    if split_names:
+        made.split_names = json.dumps(split_names)
+    return made

@@ -21,16 +21,6 @@ from tests.components.evaluator import evaluator_testdata as data
 pytestmark = pytest.mark.integration
 
 
-def _artifact(cls, uri, artifact_id=None, split_names=None):
-    artifact = cls()
-    artifact.uri = str(uri)
-    if artifact_id is not None:
-        artifact.id = artifact_id
-    if split_names:
-        artifact.split_names = json.dumps(split_names)
-    return artifact
-
-
 def _eval_config(tmp_path, evaluation):
     config = load_config(work_dir=str(tmp_path / 'work'), evaluation=evaluation)
     return tfma_config.eval_config(config, fc.ColumnLabel(data.LABEL, fc.MULTICLASS))
@@ -45,7 +35,7 @@ def _examples(tmp_path):
     data.write_gzip_tfrecords(
         str(tmp_path / 'examples' / 'Split-eval' / 'data'), data.serialize(rows[600:]), 2
     )
-    return _artifact(
+    return data.artifact(
         standard_artifacts.Examples, tmp_path / 'examples', split_names=['train', 'eval']
     )
 
@@ -53,17 +43,17 @@ def _examples(tmp_path):
 def _run(tmp_path, eval_config, baseline_slope=None, splits=None, examples=None, drift=None):
     """The executor on a multiclass model (and a baseline with `baseline_slope`, and
     DriftValidator's anomalies `drift`)."""
-    model = _artifact(standard_artifacts.Model, tmp_path / 'model', 21)
+    model = data.artifact(standard_artifacts.Model, tmp_path / 'model', 21)
     data.save_model(fc.MULTICLASS, os.path.join(model.uri, 'Format-Serving'))
     inputs = {spec.EXAMPLES_KEY: [examples or _examples(tmp_path)], spec.MODEL_KEY: [model]}
     if drift is not None:
         inputs[spec.DRIFT_ANOMALIES_KEY] = [drift]
     if baseline_slope is not None:
-        baseline = _artifact(standard_artifacts.Model, tmp_path / 'baseline', 12)
+        baseline = data.artifact(standard_artifacts.Model, tmp_path / 'baseline', 12)
         data.save_model(fc.MULTICLASS, os.path.join(baseline.uri, 'Format-Serving'), baseline_slope)
         inputs[spec.BASELINE_MODEL_KEY] = [baseline]
-    evaluation_artifact = _artifact(standard_artifacts.ModelEvaluation, tmp_path / 'evaluation')
-    blessing = _artifact(standard_artifacts.ModelBlessing, tmp_path / 'blessing')
+    evaluation_artifact = data.artifact(standard_artifacts.ModelEvaluation, tmp_path / 'evaluation')
+    blessing = data.artifact(standard_artifacts.ModelBlessing, tmp_path / 'blessing')
     os.makedirs(blessing.uri)
     executor.Executor().Do(
         inputs,
@@ -99,7 +89,7 @@ def test_blesses_as_stock_and_reads_the_eval_split(tmp_path):
 
 
 def _drift_anomalies(tmp_path, blocking: float, drifted: list[str]):
-    anomalies = _artifact(standard_artifacts.ExampleAnomalies, tmp_path / 'drift')
+    anomalies = data.artifact(standard_artifacts.ExampleAnomalies, tmp_path / 'drift')
     # As it arrives through KFP's artifact metadata, where an int comes back a float.
     anomalies.set_float_custom_property('blocking', blocking)
     anomalies.set_string_custom_property(

@@ -9,7 +9,6 @@ negative, 'Dispute' and 'Unknown' are out of the vocabulary (one id for both in 
 and on 'Dispute' the prediction is noise, so that slice fails a gate of 0.7.
 """
 
-import json
 import math
 import os
 
@@ -60,27 +59,19 @@ def _taxi_like_rows(n=900, seed=5):
     return data.serialize(rows, payment_types=payments), payments
 
 
-def _artifact(cls, uri, artifact_id=None, split_names=None):
-    artifact = cls()
-    artifact.uri = str(uri)
-    if artifact_id is not None:
-        artifact.id = artifact_id
-    if split_names:
-        artifact.split_names = json.dumps(split_names)
-    return artifact
-
-
 @pytest.mark.integration
 def test_slices_are_raw_values_and_a_one_class_slice_does_not_block_the_model(tmp_path):
     records, payments = _taxi_like_rows()
     data.write_gzip_tfrecords(str(tmp_path / 'examples' / 'Split-eval' / 'data'), records, 2)
-    examples = _artifact(standard_artifacts.Examples, tmp_path / 'examples', split_names=['eval'])
-    model = _artifact(standard_artifacts.Model, tmp_path / 'model', 21)
+    examples = data.artifact(
+        standard_artifacts.Examples, tmp_path / 'examples', split_names=['eval']
+    )
+    model = data.artifact(standard_artifacts.Model, tmp_path / 'model', 21)
     data.save_model(
         fc.BINARY, os.path.join(model.uri, 'Format-Serving'), payment_vocabulary=VOCABULARY
     )
-    evaluation = _artifact(standard_artifacts.ModelEvaluation, tmp_path / 'evaluation')
-    blessing = _artifact(standard_artifacts.ModelBlessing, tmp_path / 'blessing')
+    evaluation = data.artifact(standard_artifacts.ModelEvaluation, tmp_path / 'evaluation')
+    blessing = data.artifact(standard_artifacts.ModelBlessing, tmp_path / 'blessing')
     os.makedirs(blessing.uri)
     settings = {'min_value': 0.6, 'slices': [['payment_type']], 'slice_min_value': 0.7}
     executor.Executor().Do(
