@@ -126,8 +126,8 @@ def run(args: argparse.Namespace) -> int:
         config = load_config(args.config, data=args.data, work_dir=args.work_dir, date=args.date)
         config = with_accepted_drift(config, getattr(args, 'accept_drift', None))
         # The dataset's spec too (no TensorFlow yet): a bad one fails before the work directory
-        # or its log exists.
-        dataset.load(config)
+        # or its log exists. The run is wired over this one.
+        loaded = dataset.load(config)
     except ConfigError as e:
         print(f'asynctrain run: invalid configuration: {e}', file=sys.stderr)
         return 2
@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     log_path = console.new_log_path(config.state_dir)
     # From before TensorFlow's first import: its import-time lines go to the log too.
     with console.quiet(log_path, verbose):
-        code, message, summary = _run(config, log_path, verbose)
+        code, message, summary = _run(config, loaded, log_path, verbose)
     if message:
         print(message, file=sys.stderr)
     if summary is not None:
@@ -153,14 +153,14 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _run(config, log_path: str, verbose: bool) -> tuple[int, str, object]:
+def _run(config, loaded, log_path: str, verbose: bool) -> tuple[int, str, object]:
     """(exit code, message for the console, summary or None)."""
     from asynctrain.components.shared import console
     from asynctrain.pipelines.local_runner import PipelineRunError, run_local
     from asynctrain.pipelines.work_dir_lock import WorkDirBusyError
 
     try:
-        return 0, '', run_local(config, log_path=log_path, verbose=verbose)
+        return 0, '', run_local(config, log_path=log_path, verbose=verbose, loaded=loaded)
     except ConfigError as e:
         return 2, f'asynctrain run: invalid configuration: {e}', None
     except WorkDirBusyError as e:

@@ -178,6 +178,7 @@ def run_local(
     out: TextIO | None = None,
     log_path: str | None = None,
     verbose: bool = False,
+    loaded: dataset.Dataset | None = None,
 ) -> run_summary.RunSummary:
     """Runs the whole pipeline; returns what it produced.
 
@@ -187,6 +188,7 @@ def run_local(
       log_path: The run's log file (a new one under `<config.state_dir>/logs/` by default). Unless
         `verbose`, file descriptor 2 points at it while the pipeline runs (`console`).
       verbose: Show everything on the console as well.
+      loaded: `config`'s dataset, where the caller loaded it already (`dataset.load(config)`).
 
     Raises:
       WorkDirBusyError: another run holds the work directory.
@@ -195,7 +197,7 @@ def run_local(
     # Resolved per call, not at import: the caller may have redirected stdout since.
     out = out or sys.stdout
     # Built first: a bad schema or feature config fails before the work directory is touched.
-    pipeline = create_pipeline(config, dataset.load(config))
+    pipeline = create_pipeline(config, loaded or dataset.load(config))
     # The pipeline's lock: two pipelines of one work directory keep their states apart.
     with exclusive_work_dir(config.state_dir):
         # TFX's helper creates the database's directory, so it comes only once the lock is held.
