@@ -129,7 +129,7 @@ def held_out_scores(task, keras_model, batches: list) -> dict:
 
 
 def _host_counters(emulated) -> dict:
-    """Every host's CPU counters (throttled periods) and the bytes its link received."""
+    """Every host's CPU counters (throttled periods) and the bytes that crossed its link."""
     counters = {}
     for (job, index), host in emulated.hosts.items():
         stats = host.cpu_stats()
@@ -137,7 +137,7 @@ def _host_counters(emulated) -> dict:
             'cpus': host.cgroup.cpus if host.cgroup is not None else None,
             'periods': stats.periods if stats else 0,
             'throttled_periods': stats.throttled_periods if stats else 0,
-            'link_bytes': host.link.bytes_received(),
+            'link_bytes': host.link.bytes_through(),
         }
     return counters
 
@@ -271,8 +271,7 @@ def summarize(curve: list[dict], untrained: dict, counters: dict, steps: int) ->
         'hosts': counters,
         'link_bytes': link_bytes,
         'steps': steps,
-        # None when the link counters read nothing (Toxiproxy's metrics showed no bytes for open
-        # gRPC connections in the first runs): not measured, rather than zero.
+        # None where no link carried the run (the synchronous reference's hosts are not proxied).
         'link_bytes_per_step': link_bytes / steps if link_bytes else None,
     }
 

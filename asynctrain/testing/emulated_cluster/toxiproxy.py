@@ -26,6 +26,7 @@ import urllib.request
 
 from asynctrain.components.shared import ports as ports_lib
 from asynctrain.components.trainer.cluster import servers
+from asynctrain.testing.emulated_cluster import socket_bytes
 
 VERSION = 'v2.5.0'
 MODULE = 'github.com/Shopify/toxiproxy/v2/cmd/server'
@@ -197,6 +198,18 @@ class Link:
                 direction = labels.split('direction="', 1)[1].split('"', 1)[0]
                 received[direction] = int(float(value))
         return received
+
+    def bytes_through(self) -> dict[str, int]:
+        """Bytes that crossed the link so far, by direction, open connections included: the
+        proxy's metrics for connections already closed (`bytes_received`) plus the kernel's
+        counters of the connections still open on the link's port (`socket_bytes`: `upstream`
+        what the clients sent, `downstream` what they were sent)."""
+        closed = self.bytes_received()
+        live = socket_bytes.port_totals(int(self.listen.rsplit(':', 1)[1]))
+        return {
+            UPSTREAM: closed[UPSTREAM] + live['received'],
+            DOWNSTREAM: closed[DOWNSTREAM] + live['sent'],
+        }
 
 
 class ToxiproxyServer:

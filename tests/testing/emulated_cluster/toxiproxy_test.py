@@ -99,6 +99,18 @@ def test_bytes_are_counted_per_link_and_direction_once_a_connection_closes(link)
     assert link.bytes_received() == {toxiproxy.UPSTREAM: 1000, toxiproxy.DOWNSTREAM: 1000}
 
 
+def test_bytes_of_a_connection_still_open_are_counted_live(link):
+    with _connect(link.listen, timeout_s=10) as connection:
+        for size in (1000, 2500):
+            connection.sendall(b'y' * size)
+            echoed = b''
+            while len(echoed) < size:
+                echoed += connection.recv(size - len(echoed))
+        # Open: the proxy's own metrics have nothing yet; the kernel's counters have it all.
+        assert link.bytes_received() == {toxiproxy.UPSTREAM: 0, toxiproxy.DOWNSTREAM: 0}
+        assert link.bytes_through() == {toxiproxy.UPSTREAM: 3500, toxiproxy.DOWNSTREAM: 3500}
+
+
 def test_a_built_server_is_reused_without_go(tmp_path, monkeypatch):
     built = tmp_path / 'v9.9.9' / 'server'
     built.parent.mkdir()
