@@ -27,11 +27,13 @@ run: setup
 	$(VENV)/bin/asynctrain run $(ARGS)
 
 # Three pytest workers (the suite waits on subprocesses, Beam and gRPC: on 2 cores two workers
-# left a fifth of the CPU idle); an xdist_group's tests stay on one worker; the 25 slowest listed.
+# left a fifth of the CPU idle); an xdist_group's tests stay on one worker (its module fixtures built
+# once), and the work goes out in the suite's own start order (tests/conftest.py: slowest files
+# first), not xdist's largest-group-first; the 25 slowest listed.
 # The JUnit XML feeds tools/reliability_report.py --from-xml (the table of docs/reliability.md).
 # The order is random (pytest-randomly; the header prints `Using --randomly-seed=N`); `make test
 # SEED=N` replays a run's order.
-PYTEST_ARGS ?= -n 3 --dist loadgroup --durations=25 --junitxml=$(RESULTS)
+PYTEST_ARGS ?= -n 3 --dist loadgroup --no-loadscope-reorder --durations=25 --junitxml=$(RESULTS)
 SEED ?=
 SEED_ARGS := $(if $(SEED),-p randomly --randomly-seed=$(SEED))
 
@@ -39,7 +41,7 @@ test: setup
 	$(PY) -m pytest $(PYTEST_ARGS) $(SEED_ARGS)
 
 # The inner loop: lint, then the unit tests (no `e2e` or `integration` marker, no benchmarks).
-QUICK_ARGS ?= -n 2 --dist loadgroup -m 'not e2e and not integration' --ignore=tests/benchmarks --durations=10
+QUICK_ARGS ?= -n 2 --dist loadgroup --no-loadscope-reorder -m 'not e2e and not integration' --ignore=tests/benchmarks --durations=10
 
 quick: lint
 	$(PY) -m pytest $(QUICK_ARGS) $(SEED_ARGS)

@@ -14,6 +14,9 @@ from sklearn.metrics import roc_auc_score
 from asynctrain import cli
 from asynctrain.benchmarks import recsys_data as rd
 
+# One pytest-xdist worker for the module: its module-scoped fixtures are built once.
+pytestmark = pytest.mark.xdist_group('benchmarks.recsys_data_test')
+
 # Over one chunk, so chunk boundaries are part of what the tests see.
 ROWS = rd.CHUNK_ROWS + 4_000
 

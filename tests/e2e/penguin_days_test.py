@@ -22,6 +22,9 @@ from tests.e2e.penguin_days import (
     write_drifted_day,
 )
 
+# One pytest-xdist worker for the module: its module-scoped fixtures are built once.
+pytestmark = pytest.mark.xdist_group('e2e.penguin_days_test')
+
 
 @pytest.fixture(scope='module')
 def days(tmp_path_factory):

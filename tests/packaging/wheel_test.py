@@ -31,7 +31,8 @@ import yaml
 from asynctrain.testing.spark import jars
 from tests.repository import REPO_ROOT, lock_file
 
-pytestmark = pytest.mark.e2e
+# One pytest-xdist worker for the module: its module-scoped fixtures are built once.
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group('packaging.wheel_test')]
 
 UV = os.path.join(os.path.dirname(sys.executable), 'uv')
 # What a wheel is built from: the package and the files pyproject.toml names.

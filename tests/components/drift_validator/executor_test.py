@@ -18,6 +18,9 @@ from asynctrain.components.drift_validator.component import DriftValidator
 from asynctrain.components.shared import drift_properties
 from tests.components.drift_validator import drift_testdata as data
 
+# One pytest-xdist worker for the module: its module-scoped fixtures are built once.
+pytestmark = pytest.mark.xdist_group('components.drift_validator.executor_test')
+
 
 def _statistics_artifact(root, statistics) -> standard_artifacts.ExampleStatistics:
     """StatisticsGen's output: `Split-<name>/FeatureStats.pb` for train and eval."""

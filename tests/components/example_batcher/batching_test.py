@@ -19,6 +19,9 @@ from asynctrain.components.example_batcher import batching, executor
 from asynctrain.components.shared import columnar_records, shuffled_shards
 from tests.components.example_batcher.batcher_testdata import FEATURE_SPEC, columns, write_examples
 
+# One pytest-xdist worker for the module: its module-scoped fixtures are built once.
+pytestmark = pytest.mark.xdist_group('components.example_batcher.batching_test')
+
 ROWS = 1500
 EXAMPLES_PER_RECORD = 64
 SHARDS = 5

@@ -15,6 +15,9 @@ from tfx.utils import proto_utils
 
 from asynctrain.components.example_gen import component, executor, spec
 
+# One pytest-xdist worker for the module: its module-scoped fixtures are built once.
+pytestmark = pytest.mark.xdist_group('components.example_gen.equivalence_test')
+
 TAXI_DIR = os.path.join(
     os.path.dirname(tfx.__file__), 'examples', 'chicago_taxi_pipeline', 'data', 'simple'
 )

@@ -20,6 +20,9 @@ from asynctrain.components.shared import feature_types
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.testing import transform_runs as runs
 
+# One pytest-xdist worker for the module: its module-scoped fixtures are built once.
+pytestmark = pytest.mark.xdist_group('components.example_gen.parquet_examples_test')
+
 REPO = os.path.join(os.path.dirname(__file__), '..', '..', '..')
 FIXTURES = os.path.join(REPO, 'tests', 'data', 'csv')
 TAXI_CSV = os.path.join(

@@ -18,6 +18,9 @@ from asynctrain.components.shared import model_identity
 from asynctrain.components.shared.model_identity import ModelIdentity
 from asynctrain.components.trainer import executor as trainer_executor
 
+# One pytest-xdist worker for the module: its module-scoped fixtures are built once.
+pytestmark = pytest.mark.xdist_group('components.latest_blessed_model.executor_test')
+
 PENGUINS = ModelIdentity('penguins-species', 'Species', '0123456789abcdef')
 DIABETES = ModelIdentity('diabetes-disease-progression', 'disease_progression', 'fedcba9876543210')
 

@@ -14,7 +14,11 @@ from tensorflow_transform.tf_metadata import dataset_metadata
 from asynctrain.components.transform import datetime_formats, preprocessing
 from asynctrain.components.transform import feature_config as fc
 
-pytestmark = pytest.mark.integration
+# One pytest-xdist worker for the module: its module-scoped fixtures are built once.
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.xdist_group('components.transform.datetime_transform_test'),
+]
 
 SCHEMA = schema_pb2.Schema()
 for _name, _type in [('day', 'BYTES'), ('seen', 'BYTES'), ('ts', 'INT'), ('y', 'FLOAT')]:

@@ -16,7 +16,11 @@ from tensorflow_transform.tf_metadata import dataset_metadata
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.components.transform import preprocessing
 
-pytestmark = pytest.mark.integration
+# One pytest-xdist worker for the module: its module-scoped fixtures are built once.
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.xdist_group('components.transform.preprocessing_test'),
+]
 
 SCHEMA = schema_pb2.Schema()
 for _name, _type in [

@@ -27,7 +27,11 @@ from asynctrain.components.transform import feature_config as fc
 from asynctrain.components.transform import preprocessing
 from asynctrain.testing import transform_runs as runs
 
-pytestmark = pytest.mark.integration
+# One pytest-xdist worker for the module: its module-scoped fixtures are built once.
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.xdist_group('components.transform.transform_component_test'),
+]
 
 ROWS_PER_SPAN = 150
 # One taxi feature per kind of transform (z-score, string and integer vocabularies, identity,

@@ -11,7 +11,11 @@ import pytest
 
 from asynctrain.testing.emulated_cluster import check, toxiproxy
 
-pytestmark = pytest.mark.integration
+# One pytest-xdist worker for the module: its module-scoped fixtures are built once.
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.xdist_group('testing.emulated_cluster.toxiproxy_test'),
+]
 
 LATENCY_MS = 150
 

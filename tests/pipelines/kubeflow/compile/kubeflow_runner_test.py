@@ -30,6 +30,9 @@ from asynctrain.pipelines.config import bundled_data_dir, load_config
 from asynctrain.pipelines.kubeflow.compile import compile_options, kfp_rules, kubeflow_runner
 from asynctrain.pipelines.pipeline import PREPROCESSING_FN, create_pipeline
 
+# One pytest-xdist worker for the module: its module-scoped fixtures are built once.
+pytestmark = pytest.mark.xdist_group('pipelines.kubeflow.compile.kubeflow_runner_test')
+
 IMAGE = 'registry.example/asynctrain:1.2.3'
 ROOT = 'gs://asynctrain-test/root'
 
