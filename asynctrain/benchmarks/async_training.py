@@ -276,6 +276,45 @@ def summarize(curve: list[dict], untrained: dict, counters: dict, steps: int) ->
     }
 
 
+# The target AUC: the synchronous reference's final held-out AUC less this (issue's goal: "wall
+# time to a target eval AUC, the synchronous run's final AUC minus 0.005").
+TARGET_AUC_MARGIN = 0.005
+
+
+def time_to_auc(curve: list[dict], target: float) -> float | None:
+    """Wall seconds to the first scored round whose held-out AUC reaches `target`; None if none."""
+    for point in curve:
+        if point['held_out_auc'] >= target:
+            return point['wall_s']
+    return None
+
+
+def compare(ours: dict, reference: dict) -> dict:
+    """Ours against the synchronous reference in one scenario: throughput ratio, the wall time
+    each took to the target AUC, and the AUC gap at the examples both trained on (their rounds
+    see as many examples each)."""
+    target = reference['held_out_auc'] - TARGET_AUC_MARGIN
+    ours_to, reference_to = (
+        time_to_auc(ours['curve'], target),
+        time_to_auc(reference['curve'], target),
+    )
+    at_equal = [
+        (mine['examples'], mine['held_out_auc'] - theirs['held_out_auc'])
+        for mine, theirs in zip(ours['curve'], reference['curve'])
+        if mine['examples'] == theirs['examples']
+    ]
+    return {
+        'examples_per_sec_ratio': ours['examples_per_sec'] / reference['examples_per_sec'],
+        'target_auc': target,
+        'seconds_to_target': {'ours': ours_to, 'sync_fit': reference_to},
+        # Seconds the reference took over ours (> 1: ours got there sooner); None unless both did.
+        'to_target_ratio': reference_to / ours_to if ours_to and reference_to else None,
+        'auc_gap_at_equal_examples': [
+            {'examples': examples, 'ours_minus_sync': gap} for examples, gap in at_equal
+        ],
+    }
+
+
 def scenario_line(name: str, figures: dict) -> str:
     """One scenario's figures as the progress line says them."""
     throttled = {h: c['throttled_periods'] for h, c in figures['hosts'].items()}
@@ -339,7 +378,7 @@ def run(args: argparse.Namespace) -> int:
     held_out = fit_lib.held_out_batches(
         transformed_examples.make_task(data, batch_size=args.batch_size), data.examples_dir
     )
-    scenarios = {}
+    scenarios, comparisons = {}, {}
     for name in args.scenarios:
         scenario = async_scenarios.SCENARIOS[name]
         ours = run_ours(args, scenario, data, held_out, os.path.join(output, 'runs', name))
@@ -352,9 +391,12 @@ def run(args: argparse.Namespace) -> int:
         )
         reference['untrained_held_out_loss'] = ours['untrained_held_out_loss']
         scenarios[name]['sync_fit'] = reference
+        comparisons[name] = compared = compare(ours, reference)
         _log(
             f'{name}: sync fit {reference["examples_per_sec"]:,.0f} examples/s, held-out AUC '
-            f'{reference["held_out_auc"]:.4f}, loss {reference["held_out_loss"]:.4f}'
+            f'{reference["held_out_auc"]:.4f}, loss {reference["held_out_loss"]:.4f}; ours / sync '
+            f'{compared["examples_per_sec_ratio"]:.2f}x examples/s, to AUC '
+            f'{compared["target_auc"]:.4f}: {compared["seconds_to_target"]}'
         )
     result = {
         'benchmark': 'async',
@@ -367,6 +409,8 @@ def run(args: argparse.Namespace) -> int:
         **transformed_examples.source_fields(transform_output, args.sample_rows),
         'held_out_batches': len(held_out),
         'scenarios': scenarios,
+        # Per scenario that ran the synchronous reference too: `compare`'s figures.
+        'comparisons': comparisons,
         'load_average_start': load_at_start,
         'load_average_end': list(os.getloadavg()),
         'machine': report.machine(),

@@ -60,6 +60,8 @@ def test_bench_trains_every_scenario_and_the_slow_host_is_throttled(tmp_path, tr
     result = json.loads((output / 'result.json').read_text())
     assert (output / 'async_training.png').stat().st_size > 0
     assert set(result['scenarios']) == {'equal', 'quarter_cpu'}
+    # Ours only (--strategies ours): nothing to compare with.
+    assert result['comparisons'] == {}
     for name, strategies in result['scenarios'].items():
         ours = strategies['ours']
         assert len(ours['curve']) == 2
@@ -79,3 +81,53 @@ def test_bench_trains_every_scenario_and_the_slow_host_is_throttled(tmp_path, tr
     assert slow['worker-1']['cpus'] == 0.25
     # The slow host ran out of its quota: its CPU counters show throttling.
     assert slow['worker-1']['throttled_periods'] > 0
+
+
+def _curve(points):
+    return [
+        {'examples': examples, 'wall_s': wall, 'held_out_auc': auc}
+        for examples, wall, auc in points
+    ]
+
+
+def test_the_comparison_times_each_side_to_the_references_final_auc_less_the_margin():
+    from asynctrain.benchmarks import async_training
+
+    ours = {
+        'examples_per_sec': 3000.0,
+        'curve': _curve([(1000, 2.0, 0.80), (2000, 4.0, 0.896), (3000, 6.0, 0.91)]),
+    }
+    reference = {
+        'examples_per_sec': 1000.0,
+        'held_out_auc': 0.90,
+        'curve': _curve([(1000, 6.0, 0.85), (2000, 12.0, 0.895), (3000, 18.0, 0.90)]),
+    }
+
+    compared = async_training.compare(ours, reference)
+
+    assert compared['examples_per_sec_ratio'] == 3.0
+    assert compared['target_auc'] == pytest.approx(0.895)
+    # Ours reached 0.895 at its second round (4 s), the reference at its second (12 s).
+    assert compared['seconds_to_target'] == {'ours': 4.0, 'sync_fit': 12.0}
+    assert compared['to_target_ratio'] == 3.0
+    assert [g['examples'] for g in compared['auc_gap_at_equal_examples']] == [1000, 2000, 3000]
+    assert [g['ours_minus_sync'] for g in compared['auc_gap_at_equal_examples']] == pytest.approx(
+        [-0.05, 0.001, 0.01]
+    )
+
+
+def test_a_side_that_never_reaches_the_target_has_no_time_and_no_ratio():
+    from asynctrain.benchmarks import async_training
+
+    ours = {'examples_per_sec': 500.0, 'curve': _curve([(1000, 5.0, 0.70), (2000, 9.0, 0.80)])}
+    reference = {
+        'examples_per_sec': 1000.0,
+        'held_out_auc': 0.90,
+        'curve': _curve([(1000, 3.0, 0.88), (2000, 6.0, 0.90)]),
+    }
+
+    compared = async_training.compare(ours, reference)
+
+    assert compared['seconds_to_target'] == {'ours': None, 'sync_fit': 6.0}
+    assert compared['to_target_ratio'] is None
+    assert compared['examples_per_sec_ratio'] == 0.5
