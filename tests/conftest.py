@@ -31,44 +31,46 @@ def _temporary_directory(tmp_path_factory) -> None:
     tempfile.tempdir = path
 
 
-# The longest test of each slow file (with its fixtures' setup), in seconds, in the fresh-clone
-# `bash .ci/run` of 2026-12-06 15:16 UTC (the 1.16 lane: three workers on 2 cores, 1,057 tests,
-# 29 min 2 s; from its runs/test-results.xml). xdist hands tests out one at a time, so starting
-# the longest single tests first keeps a worker from picking one up when the others are nearly
-# done.
+# Each slow file's weight in seconds: its longest test with its fixtures' setup, or, where its tests
+# form one xdist group (handed to one worker as a unit), the group's total. From the fresh-clone
+# 1.16 run of 2026-12-06 19:45 UTC (three workers on 2 cores, 1,094 tests; runs/test-results.xml).
+# The work goes out in this order (`--no-loadscope-reorder`), so starting the longest units first
+# keeps a worker from picking one up when the others are nearly done.
 SLOWEST_FILES = {
-    'tests/e2e/daily_retraining_e2e_test.py': 238,
-    'tests/e2e/spark_pipeline_e2e_test.py': 237,
-    'tests/benchmarks/evaluator_bench_test.py': 181,
-    'tests/e2e/recsys_pipeline_e2e_test.py': 170,
-    'tests/benchmarks/pipeline_bench_test.py': 164,
-    'tests/e2e/compiled_run_e2e_test.py': 163,
-    'tests/packaging/wheel_test.py': 156,
-    'tests/e2e/pipeline_state_e2e_test.py': 156,
-    'tests/benchmarks/recsys_bench_test.py': 143,
-    'tests/benchmarks/parameter_server_bench_test.py': 143,
-    'tests/e2e/own_data_e2e_test.py': 115,
-    'tests/benchmarks/transform_bench_test.py': 101,
-    'tests/e2e/local_pipeline_e2e_test.py': 99,
-    'tests/benchmarks/async_bench_test.py': 96,
-    'tests/components/transform/transform_component_test.py': 90,
-    'tests/benchmarks/input_pipeline_bench_test.py': 80,
-    'tests/components/trainer/kubernetes/local_test.py': 66,
-    'tests/components/trainer/executor_test.py': 65,
-    'tests/components/evaluator/equivalence_test.py': 64,
-    'tests/e2e/init_e2e_test.py': 63,
-    'tests/e2e/pipeline_failure_e2e_test.py': 52,
-    'tests/e2e/stock_entrypoint_on_kfp_e2e_test.py': 50,
-    'tests/testing/spark/cluster_test.py': 50,
-    'tests/components/trainer/training/model_module_test.py': 50,
-    'tests/components/trainer/cluster/recovery_test.py': 48,
-    'tests/components/trainer/cli_test.py': 44,
-    'tests/components/example_gen/parquet_examples_test.py': 43,
-    'tests/components/trainer/training/loop_test.py': 32,
-    'tests/components/transform/datasets_equality_test.py': 30,
-    'tests/components/example_batcher/batching_test.py': 27,
-    'tests/reliability/property_test.py': 26,
-    'tests/components/example_gen/equivalence_test.py': 26,
+    'tests/e2e/daily_retraining_e2e_test.py': 313,
+    'tests/e2e/spark_pipeline_e2e_test.py': 267,
+    'tests/e2e/recsys_pipeline_e2e_test.py': 258,
+    'tests/benchmarks/pipeline_bench_test.py': 247,
+    'tests/e2e/compiled_run_e2e_test.py': 218,
+    'tests/benchmarks/parameter_server_bench_test.py': 192,
+    'tests/e2e/pipeline_state_e2e_test.py': 183,
+    'tests/benchmarks/recsys_bench_test.py': 176,
+    'tests/packaging/wheel_test.py': 172,
+    'tests/benchmarks/evaluator_bench_test.py': 171,
+    'tests/e2e/own_data_e2e_test.py': 108,
+    'tests/e2e/local_pipeline_e2e_test.py': 103,
+    'tests/benchmarks/transform_bench_test.py': 91,
+    'tests/components/transform/transform_component_test.py': 89,
+    'tests/components/trainer/cluster/recovery_test.py': 79,
+    'tests/components/evaluator/equivalence_test.py': 79,
+    'tests/e2e/init_e2e_test.py': 76,
+    'tests/e2e/pipeline_failure_e2e_test.py': 76,
+    'tests/benchmarks/input_pipeline_bench_test.py': 70,
+    'tests/testing/spark/cluster_test.py': 62,
+    'tests/components/example_gen/parquet_examples_test.py': 61,
+    'tests/benchmarks/async_bench_test.py': 53,
+    'tests/components/trainer/kubernetes/local_test.py': 52,
+    'tests/components/trainer/training/model_module_test.py': 46,
+    'tests/components/example_gen/rows_accounted_test.py': 38,
+    'tests/components/trainer/cli_test.py': 37,
+    'tests/components/trainer/executor_test.py': 37,
+    'tests/e2e/stock_entrypoint_on_kfp_e2e_test.py': 35,
+    'tests/reliability/property_test.py': 32,
+    'tests/components/transform/shared_vocabularies_test.py': 30,
+    'tests/components/example_gen/equivalence_test.py': 25,
+    'tests/components/trainer/training/sharded_tables_test.py': 25,
+    'tests/components/transform/datasets_equality_test.py': 24,
+    'tests/components/example_batcher/batching_test.py': 19,
 }
 _ROOT = pathlib.Path(__file__).resolve().parent.parent
 
