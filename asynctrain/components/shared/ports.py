@@ -80,14 +80,11 @@ def _reservations(directory: str) -> Iterator[set[int]]:
             for entry in os.scandir(directory):
                 if not entry.name.isdigit():
                     continue
-                try:
-                    fresh = now - entry.stat().st_mtime < RESERVED_S
-                    if not fresh:
+                with contextlib.suppress(FileNotFoundError):
+                    if now - entry.stat().st_mtime < RESERVED_S:
+                        reserved.add(int(entry.name))
+                    else:
                         os.remove(entry.path)
-                except FileNotFoundError:
-                    continue
-                if fresh:
-                    reserved.add(int(entry.name))
             yield reserved
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)

@@ -4,8 +4,8 @@ Toxiproxy (v2.5.0, `link.go`: `ToxicLink.read` and `write`) adds a connection's 
 metrics only when that connection closes, and gRPC keeps its connections open for the whole run:
 its counters read 0 while a cluster trains. The kernel counts every TCP socket's bytes as they
 cross: `struct tcp_info`'s `tcpi_bytes_received` (payload bytes received) and `tcpi_bytes_sent`
-less `tcpi_bytes_retrans` (payload bytes sent, each once), read here over netlink's sock_diag interface (as `ss -ti`
-does; `linux/inet_diag.h`, `linux/tcp.h`), with no tool to install.
+less `tcpi_bytes_retrans` (payload bytes sent, each once), read here over netlink's sock_diag
+interface (as `ss -ti` does; `linux/inet_diag.h`, `linux/tcp.h`), with no tool to install.
 
     totals = socket_bytes.port_totals(link_port)   # {'received': ..., 'sent': ...}
 
@@ -33,10 +33,10 @@ _NLMSG_HEADER = struct.Struct('=IHHII')
 # order), src[4], dst[4] (network order), interface, cookie[2].
 _REQUEST = struct.Struct('=BBBBI')
 _SOCKID = struct.Struct('>HH16s16sI8s')
-# inet_diag_msg: family, state, timer, retransmits; inet_diag_sockid; expires, rqueue, wqueue,
-# uid, inode.
+# inet_diag_msg: family, state, timer, retransmits; inet_diag_sockid; then five u32: expires,
+# rqueue, wqueue, uid, inode.
 _DIAG_MESSAGE = struct.Struct('=BBBB')
-_DIAG_MESSAGE_SIZE = _DIAG_MESSAGE.size + 48 + 20
+_DIAG_MESSAGE_SIZE = _DIAG_MESSAGE.size + _SOCKID.size + 5 * 4
 _ATTRIBUTE = struct.Struct('=HH')
 # struct tcp_info (linux/tcp.h): u64 tcpi_bytes_received at 128 (Linux 4.1), tcpi_bytes_sent and
 # tcpi_bytes_retrans at 200 and 208 (Linux 4.19). Not tcpi_bytes_acked (120): a receiver's
