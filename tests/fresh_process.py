@@ -6,9 +6,10 @@ to it after its servers are gone, and the process's first server sizes the pool 
 later server of the process runs on (`ComputePool`, tensorflow/core/common_runtime/process_util.cc).
 A test that starts servers in a pytest worker leaves that state to every later test of the worker;
 the suite hung and failed that way, depending on which tests a worker had run before. A test whose
-body runs here starts from a process that has run nothing else.
+body runs here starts from a process that has run nothing else: it is forked from the suite's
+server (`tests.fork_server`), which imported TensorFlow and this package and ran nothing.
 
-    parent (pytest worker)                     child (python -m tests.fresh_process)
+    parent (pytest worker)                     child (-m tests.fresh_process, forked)
     set up the test's fixtures                 import the test's module (asserts rewritten as
     pickle (function, fixture values) ──────▶  pytest does), call the function with the values
     wait; raise the child's failure  ◀──────  pickle the outcome: passed, skipped or the traceback
@@ -18,10 +19,10 @@ Only what pickles crosses: a fixture value must be data (paths, dataclasses, con
 object (`monkeypatch`, `caplog`); `call` names the fixture that does not. The output captures have
 a child-side twin: `capfd` and `capsys` become a capture of the child's file descriptors 1 and 2
 (for `capsys`, a superset: it holds what native code wrote too), with the same `readouterr()`,
-whose output is passed on to the parent's. The child inherits the
-parent's environment and file descriptors, so its output lands in what pytest captures for the
-test. It dies with the parent (the cluster launcher's parent-death signal), and a child still
-running after `timeout` seconds prints every thread's stack and exits.
+whose output is passed on to the parent's. The child gets the parent's environment and standard
+streams, so its output lands in what pytest captures for the test. It dies with its server, the
+server with the parent (the cluster launcher's parent-death signal), and a child still running
+after `timeout` seconds prints every thread's stack and exits.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from _pytest.assertion.rewrite import rewrite_asserts
 from _pytest.capture import CaptureFixture, FDCapture, SysCapture
 
 from asynctrain.components.trainer.cluster import servers
+from tests import fork_server
 from tests.repository import child_environment
 
 # The outcome the child writes before it calls the function: still there when the child exits
@@ -150,9 +152,8 @@ def call(function: Callable[..., Any], kwargs: dict[str, Any], timeout: float) -
                 pickle.dump(request, file)
             except Exception as error:
                 raise _unpicklable(function, kwargs, error) from error
-        command = [sys.executable, '-m', 'tests.fresh_process', request_path, outcome_path]
-        child = servers.spawn(command, child_environment())
-        returncode = child.wait()
+        argv = ['-m', 'tests.fresh_process', request_path, outcome_path]
+        returncode = fork_server.run(argv, child_environment())
         outcome = _read_outcome(outcome_path)
     _raise_outcome(request, outcome, returncode)
 

@@ -30,16 +30,27 @@ def _run(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult
     return pytester.runpytest_subprocess('-p', 'no:randomly', '-p', 'no:cacheprovider', *args)
 
 
+def _parent_of(pid: int) -> int:
+    with open(f'/proc/{pid}/stat') as file:
+        # pid (comm) state ppid ...: comm may hold spaces, so split after its closing parenthesis.
+        return int(file.read().rsplit(')', 1)[1].split()[1])
+
+
 def _record_pids(path: str) -> None:
     with open(path, 'w') as file:
-        file.write(f'{os.getpid()} {os.getppid()}')
+        file.write(f'{os.getpid()} {os.getppid()} {_parent_of(os.getppid())}')
 
 
-def test_call_runs_the_function_in_a_child_of_this_process(tmp_path):
-    pid_file = tmp_path / 'pids'
-    fresh_process.call(_record_pids, {'path': str(pid_file)}, timeout=60)
-    pid, parent = map(int, pid_file.read_text().split())
-    assert pid != os.getpid() and parent == os.getpid()
+def test_call_runs_the_function_in_a_process_forked_from_a_server_this_process_started(tmp_path):
+    pid_files = [tmp_path / 'first', tmp_path / 'second']
+    for pid_file in pid_files:
+        fresh_process.call(_record_pids, {'path': str(pid_file)}, timeout=60)
+    (first, server, grandparent), (second, second_server, _) = (
+        map(int, f.read_text().split()) for f in pid_files
+    )
+    # A process of its own each time, forked from one server, the child of this process.
+    assert len({first, second, os.getpid()}) == 3
+    assert server == second_server and grandparent == os.getpid()
 
 
 def test_outcomes_cross_back_assertions_rewritten(pytester):
@@ -53,9 +64,14 @@ import pytest
 def parent_pid():
     return os.getpid()
 
+def _parent_of(pid):
+    with open(f'/proc/{pid}/stat') as file:
+        return int(file.read().rsplit(')', 1)[1].split()[1])
+
 @pytest.mark.fresh_process
 def test_elsewhere(parent_pid, tmp_path):
-    assert os.getpid() != parent_pid and os.getppid() == parent_pid
+    # Forked from the fork server, which pytest's process started.
+    assert os.getpid() != parent_pid and _parent_of(os.getppid()) == parent_pid
     (tmp_path / 'mark').write_text('child')
 
 @pytest.mark.fresh_process

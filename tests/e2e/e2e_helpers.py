@@ -14,12 +14,12 @@ import glob
 import os
 import pathlib
 import subprocess
-import sys
 
 import numpy as np
 import tensorflow as tf
 from tensorflow_metadata.proto.v0 import schema_pb2
 
+from tests import fork_server
 from tests.repository import REPO_ROOT
 
 # Every component of the default `create_pipeline` (drift on), sorted as the run summary lists
@@ -192,11 +192,11 @@ def trivial_baseline(config, dataset: Dataset) -> float:
 
 
 def run_cli(*args: str, cwd: str | os.PathLike | None = None) -> subprocess.CompletedProcess:
-    """`asynctrain ARGS` in a process of its own, from `cwd` (the repository root by default)."""
-    return subprocess.run(
-        [sys.executable, '-m', 'asynctrain', *args],
+    """`asynctrain ARGS` in a process of its own, from `cwd` (the repository root by default),
+    forked from the suite's server that imported TensorFlow and TFX once (`tests.fork_server`)."""
+    return fork_server.run_captured(
+        ['-m', 'asynctrain', *args],
+        env=dict(os.environ),
         cwd=cwd or REPO_ROOT,
-        capture_output=True,
-        text=True,
         timeout=RUN_TIMEOUT_SECONDS,
     )
