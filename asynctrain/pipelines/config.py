@@ -270,9 +270,10 @@ class PipelineConfig:
     )
     retraining: RetrainingSettings = dataclasses.field(default_factory=RetrainingSettings)
     drift: DriftSettings = dataclasses.field(default_factory=DriftSettings)
-    # Empty: Beam's DirectRunner in memory, one worker. Any argument at all makes TFX build an sdist
-    # of its own source for remote Beam workers in every Beam component (about 3 s and 49 MB
-    # left in the temporary directory each); DirectRunner workers never read it.
+    # Empty: Beam's DirectRunner in memory, one worker. Arguments naming another runner make TFX
+    # build an sdist of its own source for remote Beam workers in every Beam component (about 3 s
+    # and 49 MB left in the temporary directory each); on a direct runner the pipeline's
+    # executors leave it out (`components.shared.beam_runner`).
     beam_pipeline_args: tuple[str, ...] = ()
     enable_cache: bool = True
     date: str | None = None

@@ -29,7 +29,6 @@ from tfx.components.example_gen import utils as example_gen_utils
 from tfx.components.example_validator.component import ExampleValidator
 from tfx.components.pusher.component import Pusher
 from tfx.components.schema_gen.import_schema_gen.component import ImportSchemaGen
-from tfx.components.transform.component import Transform
 from tfx.dsl.components.common.resolver import Resolver
 from tfx.dsl.input_resolution.strategies.latest_artifact_strategy import LatestArtifactStrategy
 from tfx.orchestration import pipeline as tfx_pipeline
@@ -45,6 +44,7 @@ from asynctrain.components.latest_blessed_model.component import LatestBlessedMo
 from asynctrain.components.trainer.component import Trainer
 from asynctrain.components.transform import feature_config as fc
 from asynctrain.components.transform import preprocessing
+from asynctrain.components.transform.component import Transform
 from asynctrain.pipelines.config import PipelineConfig
 from asynctrain.pipelines.dataset import Dataset
 from asynctrain.pipelines.tfma_config import eval_config

@@ -66,21 +66,19 @@ def test_components_are_wired_in_pipeline_order(config):
     assert pipeline.beam_pipeline_args == list(config.beam_pipeline_args)
 
 
-def _extra_packages(executor_class, beam_args) -> list[str]:
-    """The `--extra_package` arguments TFX adds for remote Beam workers when it builds the
-    executor for a run with `beam_args`."""
-    from tfx.dsl.components.base.base_beam_executor import BaseBeamExecutor
-
-    context = BaseBeamExecutor.Context(beam_pipeline_args=list(beam_args))
-    args = executor_class(context)._beam_pipeline_args or []  # noqa: SLF001
+def _extra_packages(executor) -> list[str]:
+    """The `--extra_package` arguments TFX added for remote Beam workers when it built
+    `executor`."""
+    args = executor._beam_pipeline_args or []  # noqa: SLF001
     return [a for a in args if a.startswith('--extra_package')]
 
 
-def test_default_beam_components_build_no_tfx_package_for_remote_workers(
+def test_beam_components_build_a_tfx_package_for_remote_workers_only_off_a_direct_runner(
     config, tmp_path, monkeypatch
 ):
-    """With any Beam argument, TFX's Beam executors build an sdist of TFX (seconds, 49 MB left in
-    the temporary directory) for remote workers; the default local run passes none."""
+    """TFX's Beam executors, given any Beam argument, build an sdist of TFX (seconds, 49 MB left
+    in the temporary directory) for remote workers; ours leave it out on a direct runner, whose
+    workers never read it (`components.shared.beam_runner`), and keep it for any other runner."""
     import tempfile
 
     from tfx.dsl.components.base.base_beam_executor import BaseBeamExecutor
@@ -96,12 +94,20 @@ def test_default_beam_components_build_no_tfx_package_for_remote_workers(
     scratch.mkdir()
     monkeypatch.setattr(tempfile, 'tempdir', str(scratch))
 
-    for component_id, executor_class in executors.items():
-        assert _extra_packages(executor_class, pipeline.beam_pipeline_args) == [], component_id
+    direct = ['--direct_num_workers=2', '--direct_running_mode=multi_processing']
+    for beam_args in (pipeline.beam_pipeline_args, direct, ['--runner=DirectRunner']):
+        for component_id, executor_class in executors.items():
+            context = BaseBeamExecutor.Context(beam_pipeline_args=list(beam_args))
+            executor = executor_class(context)
+            assert _extra_packages(executor) == [], (component_id, beam_args)
+            # The arguments reach Beam as given.
+            assert executor._beam_pipeline_args == list(beam_args)  # noqa: SLF001
     assert list(scratch.iterdir()) == []
-    # What the default avoids: one Beam argument, even Beam's own default, builds the package.
-    assert _extra_packages(executors['Transform'], ['--direct_num_workers=1'])
-    assert list(scratch.iterdir()) != []
+    # A runner whose workers are elsewhere still gets TFX's package.
+    remote = ['--runner=PortableRunner', '--job_endpoint=localhost:8099']
+    context = BaseBeamExecutor.Context(beam_pipeline_args=remote)
+    (package,) = _extra_packages(executors['Transform'](context))
+    assert package.endswith('.tar.gz') and package.split('=', 1)[1].startswith(str(scratch))
 
 
 def test_transform_runs_the_generated_preprocessing_fn_with_the_feature_config(config):

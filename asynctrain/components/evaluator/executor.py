@@ -22,7 +22,7 @@ from tfx.types import artifact_utils
 from tfx.utils import io_utils, json_utils, path_utils, proto_utils
 
 from asynctrain.components.evaluator import checks, metrics, results, scoring, slicing, spec
-from asynctrain.components.shared import drift_properties
+from asynctrain.components.shared import beam_runner, drift_properties
 
 
 def check_model_specs(eval_config: config_pb2.EvalConfig) -> None:
@@ -140,7 +140,7 @@ def _holds_model(artifact: types.Artifact) -> bool:
 # A subclass of stock Evaluator's executor for one reason: TFX's Kubeflow V2 entrypoint rewrites
 # the blessing's model ids into the pipeline's artifact names (`refactor_model_blessing`) only for
 # that class, so the blessing carries on every backend exactly what stock's carries. `Do` is ours.
-class Executor(evaluator_executor.Executor):
+class Executor(beam_runner.NoStagingOnDirectRunner, evaluator_executor.Executor):
     """Scores the splits with the candidate (and baseline), writes the evaluation and blessing."""
 
     def Do(

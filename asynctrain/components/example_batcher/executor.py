@@ -15,10 +15,8 @@ from tfx.dsl.components.base import base_beam_executor
 from tfx.types import artifact_utils
 
 from asynctrain.components.example_batcher import batching, spec
-from asynctrain.components.shared import columnar_records, shuffled_shards
+from asynctrain.components.shared import beam_runner, columnar_records, shuffled_shards
 
-# Runners that run the pipeline in the executor's own process (Beam's names for them).
-DIRECT_RUNNERS = ('DirectRunner', 'direct', 'BundleBasedDirectRunner', 'SwitchingDirectRunner')
 # On a direct runner, the splits are written in this process unless their source (GZIP
 # TFRecords, all splits together) reaches this many bytes; None: always. The same files either
 # way. Measured with `asynctrain bench batcher --rows N` (taxi examples, both splits, 2 shared
@@ -32,23 +30,16 @@ DIRECT_RUNNERS = ('DirectRunner', 'direct', 'BundleBasedDirectRunner', 'Switchin
 ONE_PROCESS_MAX_SOURCE_BYTES: int | None = None
 
 
-def beam_runner(beam_pipeline_args: list[str]) -> str:
-    """The runner `beam_pipeline_args` name (the last `--runner`), DirectRunner when none."""
-    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-
-    return PipelineOptions(beam_pipeline_args).view_as(StandardOptions).runner or 'DirectRunner'
-
-
 def uses_beam(beam_pipeline_args: list[str], source_bytes: int) -> bool:
     """Whether the splits are written by the Beam pipeline: always on a distributed runner; on a
     direct one only from ONE_PROCESS_MAX_SOURCE_BYTES of source."""
-    if beam_runner(beam_pipeline_args) not in DIRECT_RUNNERS:
+    if not beam_runner.is_direct(beam_pipeline_args):
         return True
     limit = ONE_PROCESS_MAX_SOURCE_BYTES
     return limit is not None and source_bytes >= limit
 
 
-class Executor(base_beam_executor.BaseBeamExecutor):
+class Executor(beam_runner.NoStagingOnDirectRunner, base_beam_executor.BaseBeamExecutor):
     """Writes every split of the examples, transformed, as shuffled, pre-batched records."""
 
     def Do(

@@ -36,7 +36,7 @@ from asynctrain.components.example_gen import (
     serialized_examples,
     spec,
 )
-from asynctrain.components.shared import feature_types
+from asynctrain.components.shared import beam_runner, feature_types
 
 
 def dialect_from_exec_properties(exec_properties: dict[str, Any]) -> csv_dialect.CsvDialect:
@@ -202,7 +202,7 @@ _DRIVER_PROPERTIES = (
 )
 
 
-class Executor(BaseExampleGenExecutor):
+class Executor(beam_runner.NoStagingOnDirectRunner, BaseExampleGenExecutor):
     """Converts CSV files to GZIP TFRecord tf.Example splits plus a dead letter."""
 
     def GetInputSourceToExamplePTransform(self) -> beam.PTransform:

@@ -30,6 +30,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from tfx.components.util import udf_utils
 from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner
 
+from asynctrain.components.shared import beam_runner
 from asynctrain.pipelines import dataset
 from asynctrain.pipelines.config import PipelineConfig
 from asynctrain.pipelines.kubeflow.compile import kfp_rules
@@ -69,18 +70,6 @@ _TFX_FLAGS = (
     '--json_serialized_invocation_args',
     '--json_serialized_inputs_spec_args',
 )
-_DIRECT_RUNNERS = ('DirectRunner', 'direct', 'BundleBasedDirectRunner', 'SwitchingDirectRunner')
-
-
-def _beam_runner(beam_pipeline_args: tuple[str, ...]) -> str:
-    """The runner `beam_pipeline_args` name (the last `--runner`), DirectRunner when none."""
-    runner = 'DirectRunner'
-    for index, arg in enumerate(beam_pipeline_args):
-        if arg.startswith('--runner='):
-            runner = arg.split('=', 1)[1]
-        elif arg == '--runner' and index + 1 < len(beam_pipeline_args):
-            runner = beam_pipeline_args[index + 1]
-    return runner
 
 
 def artifact_access(config: PipelineConfig, executor_class_path: str, is_beam: bool) -> str:
@@ -89,7 +78,7 @@ def artifact_access(config: PipelineConfig, executor_class_path: str, is_beam: b
     `staged` (the launcher's local copies) otherwise."""
     if executor_class_path == _TRAINER_EXECUTOR and config.trainer.distribution.cluster == 'tfjob':
         return 'object_store'
-    if is_beam and _beam_runner(config.beam_pipeline_args) not in _DIRECT_RUNNERS:
+    if is_beam and not beam_runner.is_direct(config.beam_pipeline_args):
         return 'object_store'
     return 'staged'
 
