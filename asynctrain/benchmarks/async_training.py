@@ -9,9 +9,10 @@ held-out batches (loss and AUC), so a curve of AUC and examples/s against wall t
 scenario, with the staleness of each round's updates, every host's CPU counters (throttled
 periods) and the bytes that crossed each link.
 
-The synchronous reference (`sync_reference`: MultiWorkerMirroredStrategy with Keras `fit`, one
-process per worker in the same CPU budgets, as many examples per round) runs after ours in each
-scenario; its links are not emulated, so the latency scenario slows only ours.
+The synchronous references (`sync_reference`: MultiWorkerMirroredStrategy trained by Keras `fit`,
+`sync_fit`, and by a custom loop, `sync_custom`; one process per worker in the same CPU budgets, as
+many examples per round) run after ours in each scenario; their links are not emulated, so the
+latency scenario slows only ours.
 
     asynctrain bench async [--workers N] [--steps N] [--rounds N] [--scenarios NAME ...]
                            [--batch-size N] [--examples N] [--output DIR]
@@ -35,7 +36,9 @@ DEFAULT_EXAMPLES = 50_000
 DEFAULT_SAMPLE_ROWS = 2000
 BATCH_SIZE = 256
 STEPS_PER_EXECUTION = 10
-STRATEGIES = ('ours', 'sync_fit')
+STRATEGIES = ('ours', 'sync_fit', 'sync_custom')
+# The synchronous references, and the loop each runs (`sync_reference`).
+SYNC_LOOPS = {'sync_fit': 'fit', 'sync_custom': 'custom'}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,8 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs='+',
         default=list(STRATEGIES),
         choices=STRATEGIES,
-        help=f'which to run: our loop, the synchronous MultiWorkerMirroredStrategy reference '
-        f'with Keras fit (default both: {list(STRATEGIES)})',
+        help=f'which to run: our loop, the synchronous MultiWorkerMirroredStrategy references '
+        f'with Keras fit and with a custom loop (default all: {list(STRATEGIES)})',
     )
     transformed_examples.add_data_arguments(
         parser, examples=DEFAULT_EXAMPLES, sample_rows=DEFAULT_SAMPLE_ROWS, batch_size=BATCH_SIZE
@@ -182,9 +185,10 @@ def run_ours(args, scenario, data, held_out, run_dir: str) -> dict:
     return summarize(curve, untrained, counters, args.steps * args.rounds)
 
 
-def run_reference(args, scenario, data, run_dir: str) -> dict:
-    """The synchronous reference (`sync_reference`) for `scenario`: one `fit` process per worker,
-    each in its CPU budget, as many examples per round as ours. Links are not emulated for it."""
+def run_reference(args, scenario, data, run_dir: str, loop: str) -> dict:
+    """A synchronous reference (`sync_reference`, trained by `loop`) for `scenario`: one process
+    per worker, each in its CPU budget, as many examples per round as ours. Links are not
+    emulated for it."""
     import dataclasses
     import json
     import sys
@@ -201,6 +205,7 @@ def run_reference(args, scenario, data, run_dir: str) -> dict:
         # Each synchronous step takes a batch on every worker: as many examples per round as ours.
         'steps': max(1, args.steps // args.workers),
         'rounds': args.rounds,
+        'loop': loop,
         'output': os.path.join(run_dir, 'curve.json'),
     }
     spec_path = os.path.join(run_dir, 'spec.json')
@@ -289,10 +294,10 @@ def time_to_auc(curve: list[dict], target: float) -> float | None:
     return None
 
 
-def compare(ours: dict, reference: dict) -> dict:
-    """Ours against the synchronous reference in one scenario: throughput ratio, the wall time
-    each took to the target AUC, and the AUC gap at the examples both trained on (their rounds
-    see as many examples each)."""
+def compare(ours: dict, reference: dict, name: str) -> dict:
+    """Ours against the synchronous reference `name` in one scenario: throughput ratio, the wall
+    time each took to the target AUC, and the AUC gap at the examples both trained on (their
+    rounds see as many examples each)."""
     target = reference['held_out_auc'] - TARGET_AUC_MARGIN
     ours_to, reference_to = (
         time_to_auc(ours['curve'], target),
@@ -306,7 +311,7 @@ def compare(ours: dict, reference: dict) -> dict:
     return {
         'examples_per_sec_ratio': ours['examples_per_sec'] / reference['examples_per_sec'],
         'target_auc': target,
-        'seconds_to_target': {'ours': ours_to, 'sync_fit': reference_to},
+        'seconds_to_target': {'ours': ours_to, name: reference_to},
         # Seconds the reference took over ours (> 1: ours got there sooner); None unless both did.
         'to_target_ratio': reference_to / ours_to if ours_to and reference_to else None,
         'auc_gap_at_equal_examples': [
@@ -384,20 +389,22 @@ def run(args: argparse.Namespace) -> int:
         ours = run_ours(args, scenario, data, held_out, os.path.join(output, 'runs', name))
         _log(scenario_line(name, ours))
         scenarios[name] = {'ours': ours}
-        if 'sync_fit' not in args.strategies:
-            continue
-        reference = run_reference(
-            args, scenario, data, os.path.join(output, 'runs', f'{name}-sync')
-        )
-        reference['untrained_held_out_loss'] = ours['untrained_held_out_loss']
-        scenarios[name]['sync_fit'] = reference
-        comparisons[name] = compared = compare(ours, reference)
-        _log(
-            f'{name}: sync fit {reference["examples_per_sec"]:,.0f} examples/s, held-out AUC '
-            f'{reference["held_out_auc"]:.4f}, loss {reference["held_out_loss"]:.4f}; ours / sync '
-            f'{compared["examples_per_sec_ratio"]:.2f}x examples/s, to AUC '
-            f'{compared["target_auc"]:.4f}: {compared["seconds_to_target"]}'
-        )
+        for strategy, loop in SYNC_LOOPS.items():
+            if strategy not in args.strategies:
+                continue
+            reference = run_reference(
+                args, scenario, data, os.path.join(output, 'runs', f'{name}-{strategy}'), loop
+            )
+            reference['untrained_held_out_loss'] = ours['untrained_held_out_loss']
+            scenarios[name][strategy] = reference
+            compared = compare(ours, reference, strategy)
+            comparisons.setdefault(name, {})[strategy] = compared
+            _log(
+                f'{name}: {strategy} {reference["examples_per_sec"]:,.0f} examples/s, held-out AUC '
+                f'{reference["held_out_auc"]:.4f}, loss {reference["held_out_loss"]:.4f}; ours / '
+                f'{strategy} {compared["examples_per_sec_ratio"]:.2f}x examples/s, to AUC '
+                f'{compared["target_auc"]:.4f}: {compared["seconds_to_target"]}'
+            )
     result = {
         'benchmark': 'async',
         'workers': args.workers,
@@ -409,7 +416,7 @@ def run(args: argparse.Namespace) -> int:
         **transformed_examples.source_fields(transform_output, args.sample_rows),
         'held_out_batches': len(held_out),
         'scenarios': scenarios,
-        # Per scenario that ran the synchronous reference too: `compare`'s figures.
+        # Per scenario, per synchronous reference that ran: `compare`'s figures.
         'comparisons': comparisons,
         'load_average_start': load_at_start,
         'load_average_end': list(os.getloadavg()),

@@ -1,8 +1,10 @@
-"""The synchronous reference of `asynctrain bench async`: MultiWorkerMirroredStrategy (collective
-all-reduce over gRPC) with Keras `fit`, one process per worker, each in a CPU budget of its own
-(the test kit's `cpu_budget`), on the same examples, model, per-worker batch and optimizer as the
-Trainer's loop. The chief scores the weights on the held-out batches after each round (epoch),
-with the clock stopped, and writes its curve as JSON.
+"""The synchronous references of `asynctrain bench async`: MultiWorkerMirroredStrategy (collective
+all-reduce over gRPC), one process per worker, each in a CPU budget of its own (the test kit's
+`cpu_budget`), on the same examples, model, per-worker batch and optimizer as the Trainer's loop,
+trained by Keras `fit` (`loop: fit`) or by a custom loop (`loop: custom`: a `tf.function` step run
+on every replica by `strategy.run`, its gradients all-reduced by the optimizer, as TensorFlow's
+custom-training-loop guide writes it). The chief scores the weights on the held-out batches after
+each round, with the clock stopped, and writes its curve as JSON.
 
     python -m asynctrain.benchmarks.sync_reference --spec FILE   (one worker; TF_CONFIG set)
 """
@@ -17,7 +19,7 @@ import time
 
 
 def run_worker(spec: dict) -> None:
-    """One worker's `fit`; the chief (task 0) writes `spec['output']`."""
+    """One worker's training, by `spec['loop']`; the chief (task 0) writes `spec['output']`."""
     import tensorflow as tf
 
     from asynctrain.benchmarks import async_training, parameter_server_fit, transformed_examples
@@ -42,22 +44,19 @@ def run_worker(spec: dict) -> None:
     )
     snapshots, clock = [], {'training_s': 0.0, 'started': time.monotonic()}
 
-    class Snapshots(tf.keras.callbacks.Callback):
-        """Each round's wall time and weights (copied with the clock stopped), scored after
-        `fit`: a metric's variables cannot be updated inside the strategy's scope."""
+    def snapshot(rounds: int) -> None:
+        """The round's wall time and weights (copied with the clock stopped), scored after
+        training: a metric's variables cannot be updated inside the strategy's scope."""
+        clock['training_s'] += time.monotonic() - clock['started']
+        snapshots.append((rounds, clock['training_s'], keras_model.get_weights()))
+        clock['started'] = time.monotonic()
 
-        def on_epoch_end(self, epoch, logs=None):
-            clock['training_s'] += time.monotonic() - clock['started']
-            snapshots.append((epoch + 1, clock['training_s'], keras_model.get_weights()))
-            clock['started'] = time.monotonic()
-
-    keras_model.fit(
-        dataset,
-        epochs=spec['rounds'],
-        steps_per_epoch=spec['steps'],
-        verbose=0,
-        callbacks=[Snapshots()],
-    )
+    if spec['loop'] == 'fit':
+        fit_rounds(keras_model, dataset, spec, snapshot)
+    elif spec['loop'] == 'custom':
+        custom_rounds(strategy, task, keras_model, dataset, spec, snapshot)
+    else:
+        raise ValueError(f"loop: 'fit' or 'custom', got {spec['loop']!r}")
     curve = []
     for rounds, wall_s, weights in snapshots:
         plain = task.build_model()
@@ -74,6 +73,50 @@ def run_worker(spec: dict) -> None:
     if json.loads(os.environ['TF_CONFIG'])['task']['index'] == 0:
         with open(spec['output'], 'w', encoding='utf-8') as f:
             json.dump(curve, f)
+
+
+def fit_rounds(keras_model, dataset, spec: dict, snapshot) -> None:
+    """`spec['rounds']` epochs of `spec['steps']` steps with Keras `fit`."""
+    import tensorflow as tf
+
+    class Snapshots(tf.keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            snapshot(epoch + 1)
+
+    keras_model.fit(
+        dataset,
+        epochs=spec['rounds'],
+        steps_per_epoch=spec['steps'],
+        verbose=0,
+        callbacks=[Snapshots()],
+    )
+
+
+def custom_rounds(strategy, task, keras_model, dataset, spec: dict, snapshot) -> None:
+    """`spec['rounds']` rounds of `spec['steps']` synchronous steps: each replica's loss over its
+    share of the global batch, divided by the replicas (the all-reduce sums the gradients), then
+    one update of the mirrored weights."""
+    import tensorflow as tf
+
+    optimizer = keras_model.optimizer
+    iterator = iter(strategy.experimental_distribute_dataset(dataset))
+    replicas = strategy.num_replicas_in_sync
+
+    def replica_step(features, labels):
+        with tf.GradientTape() as tape:
+            loss = task.loss(labels, keras_model(features, training=True)) / replicas
+        variables = keras_model.trainable_variables
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+
+    @tf.function
+    def step(iterator):
+        features, labels = next(iterator)
+        strategy.run(replica_step, args=(features, labels))
+
+    for rounds in range(1, spec['rounds'] + 1):
+        for _ in range(spec['steps']):
+            step(iterator)
+        snapshot(rounds)
 
 
 def main() -> int:

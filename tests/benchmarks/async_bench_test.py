@@ -27,37 +27,25 @@ def test_a_quarter_cpu_scenario_slows_only_the_last_worker():
     assert async_scenarios.SCENARIOS['equal'].worker_cpus(2) == [1.0, 1.0]
 
 
+def _bench(output, transformed_taxi, *args: str) -> dict:
+    """`bench async` with 2 workers, 2 rounds of 20 steps on 2,000 examples, and `args`; its
+    result."""
+    code = cli.main(
+        ['bench', 'async', '--workers', '2', '--steps', '20', '--rounds', '2']
+        + ['--examples', '2000', *args, '--output', str(output)]
+        + ['--transformed-examples', transformed_taxi.examples]
+        + ['--transform-graph', transformed_taxi.transform_graph]
+    )
+    assert code == 0
+    return json.loads((output / 'result.json').read_text())
+
+
 @pytest.mark.fresh_process
 def test_bench_trains_every_scenario_and_the_slow_host_is_throttled(tmp_path, transformed_taxi):
     output = tmp_path / 'bench'
-    code = cli.main(
-        [
-            'bench',
-            'async',
-            '--workers',
-            '2',
-            '--steps',
-            '20',
-            '--rounds',
-            '2',
-            '--examples',
-            '2000',
-            '--scenarios',
-            'equal',
-            'quarter_cpu',
-            '--strategies',
-            'ours',
-            '--transformed-examples',
-            transformed_taxi.examples,
-            '--transform-graph',
-            transformed_taxi.transform_graph,
-            '--output',
-            str(output),
-        ]
-    )
+    args = ['--scenarios', 'equal', 'quarter_cpu', '--strategies', 'ours']
+    result = _bench(output, transformed_taxi, *args)
 
-    assert code == 0
-    result = json.loads((output / 'result.json').read_text())
     assert (output / 'async_training.png').stat().st_size > 0
     assert set(result['scenarios']) == {'equal', 'quarter_cpu'}
     # Ours only (--strategies ours): nothing to compare with.
@@ -83,6 +71,38 @@ def test_bench_trains_every_scenario_and_the_slow_host_is_throttled(tmp_path, tr
     assert slow['worker-1']['throttled_periods'] > 0
 
 
+@pytest.mark.fresh_process
+def test_both_synchronous_references_train_as_many_examples_per_round_and_are_compared(
+    tmp_path, transformed_taxi
+):
+    result = _bench(tmp_path / 'bench', transformed_taxi, '--scenarios', 'equal')
+    strategies = result['scenarios']['equal']
+    # Every strategy by default: ours, then MultiWorkerMirroredStrategy by fit and by a custom loop.
+    assert set(strategies) == {'ours', 'sync_fit', 'sync_custom'}
+    ours = strategies['ours']
+    for name in ('sync_fit', 'sync_custom'):
+        reference = strategies[name]
+        # 10 synchronous steps of 2 x 256 examples a round: the examples of ours' 20 steps of 256.
+        assert [p['examples'] for p in reference['curve']] == [20 * 256, 40 * 256], name
+        assert [p['examples'] for p in reference['curve']] == [p['examples'] for p in ours['curve']]
+        # Trained: the held-out loss fell below the untrained model's.
+        assert reference['held_out_loss'] < reference['untrained_held_out_loss'], name
+        assert 0.5 < reference['held_out_auc'] <= 1.0, name
+        assert reference['hosts']['worker-1']['cpus'] == 1.0
+        compared = result['comparisons']['equal'][name]
+        assert compared['examples_per_sec_ratio'] == pytest.approx(
+            ours['examples_per_sec'] / reference['examples_per_sec']
+        )
+        assert compared['target_auc'] == pytest.approx(reference['held_out_auc'] - 0.005)
+        assert set(compared['seconds_to_target']) == {'ours', name}
+        # The reference reached its own final AUC less the margin, at its last round at the latest.
+        assert 0 < compared['seconds_to_target'][name] <= reference['curve'][-1]['wall_s']
+        assert [g['examples'] for g in compared['auc_gap_at_equal_examples']] == [
+            20 * 256,
+            40 * 256,
+        ]
+
+
 def _curve(points):
     return [
         {'examples': examples, 'wall_s': wall, 'held_out_auc': auc}
@@ -103,7 +123,7 @@ def test_the_comparison_times_each_side_to_the_references_final_auc_less_the_mar
         'curve': _curve([(1000, 6.0, 0.85), (2000, 12.0, 0.895), (3000, 18.0, 0.90)]),
     }
 
-    compared = async_training.compare(ours, reference)
+    compared = async_training.compare(ours, reference, 'sync_fit')
 
     assert compared['examples_per_sec_ratio'] == 3.0
     assert compared['target_auc'] == pytest.approx(0.895)
@@ -126,8 +146,8 @@ def test_a_side_that_never_reaches_the_target_has_no_time_and_no_ratio():
         'curve': _curve([(1000, 3.0, 0.88), (2000, 6.0, 0.90)]),
     }
 
-    compared = async_training.compare(ours, reference)
+    compared = async_training.compare(ours, reference, 'sync_custom')
 
-    assert compared['seconds_to_target'] == {'ours': None, 'sync_fit': 6.0}
+    assert compared['seconds_to_target'] == {'ours': None, 'sync_custom': 6.0}
     assert compared['to_target_ratio'] is None
     assert compared['examples_per_sec_ratio'] == 0.5
