@@ -36,9 +36,9 @@ DEFAULT_EXAMPLES = 50_000
 DEFAULT_SAMPLE_ROWS = 2000
 BATCH_SIZE = 256
 STEPS_PER_EXECUTION = 10
-STRATEGIES = ('ours', 'sync_fit', 'sync_custom')
 # The synchronous references, and the loop each runs (`sync_reference`).
 SYNC_LOOPS = {'sync_fit': 'fit', 'sync_custom': 'custom'}
+STRATEGIES = ('ours', *SYNC_LOOPS)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
