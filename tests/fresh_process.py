@@ -36,7 +36,7 @@ import pickle
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import pytest
@@ -124,8 +124,14 @@ class _Request:
     timeout: float
 
 
-def call(function: Callable[..., Any], kwargs: dict[str, Any], timeout: float) -> None:
-    """`function(**kwargs)` in a fresh Python process.
+def call(
+    function: Callable[..., Any],
+    kwargs: dict[str, Any],
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """`function(**kwargs)` in a fresh Python process, with `env` added to its environment (a
+    variable read at interpreter start, such as PYTHONHASHSEED, gets a server of its own).
 
     Raises:
       TypeError: a value of `kwargs` does not pickle (the message names it).
@@ -153,7 +159,7 @@ def call(function: Callable[..., Any], kwargs: dict[str, Any], timeout: float) -
             except Exception as error:
                 raise _unpicklable(function, kwargs, error) from error
         argv = ['-m', 'tests.fresh_process', request_path, outcome_path]
-        returncode = fork_server.run(argv, child_environment())
+        returncode = fork_server.run(argv, {**child_environment(), **(env or {})})
         outcome = _read_outcome(outcome_path)
     _raise_outcome(request, outcome, returncode)
 

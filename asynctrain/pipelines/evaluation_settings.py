@@ -75,7 +75,8 @@ class EvaluationSettings:
       confidence_interval_method: With `confidence_intervals`: `jackknife` (TFMA's default: 20
         random partitions of each slice, each metric on all but one) or `bootstrap` (TFMA's
         Poisson bootstrap: 20 samples, each counting every example of a slice a Poisson(1)
-        number of times; drawn the same on every run, where TFMA's are unseeded).
+        number of times; drawn from each example's bytes, so the same on every run over the
+        same examples, however Beam batches them, where TFMA's are unseeded).
       plots: Also TFMA's plots on every slice, as `tfma.view` shows them: for binary tasks the
         calibration plot and the confusion matrices at 1,000 thresholds (the PR and ROC curves),
         for multiclass the confusion matrix of the classes.

@@ -11,28 +11,21 @@ slice come from `slicing` (TFMA's slice keys, over the raw features).
 Confidence intervals resample each (slice, example) as TFMA does, without scoring anything twice:
 the jackknife puts it in one of 20 random partitions (a state per partition), the Poisson bootstrap
 adds it to each of 20 samples as many times as a Poisson(1) draw says (a state per sample, plus
-the unsampled one, `resample`).
+the unsampled one); `resampling` draws both.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 
 import apache_beam as beam
 import numpy as np
 import tensorflow as tf
 from apache_beam.transforms import window
-from tensorflow_model_analysis.evaluators import poisson_bootstrap
 
-from asynctrain.components.evaluator import metrics, slicing
-
-# The state key of a slice's unsampled examples under the bootstrap (TFMA's sample id for them).
-FULL_SAMPLE = poisson_bootstrap._FULL_SAMPLE_ID  # pylint: disable=protected-access
-# The bootstrap's seed when none is given: ours is deterministic, TFMA's unseeded.
-BOOTSTRAP_SEED = 0
+from asynctrain.components.evaluator import metrics, resampling, slicing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,20 +155,23 @@ class _ScoreBatches(beam.DoFn):
         if self._slice_features:
             columns = slicing.columns_for_slicing(self._slice_features, raw)
             rows_by_slice = slicing.rows_by_slice(self._slice_specs, columns, size)
-        random = (
-            bootstrap_random(batch, self._seed) if self._num_bootstrap_samples else self._random
-        )
+        keys = resampling.example_keys(batch, self._seed) if self._num_bootstrap_samples else None
         for slice_key, rows in rows_by_slice.items():
-            for sample, part, times in resample(
-                size if rows is None else rows,
-                random,
-                self._num_partitions,
-                self._num_bootstrap_samples,
+            for sample, part, times in self._resample(
+                size if rows is None else rows, slice_key, keys
             ):
                 self._update((slice_key, sample), part, size, scored, times)
         self._scored += size
         self._examples.inc(len(batch))
         return iter(())
+
+    def _resample(self, rows, slice_key: tuple, keys: np.ndarray | None) -> list[tuple]:
+        """[(state key, rows, multiplicities)] of a slice's `rows` (`resampling`)."""
+        if self._num_bootstrap_samples:
+            return resampling.bootstrap(rows, keys, slice_key, self._num_bootstrap_samples)
+        if self._num_partitions:
+            return resampling.jackknife(rows, self._random, self._num_partitions)
+        return resampling.unsampled(rows)
 
     def _update(
         self, key: tuple, rows, size: int, scored: list, times: np.ndarray | None = None
@@ -202,52 +198,6 @@ class _ScoreBatches(beam.DoFn):
                     for slice_key, accumulators in self._accumulators.items()
                 }
             )
-
-
-def bootstrap_random(batch: Sequence[bytes], seed: int | None = None) -> np.random.Generator:
-    """The bootstrap's generator for `batch`, seeded by `seed` (else `BOOTSTRAP_SEED`) and the
-    batch's bytes: the same draws on every run, worker and bundle order, different ones for
-    different batches (byte-identical batches draw alike). TFMA's are unseeded."""
-    digest = hashlib.blake2b(digest_size=8)
-    for example in batch:
-        digest.update(example)
-    seed = BOOTSTRAP_SEED if seed is None else seed
-    return np.random.default_rng([seed, int.from_bytes(digest.digest(), 'little')])
-
-
-def resample(
-    rows,
-    random: np.random.Generator,
-    num_partitions: int = 0,
-    num_bootstrap_samples: int = 0,
-) -> list[tuple[int, np.ndarray | None, np.ndarray | None]]:
-    """[(state key, rows, multiplicities)] of a slice's `rows` (an int: all rows of a batch that
-    size, None in the result) for a confidence interval's resampling, as TFMA resamples them:
-
-    - none: all rows in state 0;
-    - the jackknife (`num_partitions`): each row in a random one of the partitions;
-    - the Poisson bootstrap (`num_bootstrap_samples`): all rows in `FULL_SAMPLE`, and in each
-      sample s the rows drawn at least once, with how often. TFMA's `_BootstrapCombineFn` adds
-      each (slice, example) element Poisson(1) times to each sample, independently per slice
-      and sample, and its elements are single examples (its default extractors end with the
-      `UnbatchExtractor`), so the draws here are per row too, a whole batch's at once. Every
-      sample is listed, with no rows when it drew none. TFMA seeds each sample's draws only
-      from `random_seed_for_testing`, which TFX's Evaluator never sets; ours come from
-      `random` (`bootstrap_random`).
-    """
-    if not num_partitions and not num_bootstrap_samples:
-        return [(0, None if isinstance(rows, int) else rows, None)]
-    whole = rows if isinstance(rows, int) else None
-    rows = np.arange(rows) if isinstance(rows, int) else rows
-    if num_partitions:
-        drawn = random.integers(num_partitions, size=rows.size)
-        return [(int(p), rows[drawn == p], None) for p in np.unique(drawn)]
-    times = random.poisson(1.0, size=(num_bootstrap_samples, rows.size))
-    out = [(FULL_SAMPLE, None if whole is not None else rows, None)]
-    for sample, drawn in enumerate(times):
-        chosen = np.flatnonzero(drawn)
-        out.append((sample, rows[chosen], drawn[chosen]))
-    return out
 
 
 def _weights(model: ModelToScore, transformed: dict, raw: dict, size: int) -> np.ndarray:
@@ -304,8 +254,8 @@ def ScoreExamples(  # pylint: disable=invalid-name
     examples in `file_patterns` (TFRecords of serialized `tf.Example`s, GZIP by their `.gz`
     suffix), for the slices of `slice_specs` (`slicing.slice_specs`), each (slice, example) in a
     random one of `num_partitions` for the jackknife (partition 0 when 0), or under
-    `num_bootstrap_samples` Poisson bootstrap samples (`resample`, seeded by `seed`, else
-    `BOOTSTRAP_SEED`); one element, `{}` when there are none."""
+    `num_bootstrap_samples` Poisson bootstrap samples (`resampling`, seeded by `seed`, else
+    `resampling.BOOTSTRAP_SEED`); one element, `{}` when there are none."""
     reads = [
         pipeline | f'ReadExamples[{index}]' >> beam.io.ReadFromTFRecord(pattern)
         for index, pattern in enumerate(file_patterns)

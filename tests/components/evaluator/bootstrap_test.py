@@ -4,12 +4,13 @@ TFMA (`evaluators/poisson_bootstrap.py`) adds each (slice, example) to each of 2
 times as a Poisson(1) draw says, computes every metric on each sample and reports
 `ValueWithTDistribution(sample_mean, sample_standard_deviation = std(samples, ddof=1),
 unsampled_value = the metric on all examples, 19 degrees of freedom)`; its writer turns that into
-mean -/+ t(0.975, 19) * standard deviation. Here batches go through `scoring.resample` and
+mean -/+ t(0.975, 19) * standard deviation. Here batches go through `resampling.bootstrap` and
 `Accumulator.update` as the scoring DoFn sends them, and every sample's metrics are compared with
 the same metrics computed on the examples replicated by their draws (our path without
 multiplicities, and NumPy), then the interval TFMA's loader reads back with the formula.
 """
 
+import hashlib
 import json
 
 import numpy as np
@@ -22,7 +23,7 @@ from tensorflow_model_analysis.proto import config_pb2
 from tensorflow_model_analysis.slicer import slicer_lib
 from tensorflow_model_analysis.writers import metrics_plots_and_validations_writer as tfma_writer
 
-from asynctrain.components.evaluator import checks, metric_states, metrics, results, scoring
+from asynctrain.components.evaluator import checks, metric_states, metrics, resampling, results
 
 SAMPLES = 20
 ROWS, BATCH = 900, 300
@@ -68,21 +69,28 @@ def _examples():
     return labels, predictions, weights, chicago
 
 
-def _bootstrap_states(specs, labels, predictions, weights, chicago):
-    """{(slice key, sample): {'': State}} batch by batch as the scoring DoFn accumulates them,
-    and {(slice key, sample): each example's multiplicity} over all examples."""
+def _serialized(rows):
+    """Stand-ins for the serialized examples: distinct bytes per row."""
+    return [f'example {i}'.encode() for i in rows]
+
+
+def _bootstrap_states(specs, labels, predictions, weights, chicago, batch_size=BATCH, order=None):
+    """{(slice key, sample): {'': State}} batch by batch as the scoring DoFn accumulates them
+    (the examples in `order`, `batch_size` at a time), and {(slice key, sample): each example's
+    multiplicity} over all examples."""
+    order = np.arange(ROWS) if order is None else order
     accumulators, times_of = {}, {}
-    for start in range(0, ROWS, BATCH):
-        batch = slice(start, start + BATCH)
-        random = scoring.bootstrap_random([f'batch {start}'.encode()])
-        rows_by_slice = {(): BATCH, CITY: np.flatnonzero(chicago[batch])}
+    for start in range(0, ROWS, batch_size):
+        batch = order[start : start + batch_size]
+        keys = resampling.example_keys(_serialized(batch))
+        rows_by_slice = {(): batch.size, CITY: np.flatnonzero(chicago[batch])}
         for slice_key, rows in rows_by_slice.items():
-            for sample, part, times in scoring.resample(rows, random, 0, SAMPLES):
+            for sample, part, times in resampling.bootstrap(rows, keys, slice_key, SAMPLES):
                 key = (slice_key, sample)
                 accumulator = accumulators.setdefault(key, metrics.Accumulator(specs))
                 counted = times_of.setdefault(key, np.zeros(ROWS, np.int64))
-                part = np.arange(BATCH) if part is None else part
-                counted[start + part] += 1 if times is None else times
+                part = np.arange(batch.size) if part is None else part
+                counted[batch[part]] += 1 if times is None else times
                 if part.size:
                     accumulator.update(
                         labels[batch][part], predictions[batch][part], weights[batch][part], times
@@ -117,7 +125,7 @@ def test_each_sample_is_the_metrics_of_the_replicated_examples():
     assert np.any((overall != city)[chicago])
     assert not np.any(city[~chicago])
     assert np.any(times_of[((), 0)] != times_of[((), 1)])
-    assert times_of[((), scoring.FULL_SAMPLE)].tolist() == [1] * ROWS
+    assert times_of[((), resampling.FULL_SAMPLE)].tolist() == [1] * ROWS
     # Poisson(1): over 18,000 draws the mean and variance are 1 within 7 standard errors.
     draws = np.stack([times_of[((), s)] for s in range(SAMPLES)])
     assert abs(draws.mean() - 1) < 0.05 and abs(draws.var() - 1) < 0.1
@@ -171,7 +179,7 @@ def test_intervals_are_tfmas_t_distribution_of_the_samples(tmp_path):
     loaded = {key: m[''][''] for key, m in tfma.load_eval_result(str(tmp_path)).slicing_metrics}
     t = stats.t.ppf(0.975, SAMPLES - 1)
     for slice_key in ((), CITY):
-        point = metrics.metric_values(specs, states[(slice_key, scoring.FULL_SAMPLE)][''])
+        point = metrics.metric_values(specs, states[(slice_key, resampling.FULL_SAMPLE)][''])
         per_sample = [
             metrics.metric_values(specs, states[(slice_key, s)]['']) for s in range(SAMPLES)
         ]
@@ -202,16 +210,50 @@ def test_intervals_are_tfmas_t_distribution_of_the_samples(tmp_path):
                 assert bounded['value'] == pytest.approx(point[spec])
 
 
-def test_draws_are_seeded_by_the_batch():
-    batch, other = [b'a', b'b'], [b'a', b'c']
-    draws = [
-        scoring.resample(2, scoring.bootstrap_random(b), 0, SAMPLES)[1:] for b in (batch, batch)
+def test_samples_are_the_same_whatever_the_batches_and_their_order():
+    # A runner splits bundles (and so batches) differently from run to run: the draws, and so
+    # every sample's state, depend on the examples alone.
+    specs = metrics.metric_specs(_eval_config())
+    examples = _examples()
+    states, times_of = _bootstrap_states(specs, *examples)
+    order = np.random.default_rng(3).permutation(ROWS)
+    other_states, other_times = _bootstrap_states(specs, *examples, batch_size=77, order=order)
+    assert sorted(times_of, key=str) == sorted(other_times, key=str)
+    for where, times in times_of.items():
+        assert times.tolist() == other_times[where].tolist(), where
+        assert metrics.metric_values(specs, states[where]['']) == pytest.approx(
+            metrics.metric_values(specs, other_states[where]['']), rel=1e-12
+        )
+
+
+def test_draws_depend_on_the_seed_the_example_the_slice_and_the_sample():
+    keys = resampling.example_keys(_serialized(range(1000)))
+    draws = resampling.poisson_draws(keys, (), SAMPLES)
+    assert draws.shape == (SAMPLES, 1000)
+    # An example's draws are its own: the same from a batch of one.
+    alone = resampling.poisson_draws(resampling.example_keys([b'example 5']), (), SAMPLES)
+    assert alone[:, 0].tolist() == draws[:, 5].tolist()
+    for other in (
+        resampling.poisson_draws(resampling.example_keys(_serialized(range(1000)), 1), (), SAMPLES),
+        resampling.poisson_draws(keys, CITY, SAMPLES),
+    ):
+        assert np.mean(other != draws) > 0.5
+    # Independent Poisson(1) draws: the frequencies of 0..4 and of 5 or more over 20,000 draws
+    # against Poisson(1)'s (a chi-square of 5 degrees of freedom, here and below, under its 0.1%
+    # point, 20.5), and no correlation between samples, slices or seeds beyond 4 standard errors.
+    counts = np.bincount(np.minimum(draws.ravel(), 5), minlength=6)
+    expected = stats.poisson.pmf(np.arange(5), 1.0).tolist()
+    expected = draws.size * np.array(expected + [1 - sum(expected)])
+    assert np.sum((counts - expected) ** 2 / expected) < stats.chi2.ppf(0.999, 5)
+    assert abs(draws.mean() - 1) < 4 / np.sqrt(draws.size)
+    pairs = [(draws[0], draws[1]), (draws[0], resampling.poisson_draws(keys, CITY, 1)[0])]
+    for a, b in pairs:
+        assert abs(np.corrcoef(a, b)[0, 1]) < 4 / np.sqrt(a.size)
+    # The examples' keys: a hash of their bytes under the seed.
+    assert resampling.example_keys([b'a', b'b'], 7).tolist() == [
+        int.from_bytes(hashlib.blake2b(e, digest_size=8, key=b'7').digest(), 'little')
+        for e in (b'a', b'b')
     ]
-    assert [rows.tolist() for _, rows, _ in draws[0]] == [rows.tolist() for _, rows, _ in draws[1]]
-    first = scoring.bootstrap_random(batch).poisson(1.0, 100)
-    assert first.tolist() == scoring.bootstrap_random(batch).poisson(1.0, 100).tolist()
-    assert first.tolist() != scoring.bootstrap_random(other).poisson(1.0, 100).tolist()
-    assert first.tolist() != scoring.bootstrap_random(batch, seed=1).poisson(1.0, 100).tolist()
 
 
 def test_a_sample_that_draws_none_of_a_slice_counts_as_empty():
@@ -220,7 +262,8 @@ def test_a_sample_that_draws_none_of_a_slice_counts_as_empty():
     # has its 20 samples. A one-example slice misses each sample with probability 1/e.
     eval_config = _eval_config()
     specs = metrics.metric_specs(eval_config)
-    drawn = scoring.resample(np.array([0]), np.random.default_rng(5), 0, SAMPLES)
+    keys = resampling.example_keys([b'one example'])
+    drawn = resampling.bootstrap(np.array([0]), keys, (), SAMPLES)
     states = {}
     for sample, rows, times in drawn:
         accumulator = metrics.Accumulator(specs)

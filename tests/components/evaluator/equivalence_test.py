@@ -31,6 +31,7 @@ from asynctrain.components.transform import feature_config as fc
 from asynctrain.pipelines import tfma_config
 from asynctrain.pipelines.config import load_config
 from asynctrain.testing import evaluation_outputs
+from tests import fresh_process
 from tests.components.evaluator import evaluator_testdata as data
 
 pytestmark = pytest.mark.integration
@@ -109,7 +110,8 @@ def _run_both(
     """Both evaluators on the same models and examples; `weights`: None, 'default' (an
     `example_weight_key`: TFMA then weighs every metric) or 'both' (weighted and unweighted);
     `interval_method` names TFMA's `ConfidenceIntervalOptions` method (TFMA's bootstrap then runs
-    with a fixed seed, so that the comparison of the two is the same on every run)."""
+    with a fixed seed and string hash seed, and ours draws from the examples' bytes, so that
+    the comparison of the two is the same on every run)."""
     records = data.serialize(data.random_rows(task, rows), slice_features=True)
     files = data.write_gzip_tfrecords(str(tmp_path / 'examples' / 'data'), records, num_files=3)
     pattern = str(tmp_path / 'examples' / '*')
@@ -140,10 +142,26 @@ def _run_both(
     models = executor.models_to_score(eval_config, model, baseline)
 
     stock_dir = str(tmp_path / 'stock')
-    seed = 1 if interval_method == 'POISSON_BOOTSTRAP' else None
-    evaluation_outputs.run_stock(
-        eval_config, {m.name: m.path for m in models}, pattern, stock_dir, seed
+    stock_run = dict(
+        eval_config=eval_config,
+        model_paths={m.name: m.path for m in models},
+        data_location=pattern,
+        output_path=stock_dir,
     )
+    if interval_method == 'POISSON_BOOTSTRAP':
+        # TFMA's seeded bootstrap gives each sample one generator that draws for the examples in
+        # the order they come, and each example comes once per slice in the order of a `set` of
+        # its slice keys (`_FanoutSlicesDoFn`, tensorflow_model_analysis/slicer/slicer_lib.py):
+        # which slice gets which draws follows the process's string hash seed. Fixed, its draws
+        # are the same on every run.
+        fresh_process.call(
+            evaluation_outputs.run_stock,
+            {**stock_run, 'seed': 1},
+            timeout=600,
+            env={'PYTHONHASHSEED': '0'},
+        )
+    else:
+        evaluation_outputs.run_stock(**stock_run)
 
     ours_dir = str(tmp_path / 'ours')
     with beam.Pipeline() as pipeline:
@@ -374,9 +392,10 @@ def test_same_bootstrap_intervals_as_tfma(tmp_path, task, evaluation, weights, b
         # of one sigma squared is F(19, 19). Ours and TFMA's fall outside a factor of 2 of each
         # other with probability 0.4%, of 3 with 0.001% (scipy.stats.f.sf(4 or 9, 19, 19) * 2):
         # a factor of 2 on the overall slice's few metrics, of 3 on every other slice's, so that
-        # a sound bootstrap fails this well under once in a hundred runs (and, both seeded, the
-        # same way on every run). It catches gross errors (no resampling, multiplicities that
-        # miss the weights or the scale); `bootstrap_test` checks the samples exactly.
+        # a sound bootstrap fails this for well under one seed in a hundred, and both draw the
+        # same on every run (`_run_both`): the outcome is the same on every run. It catches gross
+        # errors (no resampling, multiplicities that miss the weights or the scale);
+        # `bootstrap_test` checks the samples exactly.
         stock_error = stock_intervals[key][4]
         factor = 2.0 if key[0] == () else 3.0
         if stock_error == 0.0:

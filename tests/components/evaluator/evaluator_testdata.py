@@ -114,7 +114,9 @@ COMPANIES = ['Flash Cab', 'Sun Taxi', 'Blue Ribbon']
 
 def serialize(rows, slice_features: bool = False, seed: int = 1, payment_types=None) -> list[bytes]:
     """Serialized examples of `rows`; with `slice_features`, random slice features (as above);
-    with `payment_types`, that payment type for each row."""
+    with `payment_types`, that payment type for each row. The bytes are the same in every
+    process (map entries sorted, as our ExampleGen writes them): the Evaluator's bootstrap draws
+    are keyed by them."""
     rng = np.random.default_rng(seed)
     out = []
     for index, (label, x) in enumerate(rows):
@@ -134,7 +136,7 @@ def serialize(rows, slice_features: bool = False, seed: int = 1, payment_types=N
             feature[WEIGHT].float_list.value.append(float(rng.uniform(0.5, 3.0)))
         feature['x'].float_list.value.append(x)
         feature[LABEL].bytes_list.value.append(str(label).encode())
-        out.append(example.SerializeToString())
+        out.append(example.SerializeToString(deterministic=True))
     return out
 
 
