@@ -106,8 +106,11 @@ def test_beam_components_build_a_tfx_package_for_remote_workers_only_off_a_direc
     # A runner whose workers are elsewhere still gets TFX's package.
     remote = ['--runner=PortableRunner', '--job_endpoint=localhost:8099']
     context = BaseBeamExecutor.Context(beam_pipeline_args=remote)
-    (package,) = _extra_packages(executors['Transform'](context))
+    remote_transform = executors['Transform'](context)
+    (package,) = _extra_packages(remote_transform)
     assert package.endswith('.tar.gz') and package.split('=', 1)[1].startswith(str(scratch))
+    # And Beam's pipeline as it is: its `run`, state cache included (`beam_runner_test`).
+    assert 'run' not in vars(remote_transform._make_beam_pipeline())  # noqa: SLF001
 
 
 def test_transform_runs_the_generated_preprocessing_fn_with_the_feature_config(config):

@@ -140,7 +140,7 @@ def _holds_model(artifact: types.Artifact) -> bool:
 # A subclass of stock Evaluator's executor for one reason: TFX's Kubeflow V2 entrypoint rewrites
 # the blessing's model ids into the pipeline's artifact names (`refactor_model_blessing`) only for
 # that class, so the blessing carries on every backend exactly what stock's carries. `Do` is ours.
-class Executor(beam_runner.NoStagingOnDirectRunner, evaluator_executor.Executor):
+class Executor(beam_runner.DirectRunnerExecutor, evaluator_executor.Executor):
     """Scores the splits with the candidate (and baseline), writes the evaluation and blessing."""
 
     def Do(

@@ -39,7 +39,7 @@ def uses_beam(beam_pipeline_args: list[str], source_bytes: int) -> bool:
     return limit is not None and source_bytes >= limit
 
 
-class Executor(beam_runner.NoStagingOnDirectRunner, base_beam_executor.BaseBeamExecutor):
+class Executor(beam_runner.DirectRunnerExecutor, base_beam_executor.BaseBeamExecutor):
     """Writes every split of the examples, transformed, as shuffled, pre-batched records."""
 
     def Do(

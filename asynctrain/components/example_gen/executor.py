@@ -202,7 +202,7 @@ _DRIVER_PROPERTIES = (
 )
 
 
-class Executor(beam_runner.NoStagingOnDirectRunner, BaseExampleGenExecutor):
+class Executor(beam_runner.DirectRunnerExecutor, BaseExampleGenExecutor):
     """Converts CSV files to GZIP TFRecord tf.Example splits plus a dead letter."""
 
     def GetInputSourceToExamplePTransform(self) -> beam.PTransform:
