@@ -29,15 +29,14 @@ import dataclasses
 import importlib
 import json
 import os
-import runpy
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
-import traceback
 
+from asynctrain.components.shared import forked_child
 from asynctrain.components.trainer.cluster import servers
 from tests.repository import REPO_ROOT
 
@@ -184,29 +183,20 @@ def run_captured(
 def _child(request: dict, fds: list[int]) -> None:
     """In the forked child: the caller's streams, environment and directory, then the module as
     `__main__`. Never returns."""
-    code = 1
-    try:
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            os.close(fd)
-        os.environ.clear()
-        os.environ.update(request['env'])
-        os.environ[servers.PARENT_PID_VARIABLE] = str(os.getppid())
-        servers.die_with_parent()
-        os.chdir(request['cwd'])
-        _, module, *args = request['argv']
-        sys.argv = [module, *args]
-        sys.path[0] = request['cwd']  # as `python -m` sets it
-        runpy.run_module(module, run_name='__main__', alter_sys=True)
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+    forked_child.exit_with_status(lambda: _run_request(request, fds))
+
+
+def _run_request(request: dict, fds: list[int]) -> None:
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.environ.clear()
+    os.environ.update(request['env'])
+    os.environ[servers.PARENT_PID_VARIABLE] = str(os.getppid())
+    servers.die_with_parent()
+    os.chdir(request['cwd'])
+    sys.path[0] = request['cwd']  # as `python -m` sets it
+    forked_child.run_module_argv(request['argv'])
 
 
 def serve(channel: socket.socket, modules: list[str]) -> None:

@@ -39,11 +39,10 @@ import errno
 import importlib
 import json
 import os
-import runpy
 import subprocess
 import sys
-import traceback
 
+from asynctrain.components.shared import forked_child
 from asynctrain.pipelines.kubeflow.compile import compiled_pipeline
 from asynctrain.pipelines.kubeflow.local_backend import kfp_launcher
 
@@ -120,21 +119,12 @@ def check_pods() -> None:
         raise PodUnavailable(errno.EPERM, reason or 'the mount namespace could not be made')
 
 
-def run_module_argv(argv: list[str]) -> None:
-    """Runs `-m MODULE ARG...` (argv without the interpreter) in this process as `__main__`."""
-    if argv[:1] != ['-m'] or len(argv) < 2:
-        raise ValueError(f'expected -m MODULE ARG..., got {argv[:3]}')
-    module = argv[1]
-    sys.argv = [module, *argv[2:]]
-    runpy.run_module(module, run_name='__main__', alter_sys=True)
-
-
 def _run_argv(argv: list[str]) -> None:
     """The container command, the interpreter left out: `-m MODULE ...` runs in this process, as
     `python -m` would run it; `-c CODE ...` replaces this process with the interpreter, any other
     command with that program (the pod's mount namespace stays theirs)."""
     if argv[:1] == ['-m']:
-        run_module_argv(argv)
+        forked_child.run_module_argv(argv)
     elif argv[:1] == ['-c']:
         os.execv(sys.executable, [sys.executable, *argv])
     else:
@@ -143,34 +133,25 @@ def _run_argv(argv: list[str]) -> None:
 
 def _child(request: dict) -> None:
     """In the task's process: its pod, environment and log, then its command. Never returns."""
-    code = 1
+    forked_child.exit_with_status(lambda: _run_task(request))
+
+
+def _run_task(request: dict) -> None:
+    fd = os.open(request['log_path'], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stdout = os.fdopen(1, 'w', buffering=1)
+    sys.stderr = os.fdopen(2, 'w', buffering=1)
     try:
-        fd = os.open(request['log_path'], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        os.close(fd)
-        sys.stdout = os.fdopen(1, 'w', buffering=1)
-        sys.stderr = os.fdopen(2, 'w', buffering=1)
-        try:
-            enter_pod(request['pod_root'])
-        except PodUnavailable as e:
-            print(f'asynctrain: this task cannot run in a pod of its own: {e.strerror}')
-            code = NO_POD
-            raise
-        os.environ.clear()
-        os.environ.update(request['env'])
-        _run_argv(request['argv'])
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except PodUnavailable:
-        pass
-    except BaseException:  # The task's failure, written to its log for the runner to show.
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        enter_pod(request['pod_root'])
+    except PodUnavailable as e:
+        print(f'asynctrain: this task cannot run in a pod of its own: {e.strerror}')
+        raise SystemExit(NO_POD) from e
+    os.environ.clear()
+    os.environ.update(request['env'])
+    # The task's failure goes to its log, for the runner to show.
+    _run_argv(request['argv'])
 
 
 def serve(modules: list[str]) -> None:
