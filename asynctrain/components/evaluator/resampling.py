@@ -7,9 +7,9 @@
 
 TFMA draws both unseeded. Our bootstrap draws are a function of the seed, the example's bytes,
 the slice and the sample (`example_keys`, `poisson_draws`): the same intervals on every run,
-whatever the runner makes of the bundles and batches (a draw seeded per batch changed with the
-batches, which a direct runner's dynamic splitting moves from run to run). Byte-identical
-examples draw alike, so a sample resamples distinct examples.
+whatever the runner makes of the bundles and batches (draws seeded per batch changed whenever
+the batches' contents did, and those are the runner's). Byte-identical examples draw alike, so a
+sample resamples distinct examples.
 """
 
 from __future__ import annotations
