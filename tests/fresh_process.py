@@ -43,7 +43,7 @@ import pytest
 from _pytest.assertion.rewrite import rewrite_asserts
 from _pytest.capture import CaptureFixture, FDCapture, SysCapture
 
-from asynctrain.components.trainer.cluster import servers
+from asynctrain.components.shared import forked_child
 from tests import fork_server
 from tests.repository import child_environment
 
@@ -248,7 +248,7 @@ def _write_outcome(path: str, outcome: dict) -> None:
 
 
 def main(request_path: str, outcome_path: str) -> int:
-    servers.die_with_parent()
+    forked_child.die_with_parent()
     with open(request_path, 'rb') as file:
         request: _Request = pickle.load(file)
     sys.path[:] = request.sys_path

@@ -120,9 +120,9 @@ def custom_rounds(strategy, task, keras_model, dataset, spec: dict, snapshot) ->
 
 
 def main() -> int:
-    from asynctrain.components.trainer.cluster import servers
+    from asynctrain.components.shared import forked_child
 
-    servers.die_with_parent()
+    forked_child.die_with_parent()
     parser = argparse.ArgumentParser(prog='sync_reference')
     parser.add_argument('--spec', required=True)
     args = parser.parse_args()

@@ -1,17 +1,49 @@
-"""What a forked child does with its command and its end: `-m MODULE ARG...` run in the child as
-`python -m` would run it (`run_module_argv`), and an exit with the command's status that runs
-none of the parent's exit handlers (`exit_with_status`). The local KFP backend's task processes
-(`asynctrain.pipelines.kubeflow.local_backend.compiled_task`) and the test suite's fork server
-(`tests/fork_server.py`) both fork from a process that has already imported what commands need."""
+"""What a child process does with its command, its parent and its end: `-m MODULE ARG...` run in
+the child as `python -m` would run it (`run_module_argv`), death with the process that started it
+(`die_with_parent`), and an exit with the command's status that runs none of the parent's exit
+handlers (`exit_with_status`). The fork servers (`asynctrain.components.shared.fork_server`, the
+local KFP backend's task processes in
+`asynctrain.pipelines.kubeflow.local_backend.compiled_task`) fork their children from a process
+that has already imported what commands need."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import runpy
+import signal
 import sys
 import traceback
 from collections.abc import Callable
 from typing import NoReturn
+
+_PR_SET_PDEATHSIG = 1
+# Set in a child's environment by the process that starts it: that process's pid.
+PARENT_PID_VARIABLE = 'ASYNCTRAIN_PARENT_PID'
+
+
+def _load_prctl():
+    with contextlib.suppress(OSError, AttributeError):
+        return ctypes.CDLL('libc.so.6', use_errno=True).prctl
+    return None
+
+
+def die_with_parent() -> None:
+    """Called first by a child whose environment names its parent (`PARENT_PID_VARIABLE`, set
+    by `servers.spawn` and the fork servers): it must not outlive the process that started it.
+    On Linux the kernel sends it SIGKILL when its parent dies, even by SIGKILL, so killing a
+    trainer leaves no orphaned servers holding ports; if the parent died before this call, the
+    child exits at once. Elsewhere, or in a process whose environment names no parent, a no-op."""
+    parent = os.environ.get(PARENT_PID_VARIABLE)
+    if parent is None:
+        return
+    prctl = _load_prctl()
+    if prctl is None:
+        return
+    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != int(parent):
+        os._exit(1)
 
 
 def run_module_argv(argv: list[str]) -> None:

@@ -4,7 +4,9 @@
   ports. The default on one machine; what most tests use.
 - `local_processes`: each worker and parameter server a separate OS process on 127.0.0.1 (this
   module run as `python -m asynctrain.components.trainer.cluster.servers` with `TF_CONFIG` naming its task), so that
-  a test can kill one. This process is the coordinator.
+  a test can kill one. This process is the coordinator. The supervisor (`recovery`) forks them
+  from a fork server that imported TensorFlow once (`fork_server_for_children`), not as new
+  interpreters that each import it.
 - `tf_config`: the cluster `TF_CONFIG` describes. Every replica of a Kubernetes TFJob or a Vertex
   AI job runs the same command; the chief coordinates, workers and parameter servers start their
   server and wait (`serve_forever`).
@@ -18,11 +20,9 @@ against.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -30,8 +30,8 @@ import time
 from collections.abc import Iterator, Sequence
 
 import asynctrain
+from asynctrain.components.shared import fork_server, forked_child, tf_environment
 from asynctrain.components.shared import ports as ports_lib
-from asynctrain.components.shared import tf_environment
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer.training import process_pool
 
@@ -156,19 +156,8 @@ def _listening(address: str) -> bool:
     return False
 
 
-_PR_SET_PDEATHSIG = 1
-# Set in a child's environment by `spawn`: the pid of the process that started it.
-PARENT_PID_VARIABLE = 'ASYNCTRAIN_PARENT_PID'
-
-
-def _load_prctl():
-    with contextlib.suppress(OSError, AttributeError):
-        return ctypes.CDLL('libc.so.6', use_errno=True).prctl
-    return None
-
-
 def spawn(command: list[str], env: dict) -> subprocess.Popen:
-    """Starts `command` (a `python -m` entry point of this package that calls `die_with_parent`
+    """Starts `command` (a `python -m` entry point of this package that calls `forked_child.die_with_parent`
     first) with `env`, its stdin closed.
 
     No `preexec_fn`, on purpose: without one CPython starts the child with vfork, which runs no
@@ -176,8 +165,8 @@ def spawn(command: list[str], env: dict) -> subprocess.Popen:
     process whose other threads are inside gRPC (TensorFlow, Beam). gRPC skips them ("Other
     threads are currently calling into gRPC, skipping fork() handlers") and the child aborted
     now and then (`epoll_wait error: Bad file descriptor`, SIGABRT) before it could exec. The
-    child sets its own parent-death signal instead (`die_with_parent`)."""
-    env = {**env, PARENT_PID_VARIABLE: str(os.getpid())}
+    child sets its own parent-death signal instead (`forked_child.die_with_parent`)."""
+    env = {**env, forked_child.PARENT_PID_VARIABLE: str(os.getpid())}
     return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
 
 
@@ -185,8 +174,8 @@ def spawn(command: list[str], env: dict) -> subprocess.Popen:
 # exec): how a program other than this package's Python dies with its parent.
 _EXEC_DYING_WITH_PARENT = (
     'import os, sys\n'
-    'from asynctrain.components.trainer.cluster import servers\n'
-    'servers.die_with_parent()\n'
+    'from asynctrain.components.shared import forked_child\n'
+    'forked_child.die_with_parent()\n'
     'os.execv(sys.argv[1], sys.argv[1:])\n'
 )
 
@@ -197,25 +186,29 @@ def spawn_program(command: list[str], env: dict) -> subprocess.Popen:
     return spawn([sys.executable, '-c', _EXEC_DYING_WITH_PARENT, *command], env)
 
 
-def die_with_parent() -> None:
-    """Called first by a child `spawn` started: it must not outlive the process that started it.
-    On Linux the kernel sends it SIGKILL when its parent dies, even by SIGKILL, so killing a
-    trainer leaves no orphaned servers holding ports; if the parent died before this call, the
-    child exits at once. Elsewhere, or in a process `spawn` did not start, a no-op."""
-    parent = os.environ.get(PARENT_PID_VARIABLE)
-    if parent is None:
-        return
-    prctl = _load_prctl()
-    if prctl is None:
-        return
-    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != int(parent):
-        os._exit(1)
+# What a fork server for the trainer's processes imports: their modules, with TensorFlow.
+FORK_SERVER_MODULES = (
+    'tensorflow',
+    'tensorflow_transform',
+    'asynctrain.components.trainer.cluster.servers',
+    'asynctrain.components.trainer.cluster.recovery',
+    'asynctrain.components.trainer.training.loop',
+)
+
+
+def fork_server_for_children() -> fork_server.ForkServer:
+    """A fork server for this package's trainer processes (`FORK_SERVER_MODULES` imported with
+    `child_env()`), which `start_server_process` and the coordinator's launcher fork from."""
+    return fork_server.ForkServer(FORK_SERVER_MODULES, child_env())
 
 
 def child_env(tf_config: dict | None = None) -> dict:
     """This process's environment for a child Python process running this package."""
-    env = {k: v for k, v in os.environ.items() if k not in ('TF_CONFIG', PARENT_PID_VARIABLE)}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ('TF_CONFIG', forked_child.PARENT_PID_VARIABLE)
+    }
     if tf_config is not None:
         env['TF_CONFIG'] = json.dumps(tf_config)
     env['PYTHONPATH'] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get('PYTHONPATH', '')) if p)
@@ -231,7 +224,8 @@ def start_server_process(
     server_threads: int = 0,
     port: int = 0,
     prefix: Sequence[str] = (),
-) -> subprocess.Popen:
+    forks: fork_server.ForkServer | None = None,
+) -> subprocess.Popen | fork_server.ForkedProcess:
     """Runs one worker or parameter server as `python -m asynctrain.components.trainer.cluster.servers`; it is
     killed if this process dies.
 
@@ -243,14 +237,20 @@ def start_server_process(
       port: The port it binds, when not its cluster-spec address's (a proxy's; 0: that one).
       prefix: A command the server's Python runs under, which must `exec` its arguments in the
         same process (one that enters a cgroup first, as `asynctrain.testing`'s hosts do).
+      forks: Fork the server from this fork server (`FORK_SERVER_MODULES` imported) instead of
+        starting a new interpreter; not with `prefix`.
     """
     env = child_env({'cluster': cluster_spec, 'task': {'type': task_type, 'index': task_id}})
-    command = [*prefix, sys.executable, '-m', 'asynctrain.components.trainer.cluster.servers']
+    argv = ['-m', 'asynctrain.components.trainer.cluster.servers']
     if server_threads:
-        command += ['--server-threads', str(server_threads)]
+        argv += ['--server-threads', str(server_threads)]
     if port:
-        command += ['--port', str(port)]
-    return spawn(command, env)
+        argv += ['--port', str(port)]
+    if forks is not None:
+        if prefix:
+            raise ValueError('a forked server cannot run under a prefix command')
+        return forks.start(argv, env)
+    return spawn([*prefix, sys.executable, *argv], env)
 
 
 def wait_for_servers(cluster_spec: dict, processes: dict, timeout_seconds: float) -> None:
@@ -277,8 +277,11 @@ def wait_for_servers(cluster_spec: dict, processes: dict, timeout_seconds: float
             time.sleep(0.2)
 
 
-def start_server_processes(distribution: config_lib.DistributionConfig) -> tuple[dict, dict]:
-    """Starts `local_processes` servers on fresh loopback ports and waits until they listen.
+def start_server_processes(
+    distribution: config_lib.DistributionConfig, forks: fork_server.ForkServer | None = None
+) -> tuple[dict, dict]:
+    """Starts `local_processes` servers on fresh loopback ports (forked from `forks` when given)
+    and waits until they listen.
 
     Returns:
       (cluster spec, {(task type, index): process}).
@@ -289,7 +292,7 @@ def start_server_processes(distribution: config_lib.DistributionConfig) -> tuple
         for job in (PS, WORKER):
             for i in range(len(spec[job])):
                 processes[(job, i)] = start_server_process(
-                    spec, job, i, distribution.server_threads
+                    spec, job, i, distribution.server_threads, forks=forks
                 )
         wait_for_servers(spec, processes, distribution.startup_timeout_seconds)
     except BaseException:
@@ -390,6 +393,6 @@ def main(argv: list | None = None) -> int:
 
 
 if __name__ == '__main__':
-    die_with_parent()
+    forked_child.die_with_parent()
     tf_environment.configure()
     sys.exit(main())

@@ -104,6 +104,16 @@ def _cluster_pids(cluster_file) -> list[int]:
     ]
 
 
+def _read_bytes(path: str) -> bytes:
+    with open(path, 'rb') as f:
+        return f.read()
+
+
+def _parent(pid: int) -> int:
+    with open(f'/proc/{pid}/stat') as f:
+        return int(f.read().rsplit(') ', 1)[1].split()[1])
+
+
 def _train(transformed_data, root, config):
     return launch.train_and_export(
         transformed_data.examples,
@@ -133,6 +143,8 @@ def test_killed_parameter_server_restarts_the_cluster_from_the_last_checkpoint(
 
         state = _wait_for(progressed)
         killed['progress'] = _read_json(run_dir / run_files.PROGRESS_FILE)['step']
+        parents = {_parent(pid) for pid in _cluster_pids(run_dir / recovery.CLUSTER_FILE)}
+        killed['parents'] = {(pid, _read_bytes(f'/proc/{pid}/cmdline')) for pid in parents}
         os.kill(state['tasks']['ps'][0]['pid'], signal.SIGKILL)
         # Once the first coordinator has exited, no checkpoint of the first attempt can appear
         # (one being written at the kill may still have completed); the second attempt needs a
@@ -147,6 +159,11 @@ def test_killed_parameter_server_restarts_the_cluster_from_the_last_checkpoint(
 
     assert report.steps == TRAIN_STEPS
     assert report.restarts == 1
+    # The attempt's servers and coordinator were forked from one fork server, not started by
+    # this process as new interpreters.
+    ((server, command),) = killed['parents']
+    assert server != os.getpid()
+    assert b'asynctrain.components.shared.fork_server' in command.split(b'\0')
     first, second = report.attempts
     assert 'ps 0 killed by SIGKILL' in first['outcome']
     assert second['outcome'] == 'succeeded'

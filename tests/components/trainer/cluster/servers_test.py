@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from asynctrain.components.shared import forked_child
 from asynctrain.components.trainer import config as config_lib
 from asynctrain.components.trainer.cluster import servers
 
@@ -74,7 +75,7 @@ forks = []
 os.register_at_fork(before=lambda: forks.append(1))
 child = servers.spawn(
     [sys.executable, '-c',
-     'from asynctrain.components.trainer.cluster import servers; servers.die_with_parent(); '
+     'from asynctrain.components.shared import forked_child; forked_child.die_with_parent(); '
      'print("armed", flush=True); import time; time.sleep(120)'],
     servers.child_env(),
 )
@@ -123,12 +124,12 @@ def test_a_spawned_child_runs_no_fork_handlers_and_dies_with_its_parent():
 
 
 def test_die_with_parent_exits_when_the_parent_is_already_gone():
-    env = {**servers.child_env(), servers.PARENT_PID_VARIABLE: '1'}
+    env = {**servers.child_env(), forked_child.PARENT_PID_VARIABLE: '1'}
     done = subprocess.run(
         [
             sys.executable,
             '-c',
-            'from asynctrain.components.trainer.cluster import servers; servers.die_with_parent(); '
+            'from asynctrain.components.shared import forked_child; forked_child.die_with_parent(); '
             'print("outlived its parent")',
         ],
         env=env,
