@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import graphlib
 import json
 import os
 import shutil
@@ -132,25 +131,10 @@ class CompiledRun:
         return '\n'.join(lines)
 
 
-def task_order(pipeline: compiled_pipeline.PipelineSpec) -> list[str]:
-    """The root DAG's tasks in an order that runs every producer before its consumers."""
-    graph = {
-        name: compiled_pipeline.upstream_tasks(task)
-        for name, task in pipeline.root.dag.tasks.items()
-    }
-    # Ties broken by name, so that a run's order is the same every time.
-    sorter = graphlib.TopologicalSorter({k: sorted(v) for k, v in sorted(graph.items())})
-    order = []
-    sorter.prepare()
-    while sorter.is_active():
-        ready = sorted(sorter.get_ready())
-        order.extend(ready)
-        sorter.done(*ready)
-    return order
-
-
 def _argv(
-    container: dict[str, Any], executor_input: dict[str, Any], profile: kfp_profiles.KfpProfile
+    container: compiled_pipeline.ContainerSpec,
+    executor_input: dict[str, Any],
+    profile: kfp_profiles.KfpProfile,
 ) -> list[str]:
     """The command line the launcher runs (`kfp_launcher.command_line`), `python` being this
     interpreter and any other program found beside it or on the PATH."""
@@ -177,8 +161,8 @@ class _Task:
     """
 
     name: str
-    component: dict[str, Any]
-    container: dict[str, Any]
+    component: compiled_pipeline.ComponentSpec
+    container: compiled_pipeline.ContainerSpec
     executor_input: dict[str, Any]
     log_path: str
 
@@ -214,7 +198,7 @@ def _launch(
         env = {
             **os.environ,
             **_pod_environment(run),
-            **{e['name']: e['value'] for e in task.container.get('env', [])},
+            **{e.name: e.value for e in task.container.env},
         }
         print(f'{prefix}: running...', file=out, flush=True)
         started = time.monotonic()
@@ -325,14 +309,14 @@ def run_compiled(
         pipeline_root=root,
         profile=profile,
         display_name=run_name,
-        store_session_info=kfp_driver.store_session_info(root, profile, cluster),
+        store_session_info=kfp_cache.store_session_info(root, profile, cluster),
     )
     metadata_path = metadata_path or (
         os.path.join(log_dir, 'metadata.json') if log_dir else kfp_cache.DEFAULT_PATH
     )
     log_dir = log_dir or os.path.join('runs', 'compiled', name, run.run_id)
     os.makedirs(log_dir, exist_ok=True)
-    order = task_order(pipeline)
+    order = compiled_pipeline.task_order(pipeline)
     print(
         f'asynctrain: running compiled pipeline {name!r} ({len(order)} tasks) as open-source '
         f'{profile.describe()} would\n            run {run.run_id} ({run.display_name!r}, workflow '
@@ -349,7 +333,7 @@ def run_compiled(
             store = kfp_launcher.ObjectStore(
                 kfp_cluster.s3_client(kfp_cluster.store_connection(root, profile, cluster))
             )
-            finished = _run_tasks(document, run, order, log_dir, processes, metadata, store, out)
+            finished = _run_tasks(pipeline, run, order, log_dir, processes, metadata, store, out)
     finally:
         processes.close()
     result = CompiledRun(
@@ -360,8 +344,36 @@ def run_compiled(
     return result
 
 
+def _driven(
+    task_name: str,
+    component: compiled_pipeline.ComponentSpec,
+    container: compiled_pipeline.ContainerSpec,
+    parameters: dict[str, Any],
+    inputs: dict[str, list[dict[str, Any]]],
+    run: kfp_driver.RunContext,
+    log_path: str,
+) -> _Task:
+    """A container task as the driver hands it to the launcher: its outputs provisioned under
+    a new task root, its pod's container and its ExecutorInput."""
+    task_outputs = kfp_driver.outputs(component, kfp_driver.task_root(run, task_name), run.profile)
+    executor_input = kfp_driver.executor_input(
+        parameters,
+        inputs,
+        task_outputs['artifacts'],
+        task_outputs['outputFile'],
+        task_outputs['parameters'],
+    )
+    return _Task(
+        task_name,
+        component,
+        kfp_container_args.pod_container(container, parameters, run.profile),
+        json.loads(executor_input),
+        log_path,
+    )
+
+
 def _run_tasks(
-    document: dict[str, Any],
+    pipeline: compiled_pipeline.PipelineSpec,
     run: kfp_driver.RunContext,
     order: list[str],
     log_dir: str,
@@ -370,57 +382,44 @@ def _run_tasks(
     store: kfp_launcher.ObjectStore,
     out: TextIO,
 ) -> list[TaskRun]:
-    tasks = document['root']['dag']['tasks']
-    executors = document['deploymentSpec']['executors']
-    pipeline_inputs = kfp_driver.pipeline_inputs(document)
+    """The root DAG's tasks in `order`: each driven, then imported, taken from the cache or
+    launched, and published; a container task that succeeded is recorded for the cache."""
+    executors = compiled_pipeline.executors(pipeline)
+    pipeline_inputs = kfp_driver.pipeline_inputs(pipeline.root)
     published: dict[str, dict[str, list[dict[str, Any]]]] = {}
     # Each task's output parameters, as the launcher publishes them from its executor output.
     output_parameters: dict[str, dict[str, Any]] = {}
     finished = []
     for index, task_name in enumerate(order, start=1):
-        task = tasks[task_name]
-        component = document['components'][task['componentRef']['name']]
-        executor = executors[component['executorLabel']]
+        task = pipeline.root.dag.tasks[task_name]
+        component = compiled_pipeline.component(pipeline, task)
+        executor = executors[component.executor_label]
         prefix = f'[{index}/{len(order)}] {task_name}'
         parameters = kfp_driver.input_parameters(
             task_name, task, component, pipeline_inputs, output_parameters, run
         )
-        inputs = {
-            key: published[value['taskOutputArtifact']['producerTask']][
-                value['taskOutputArtifact']['outputArtifactKey']
-            ]
-            for key, value in task.get('inputs', {}).get('artifacts', {}).items()
-        }
         log_path = os.path.join(log_dir, f'{task_name}.log')
-        if 'importer' in executor:
-            recorded = kfp_driver.importer_outputs(executor['importer'], parameters, component)
-            output_parameters[task_name] = {}
-            seconds = 0.0
+        cache_key = None
+        if executor.WhichOneof('spec') == 'importer':
+            recorded = kfp_driver.importer_outputs(executor.importer, parameters, component)
+            output_parameters[task_name], seconds = {}, 0.0
             print(f'{prefix}: imported', file=out, flush=True)
         else:
-            task_root = kfp_driver.task_root(run, task_name)
-            task_outputs = kfp_driver.outputs(component, task_root, run.profile)
-            launched = _Task(
-                task_name,
-                component,
-                kfp_container_args.pod_container(executor['container'], parameters, run.profile),
-                json.loads(
-                    kfp_driver.executor_input(
-                        parameters,
-                        inputs,
-                        task_outputs['artifacts'],
-                        task_outputs['outputFile'],
-                        task_outputs['parameters'],
-                    )
-                ),
-                log_path,
+            inputs = {
+                key: published[binding.task_output_artifact.producer_task][
+                    binding.task_output_artifact.output_artifact_key
+                ]
+                for key, binding in sorted(task.inputs.artifacts.items())
+            }
+            launched = _driven(
+                task_name, component, executor.container, parameters, inputs, run, log_path
             )
             cache_key = kfp_cache.fingerprint(
-                launched.executor_input, component, executor['container']
+                launched.executor_input, component, executor.container
             )
             cached = (
                 metadata.cached(run.pipeline_name, cache_key)
-                if task.get('cachingOptions', {}).get('enableCache')
+                if task.caching_options.enable_cache
                 else None
             )
             if cached:
@@ -434,14 +433,14 @@ def _run_tasks(
             )
         published[task_name] = {
             key: [
-                kfp_driver.published(
+                kfp_cache.published(
                     artifact, metadata.new_id(), key, run.profile, run.store_session_info
                 )
                 for artifact in artifacts
             ]
             for key, artifacts in recorded.items()
         }
-        if 'importer' not in executor:
+        if cache_key is not None:
             metadata.record(
                 run.pipeline_name, cache_key, published[task_name], output_parameters[task_name]
             )

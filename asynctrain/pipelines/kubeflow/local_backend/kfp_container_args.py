@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy
 
+from asynctrain.pipelines.kubeflow.compile import compiled_pipeline
 from asynctrain.pipelines.kubeflow.local_backend import kfp_profiles
 
 # `v2/driver/util.go` `fullInputParameterRe` (2.17.0).
@@ -34,15 +35,15 @@ def _go_g(number: float) -> str:
     return sign + numpy.format_float_positional(abs(number), unique=True, trim='-')
 
 
-def _integral(value: Any) -> Any:
+def integral(value: Any) -> Any:
     """A list or struct value as Go's `AsInterface` and `json.Marshal` write it: a whole float
     as an integer."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, list):
-        return [_integral(v) for v in value]
+        return [integral(v) for v in value]
     if isinstance(value, dict):
-        return {k: _integral(v) for k, v in value.items()}
+        return {k: integral(v) for k, v in value.items()}
     return value
 
 
@@ -60,7 +61,7 @@ def driver_text(value: Any) -> str:
         return _go_g(float(value))
     if isinstance(value, (list, dict)):
         text = json.dumps(
-            _integral(value), separators=(',', ':'), sort_keys=True, ensure_ascii=False
+            integral(value), separators=(',', ':'), sort_keys=True, ensure_ascii=False
         )
         return text.replace('<', '\\u003c').replace('>', '\\u003e').replace('&', '\\u0026')
     return str(value)
@@ -131,22 +132,26 @@ def container_arguments(elements: list[str], parameters: dict[str, Any]) -> list
 
 
 def pod_container(
-    container: dict[str, Any], parameters: dict[str, Any], profile: kfp_profiles.KfpProfile
-) -> dict[str, Any]:
+    container: compiled_pipeline.ContainerSpec,
+    parameters: dict[str, Any],
+    profile: kfp_profiles.KfpProfile,
+) -> compiled_pipeline.ContainerSpec:
     """The container as the driver's pod spec hands it to the launcher (`driver.go`
-    `initPodSpecPatch`): from 2.17 its command and args through `container_arguments`; before,
-    as compiled.
+    `initPodSpecPatch`): from 2.17 a copy with its command and args through
+    `container_arguments`; before, as compiled.
 
     Raises:
       ValueError: "failed to resolve container command/args: ..." (2.17's driver fails the task).
     """
     if not profile.driver_fills_input_parameters:
         return container
-    resolved = dict(container)
+    resolved = compiled_pipeline.ContainerSpec()
+    resolved.CopyFrom(container)
     for field in ('command', 'args'):
-        if field in container:
-            try:
-                resolved[field] = container_arguments(container[field], parameters)
-            except ValueError as e:
-                raise ValueError(f'failed to resolve container {field}: {e}') from e
+        try:
+            elements = container_arguments(list(getattr(container, field)), parameters)
+        except ValueError as e:
+            raise ValueError(f'failed to resolve container {field}: {e}') from e
+        del getattr(resolved, field)[:]
+        getattr(resolved, field).extend(elements)
     return resolved

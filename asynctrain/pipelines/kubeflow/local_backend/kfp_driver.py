@@ -1,5 +1,6 @@
-"""What the open-source KFP 2.x driver does for one container task, and what ML Metadata hands
-the next one, on this machine, line by line as `kfp_profiles.KfpProfile` says.
+"""What the open-source KFP 2.x driver does for one task, on this machine, line by line as
+`kfp_profiles.KfpProfile` says, from the task's typed `PipelineTaskSpec` and `ComponentSpec`
+(`compiled_pipeline`).
 
 Each function follows the backend's Go code (kubeflow/pipelines, `backend/src/v2/`), named beside
 it, so that a compiled spec runs here the way a cluster would run it:
@@ -14,13 +15,11 @@ it, so that a compiled spec runs here the way a cluster would run it:
   defaults of optional inputs that the launcher adds (`launcher_v2.addDefaultParams`);
 - `executor_input`: the `{{$}}` ExecutorInput, with `parameterValues` only;
 - `merge_executor_output`: the launcher's `mergeRuntimeArtifacts`;
-- `published`: an output as ML Metadata records it (`metadata.Client.RecordArtifact`,
-  `toMLMDArtifact`) and as the driver rebuilds it for a consumer
-  (`GetOutputArtifactsByExecutionId`, `OutputArtifact.ToRuntimeArtifact`, `toRuntimeArtifact`):
-  named by its ML Metadata id, with an empty instance schema, not its producer's type.
+- `importer_outputs`: an importer task's one output (`driver.Importer`).
 
-The driver's cache lookup is `kfp_cache`'s (the key, `GenerateCacheKey`; the store of succeeded
-executions), and `compiled_run` applies it as the driver's `Container` does: a task whose
+What ML Metadata records of an output and hands the next task (`published`), and the driver's
+cache lookup (the key, `GenerateCacheKey`; the store of succeeded executions), are `kfp_cache`'s;
+`compiled_run` applies the lookup as the driver's `Container` does: a task whose
 `cachingOptions.enableCache` is set and whose key a succeeded execution of the same pipeline
 recorded is not launched; it publishes that execution's outputs. Every KFP line does so.
 """
@@ -39,8 +38,9 @@ import numpy
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
+from asynctrain.pipelines.kubeflow.compile import compiled_pipeline
 from asynctrain.pipelines.kubeflow.container import kfp_storage
-from asynctrain.pipelines.kubeflow.local_backend import kfp_cluster, kfp_profiles
+from asynctrain.pipelines.kubeflow.local_backend import kfp_container_args, kfp_profiles
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +60,7 @@ class RunContext:
       workflow_name: Its Argo workflow's name (`{{$.pipeline_job_resource_name}}`); '' for one
         generated as the cluster does (`workflow_name`).
       store_session_info: The session info the root DAG driver builds once for the run's root
-        and ML Metadata records on each artifact (`store_session_info`); '' for the one a
+        and ML Metadata records on each artifact (`kfp_cache.store_session_info`); '' for the one a
         cluster without a `kfp-launcher` ConfigMap gives.
     """
 
@@ -118,22 +118,25 @@ def task_root(run: RunContext, task_name: str) -> str:
 
 
 def output_artifacts(
-    component: dict[str, Any],
+    component: compiled_pipeline.ComponentSpec,
     root: str,
     profile: kfp_profiles.KfpProfile = kfp_profiles.KFP_2_17,
 ) -> dict[str, list[dict[str, Any]]]:
     """`provisionOutputs`: one RuntimeArtifact per output under the task root, with the
     `executor-logs` output where the profile adds it, named where it names them."""
-    definitions = dict(component.get('outputDefinitions', {}).get('artifacts', {}))
+    definitions = {
+        name: (compiled_pipeline.plain(d.artifact_type), compiled_pipeline.plain(d.metadata))
+        for name, d in sorted(component.output_definitions.artifacts.items())
+    }
     if profile.executor_logs:
-        definitions['executor-logs'] = {'artifactType': {'schemaTitle': 'system.Artifact'}}
+        definitions['executor-logs'] = ({'schemaTitle': 'system.Artifact'}, {})
     outputs = {}
-    for name, definition in definitions.items():
-        artifact = {'uri': output_uri(root, name), 'type': definition['artifactType']}
+    for name, (artifact_type, metadata) in definitions.items():
+        artifact = {'uri': output_uri(root, name), 'type': artifact_type}
         if profile.output_names:
             artifact = {'name': name, **artifact}
-        if definition.get('metadata'):
-            artifact['metadata'] = copy.deepcopy(definition['metadata'])
+        if metadata:
+            artifact['metadata'] = metadata
         outputs[name] = [artifact]
     if profile.executor_logs_launcher_managed and 'executor-logs' in outputs:
         # `qualifyExecutorLogsForRetry`: the first attempt's retry index.
@@ -154,16 +157,15 @@ def output_file(root: str, profile: kfp_profiles.KfpProfile) -> str:
 
 
 def outputs(
-    component: dict[str, Any], root: str, profile: kfp_profiles.KfpProfile
+    component: compiled_pipeline.ComponentSpec, root: str, profile: kfp_profiles.KfpProfile
 ) -> dict[str, Any]:
     """The ExecutorInput's `outputs` as `provisionOutputs` fills them: artifacts, each output
     parameter's file (`/tmp/kfp/outputs/<name>`), the output metadata file."""
-    parameters = component.get('outputDefinitions', {}).get('parameters', {})
     return {
         'artifacts': output_artifacts(component, root, profile),
         'parameters': {
             name: {'outputFile': f'{kfp_profiles.OUTPUT_PARAMETERS_DIR}/{name}'}
-            for name in parameters
+            for name in sorted(component.output_definitions.parameters)
         },
         'outputFile': output_file(root, profile),
     }
@@ -189,7 +191,8 @@ def _placeholder(value: Any, run: RunContext, task_name: str) -> Any:
 
 def value_text(value: Any) -> str:
     """`metadata.PbValueToText`: a parameter value as the text a STRING input receives, and as
-    the launcher writes it into an input parameter's placeholder (`getPlaceholders`)."""
+    the launcher writes it into an input parameter's placeholder (`getPlaceholders`); a list or
+    struct as JSON with a whole number (a float64 in Go) written without a fraction."""
     if value is None:
         return ''
     if isinstance(value, bool):
@@ -198,7 +201,7 @@ def value_text(value: Any) -> str:
         # strconv.FormatFloat(v, 'f', -1, 64): the shortest digits that read back, no exponent.
         return numpy.format_float_positional(value, unique=True, trim='-')
     if isinstance(value, (list, dict)):
-        return json.dumps(value, separators=(',', ':'))
+        return json.dumps(kfp_container_args.integral(value), separators=(',', ':'))
     return str(value)
 
 
@@ -233,36 +236,37 @@ def _checked(name: str, value: Any, parameter_type: str, profile: kfp_profiles.K
 def _resolved(
     task_name: str,
     name: str,
-    binding: dict[str, Any],
+    binding: pipeline_spec_pb2.TaskInputsSpec.InputParameterSpec,
     pipeline_inputs: dict[str, Any],
     upstream_parameters: dict[str, dict[str, Any]],
     run: RunContext,
 ) -> Any:
     """`resolveInputParameter`: one task input parameter's value."""
-    if 'runtimeValue' in binding:
-        runtime_value = binding['runtimeValue']
-        if 'constant' not in runtime_value:
-            kind = next(iter(runtime_value), 'none')
+    kind = binding.WhichOneof('kind')
+    if kind == 'runtime_value':
+        runtime_value = binding.runtime_value
+        value_kind = runtime_value.WhichOneof('value')
+        if value_kind != 'constant':
             raise ValueError(
                 f'{task_name}: input parameter {name}: param runtime value spec of type '
-                f'{kind} not implemented'
+                f'{compiled_pipeline.json_name(runtime_value, value_kind)} not implemented'
             )
-        return _placeholder(runtime_value['constant'], run, task_name)
-    if 'componentInputParameter' in binding:
-        return pipeline_inputs[binding['componentInputParameter']]
-    if 'taskOutputParameter' in binding:
-        producer = binding['taskOutputParameter']
-        return upstream_parameters[producer['producerTask']][producer['outputParameterKey']]
-    kind = next(iter(binding), 'none')
+        return _placeholder(compiled_pipeline.plain(runtime_value.constant), run, task_name)
+    if kind == 'component_input_parameter':
+        return pipeline_inputs[binding.component_input_parameter]
+    if kind == 'task_output_parameter':
+        producer = binding.task_output_parameter
+        return upstream_parameters[producer.producer_task][producer.output_parameter_key]
     raise ValueError(
-        f'{task_name}: input parameter {name}: parameter spec of type {kind} not implemented yet'
+        f'{task_name}: input parameter {name}: parameter spec of type '
+        f'{compiled_pipeline.json_name(binding, kind)} not implemented yet'
     )
 
 
 def input_parameters(
     task_name: str,
-    task: dict[str, Any],
-    component: dict[str, Any],
+    task: compiled_pipeline.PipelineTaskSpec,
+    component: compiled_pipeline.ComponentSpec,
     pipeline_inputs: dict[str, Any],
     upstream_parameters: dict[str, dict[str, Any]],
     run: RunContext,
@@ -276,14 +280,13 @@ def input_parameters(
     """
     values = {
         name: _resolved(task_name, name, binding, pipeline_inputs, upstream_parameters, run)
-        for name, binding in task.get('inputs', {}).get('parameters', {}).items()
+        for name, binding in sorted(task.inputs.parameters.items())
     }
-    definitions = component.get('inputDefinitions', {}).get('parameters', {})
-    for name, definition in definitions.items():
+    for name, definition in sorted(component.input_definitions.parameters.items()):
         if name not in values:
-            if 'defaultValue' in definition:
-                values[name] = definition['defaultValue']
-            elif not definition.get('isOptional'):
+            if definition.HasField('default_value'):
+                values[name] = compiled_pipeline.plain(definition.default_value)
+            elif not definition.is_optional:
                 raise ValueError(
                     f'{task_name}: input parameter {name}: neither value nor default value '
                     'provided for non-optional parameter'
@@ -291,23 +294,21 @@ def input_parameters(
             continue
         try:
             values[name] = _checked(
-                name, values[name], definition.get('parameterType', ''), run.profile
+                name, values[name], compiled_pipeline.parameter_type(definition), run.profile
             )
         except ValueError as e:
             raise ValueError(f'{task_name}: {e}') from e
     return values
 
 
-def pipeline_inputs(document: dict[str, Any]) -> dict[str, Any]:
+def pipeline_inputs(root: compiled_pipeline.ComponentSpec) -> dict[str, Any]:
     """The root's input parameters at their defaults (a run here has no runtime config)."""
     values = {}
-    for name, definition in (
-        document.get('root', {}).get('inputDefinitions', {}).get('parameters', {}).items()
-    ):
-        if 'defaultValue' not in definition and not definition.get('isOptional'):
+    for name, definition in sorted(root.input_definitions.parameters.items()):
+        if definition.HasField('default_value'):
+            values[name] = compiled_pipeline.plain(definition.default_value)
+        elif not definition.is_optional:
             raise ValueError(f'root.inputDefinitions.parameters.{name}: required, and no default')
-        if 'defaultValue' in definition:
-            values[name] = definition['defaultValue']
     return values
 
 
@@ -365,79 +366,30 @@ def merge_executor_output(
     return merged
 
 
-def _through_mlmd(value: Any) -> Any:
-    """A metadata value as ML Metadata stores it (`StructValueToMLMDValue`) and
-    `toRuntimeArtifact` reads it back: a number as a double, a string unchanged, a bool as 0/1,
-    a list or a struct wrapped in a struct; a null is refused ("unknown/unsupported value
-    type")."""
-    if value is None:
-        raise ValueError('unknown/unsupported value type *structpb.Value_NullValue')
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, list):
-        return {'list': value}
-    if isinstance(value, dict):
-        return {'struct': value}
-    return value
-
-
-def store_session_info(
-    uri: str, profile: kfp_profiles.KfpProfile, cluster: kfp_cluster.Cluster
-) -> str:
-    """The `store_session_info` custom property `RecordArtifact` adds (2.2+): the JSON of the
-    run's `objectstore.SessionInfo` (`kfp_cluster.session_info`, from the cluster's
-    `kfp-launcher` ConfigMap or the line's defaults). Go's `json.Marshal` writes a map's keys
-    sorted."""
-    session = kfp_cluster.session_info(uri, profile, cluster)
-    session = {'Provider': session['Provider'], 'Params': dict(sorted(session['Params'].items()))}
-    return json.dumps(session, separators=(',', ':'))
-
-
-def published(
-    artifact: dict[str, Any],
-    artifact_id: int,
-    output_name: str,
-    profile: kfp_profiles.KfpProfile = kfp_profiles.KFP_2_17,
-    session_info: str = '',
-) -> dict[str, Any]:
-    """The artifact as a downstream task receives it: named by its ML Metadata id, its
-    metadata after the round trip through ML Metadata with the custom properties
-    `RecordArtifact` adds (`display_name`, and `store_session_info` from 2.5), and the type
-    `OutputArtifact.ToRuntimeArtifact` gives it: an instance schema of "" whatever the producer
-    declared (`GetOutputArtifactsByExecutionId`: `Schema: ""`, "TODO(Bobgy): figure out how to
-    get schema"). `session_info` is the run's (`RunContext.store_session_info`); by default the
-    one a cluster without a `kfp-launcher` ConfigMap gives the artifact's URI."""
-    metadata = {k: _through_mlmd(v) for k, v in artifact.get('metadata', {}).items()}
-    metadata.setdefault('display_name', output_name)
-    if profile.store_session_info:
-        session_info = session_info or store_session_info(
-            artifact['uri'], profile, kfp_cluster.Cluster()
-        )
-        metadata.setdefault('store_session_info', session_info)
-    return {
-        'name': str(artifact_id),
-        'uri': artifact['uri'],
-        'type': {'instanceSchema': ''},
-        'metadata': metadata,
-    }
-
-
 def importer_outputs(
-    importer: dict[str, Any], parameters: dict[str, Any], component: dict[str, Any]
+    importer: compiled_pipeline.ImporterSpec,
+    parameters: dict[str, Any],
+    component: compiled_pipeline.ComponentSpec,
 ) -> dict[str, list[dict[str, Any]]]:
     """An importer task (`driver.Importer`, `component/importer_launcher.go`): its one output
     artifact at the URI it names, a constant or one of the task's input parameters, recorded
     in ML Metadata as it is; nothing is staged or copied."""
-    artifact_uri = importer.get('artifactUri', {})
+    artifact_uri = importer.artifact_uri
     uri = (
-        parameters.get(artifact_uri['runtimeParameter'])
-        if 'runtimeParameter' in artifact_uri
-        else artifact_uri.get('constant')
+        parameters.get(artifact_uri.runtime_parameter)
+        if artifact_uri.HasField('runtime_parameter')
+        else compiled_pipeline.plain(artifact_uri.constant)
     )
     if not isinstance(uri, str) or not uri:
-        raise ValueError(f'importer: artifactUri {artifact_uri} gives no URI')
-    ((key, definition),) = component['outputDefinitions']['artifacts'].items()
-    artifact = {'uri': uri, 'type': importer.get('typeSchema', definition['artifactType'])}
-    if importer.get('metadata'):
-        artifact['metadata'] = importer['metadata']
+        raise ValueError(
+            f'importer: artifactUri {compiled_pipeline.plain(artifact_uri)} gives no URI'
+        )
+    ((key, definition),) = component.output_definitions.artifacts.items()
+    artifact_type = (
+        importer.type_schema if importer.HasField('type_schema') else definition.artifact_type
+    )
+    artifact = {'uri': uri, 'type': compiled_pipeline.plain(artifact_type)}
+    metadata = compiled_pipeline.plain(importer.metadata)
+    if metadata:
+        artifact['metadata'] = metadata
     return {key: [artifact]}

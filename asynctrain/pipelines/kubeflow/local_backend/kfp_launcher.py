@@ -29,6 +29,7 @@ import os
 import shutil
 from typing import Any
 
+from asynctrain.pipelines.kubeflow.compile import compiled_pipeline
 from asynctrain.pipelines.kubeflow.container import kfp_storage
 from asynctrain.pipelines.kubeflow.local_backend import kfp_driver, kfp_profiles
 
@@ -87,7 +88,9 @@ def placeholders(executor_input: dict[str, Any]) -> dict[str, str]:
 
 
 def command_line(
-    container: dict[str, Any], executor_input: dict[str, Any], profile: kfp_profiles.KfpProfile
+    container: compiled_pipeline.ContainerSpec,
+    executor_input: dict[str, Any],
+    profile: kfp_profiles.KfpProfile,
 ) -> list[str]:
     """The command line the launcher runs: the container's command and arguments, which the
     driver hands it as one list (`initPodSpecPatch`'s `userCmdArgs`), the first element its
@@ -104,7 +107,7 @@ def command_line(
             text = text.replace(key, value)
         return text
 
-    cmd, *args = [*container.get('command', []), *container.get('args', [])]
+    cmd, *args = [*container.command, *container.args]
     cmd = filled(cmd) if profile.command_placeholders else cmd.replace('{{$}}', invocation)
     return [cmd, *(filled(a) for a in args)]
 
@@ -348,7 +351,7 @@ def _text_to_value(text: str, parameter_type: str) -> Any:
 def collect_output_parameters(
     executor_input: dict[str, Any],
     written: dict[str, Any],
-    component: dict[str, Any],
+    component: compiled_pipeline.ComponentSpec,
     pod: Pod,
 ) -> dict[str, Any]:
     """`collectOutputParameters`: the executor output's parameter values, and each output
@@ -359,11 +362,14 @@ def collect_output_parameters(
         task with this message).
     """
     values = dict(written.get('parameterValues', {}))
-    specs = component.get('outputDefinitions', {}).get('parameters', {})
+    types = {
+        name: compiled_pipeline.parameter_type(spec)
+        for name, spec in component.output_definitions.parameters.items()
+    }
     for name, parameter in executor_input['outputs'].get('parameters', {}).items():
         if name in values:
             continue  # The output metadata file has the highest priority.
-        parameter_type = specs[name].get('parameterType', '')
+        parameter_type = types[name]
         try:
             with open(pod.host_path(parameter['outputFile']), encoding='utf-8') as f:
                 values[name] = _text_to_value(f.read(), parameter_type)

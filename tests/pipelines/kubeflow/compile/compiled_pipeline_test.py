@@ -1,5 +1,6 @@
 """`compiled_pipeline`: the compiled YAML (or a PipelineJob's JSON) read once into kfp's
-PipelineSpec proto, its executors typed, and the tasks each task runs after."""
+PipelineSpec proto, its executors typed, the tasks each task runs after and the order they run in,
+and the plain values of what the proto keeps as `Value`s."""
 
 from __future__ import annotations
 
@@ -100,6 +101,50 @@ def test_upstream_tasks_are_the_dependencies_and_the_producers_of_inputs():
     assert compiled_pipeline.upstream_tasks(tasks['a']) == set()
     # A pipeline input (`componentInputParameter`) and a constant name no task.
     assert compiled_pipeline.upstream_tasks(tasks['b']) == {'a', 'q', 'z'}
+
+
+def test_tasks_run_after_their_producers_ties_by_name():
+    def task(producer=None):
+        consumed = {'taskOutputArtifact': {'producerTask': producer, 'outputArtifactKey': 'out'}}
+        inputs = {'inputs': {'artifacts': {'examples': consumed}}} if producer else {}
+        return {'componentRef': {'name': 'c'}, **inputs}
+
+    tasks = {'d': task('b'), 'b': task('a'), 'c': task('a'), 'a': task()}
+    tasks['c']['dependentTasks'] = ['d']
+    spec = {**DOCUMENT, 'root': {'dag': {'tasks': tasks}}}
+    assert compiled_pipeline.task_order(compiled_pipeline.parse(spec)) == ['a', 'b', 'd', 'c']
+
+
+def test_components_parameter_types_and_values_read_as_the_document_writes_them():
+    spec = {
+        **DOCUMENT,
+        'components': {
+            'c': {
+                'executorLabel': 'e',
+                'inputDefinitions': {
+                    'parameters': {
+                        'n': {'parameterType': 'NUMBER_INTEGER', 'defaultValue': 3},
+                        'untyped': {'isOptional': True},
+                    }
+                },
+            }
+        },
+    }
+    pipeline = compiled_pipeline.parse(spec)
+    tasks = pipeline.root.dag.tasks
+    parameters = compiled_pipeline.component(pipeline, tasks['a']).input_definitions.parameters
+    assert compiled_pipeline.parameter_type(parameters['n']) == 'NUMBER_INTEGER'
+    assert compiled_pipeline.parameter_type(parameters['untyped']) == ''
+    # Every number of a `Value` is a double: the proto has no integers.
+    assert compiled_pipeline.plain(parameters['n'].default_value) == 3.0
+    rate = tasks['b'].inputs.parameters['rate']
+    assert compiled_pipeline.json_name(rate, rate.WhichOneof('kind')) == 'runtimeValue'
+    assert compiled_pipeline.json_name(rate, None) == 'none'
+    with pytest.raises(KeyError, match='gone'):
+        compiled_pipeline.component(
+            pipeline, compiled_pipeline.PipelineTaskSpec(component_ref={'name': 'gone'})
+        )
+    assert 'gone' not in pipeline.components
 
 
 def test_what_the_proto_does_not_accept_is_refused_by_name(tmp_path):

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from google.protobuf import json_format
 
 from asynctrain import cli
 from asynctrain.pipelines.kubeflow.compile import compiled_pipeline
@@ -85,26 +86,23 @@ def _read(store, uri: str) -> str:
     return store.client().get_object(Bucket=bucket, Key=key)['Body'].read().decode()
 
 
-def test_tasks_run_after_their_producers_ties_by_name():
-    spec = _spec({'d': _task('b'), 'b': _task('a'), 'c': _task('a'), 'a': _task()})
-    spec['root']['dag']['tasks']['c']['dependentTasks'] = ['d']
-    assert compiled_run.task_order(compiled_pipeline.parse(spec)) == ['a', 'b', 'd', 'c']
-
-
 def test_python_is_this_interpreter_and_the_launchers_placeholders_are_filled():
     executor_input = {
         'inputs': {'parameterValues': {'n': 2.0}},
         'outputs': {'outputFile': '/tmp/kfp_outputs/output_metadata.json'},
     }
-    container = {
-        'command': ['python', '-m', 'mod'],
-        'args': [
-            '--x',
-            '{{$}}',
-            "--n={{$.inputs.parameters['n']}}",
-            "{{$.inputs.parameters['m']}}",
-        ],
-    }
+    container = json_format.ParseDict(
+        {
+            'command': ['python', '-m', 'mod'],
+            'args': [
+                '--x',
+                '{{$}}',
+                "--n={{$.inputs.parameters['n']}}",
+                "{{$.inputs.parameters['m']}}",
+            ],
+        },
+        compiled_pipeline.ContainerSpec(),
+    )
     assert compiled_run._argv(container, executor_input, kfp_profiles.KFP_2_17) == [
         sys.executable,
         '-m',

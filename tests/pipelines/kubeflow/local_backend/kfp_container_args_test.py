@@ -5,22 +5,31 @@ the earlier lines that hand them on as compiled. Each test names the Go function
 from __future__ import annotations
 
 import pytest
+from google.protobuf import json_format
 
+from asynctrain.pipelines.kubeflow.compile import compiled_pipeline
 from asynctrain.pipelines.kubeflow.local_backend import kfp_container_args, kfp_profiles
 
-CONTAINER = {
-    'image': 'i:1',
-    'command': ['sh', '-c', "echo {{$.inputs.parameters['n']}}"],
-    'args': [
-        "--rate={{$.inputs.parameters['rate']}}",
-        '{"IfPresent": {"InputName": "tag", "Then": ["--tag", "{{$.inputs.parameters[\'tag\']}}"]}}',
-        '{"IfPresent": {"InputName": "missing", "Then": ["--x"], "Else": "--no-x"}}',
-        '{"IfPresent": {"InputName": "nothing", "Then": "--y"}}',
-        "{{$.outputs.parameters['count'].output_file}}={{$.inputs.parameters['n']}}",
-        "--config={{$.inputs.parameters['config']}}",
-        '{{$}}',
-    ],
-}
+
+def _container(document: dict) -> compiled_pipeline.ContainerSpec:
+    return json_format.ParseDict(document, compiled_pipeline.ContainerSpec())
+
+
+CONTAINER = _container(
+    {
+        'image': 'i:1',
+        'command': ['sh', '-c', "echo {{$.inputs.parameters['n']}}"],
+        'args': [
+            "--rate={{$.inputs.parameters['rate']}}",
+            '{"IfPresent": {"InputName": "tag", "Then": ["--tag", "{{$.inputs.parameters[\'tag\']}}"]}}',
+            '{"IfPresent": {"InputName": "missing", "Then": ["--x"], "Else": "--no-x"}}',
+            '{"IfPresent": {"InputName": "nothing", "Then": "--y"}}',
+            "{{$.outputs.parameters['count'].output_file}}={{$.inputs.parameters['n']}}",
+            "--config={{$.inputs.parameters['config']}}",
+            '{{$}}',
+        ],
+    }
+)
 PARAMETERS = {
     'n': 3.0,
     'rate': 1234567.5,
@@ -35,8 +44,8 @@ def test_2_17s_driver_fills_input_parameters_and_if_present_leaving_outputs():
     # fullInputParameterRe, pbValueToString (%d for a whole number, %g, json.Marshal),
     # resolveCondition (a null value is absent, no branch gives nothing), "$.outputs" kept.
     resolved = kfp_container_args.pod_container(CONTAINER, PARAMETERS, kfp_profiles.KFP_2_17)
-    assert resolved['command'] == ['sh', '-c', 'echo 3']
-    assert resolved['args'] == [
+    assert resolved.command == ['sh', '-c', 'echo 3']
+    assert resolved.args == [
         '--rate=1.2345675e+06',
         '--tag',
         'v1',
@@ -45,8 +54,8 @@ def test_2_17s_driver_fills_input_parameters_and_if_present_leaving_outputs():
         '--config={"a":"\\u003cx\\u003e","b":[1,0.5]}',
         '{{$}}',
     ]
-    assert resolved['image'] == 'i:1'
-    assert CONTAINER['args'][0] == "--rate={{$.inputs.parameters['rate']}}"  # not changed
+    assert resolved.image == 'i:1'
+    assert CONTAINER.args[0] == "--rate={{$.inputs.parameters['rate']}}"  # not changed
 
 
 @pytest.mark.parametrize('profile', [kfp_profiles.KFP_2_0, kfp_profiles.KFP_2_5])
@@ -57,14 +66,14 @@ def test_before_2_17_the_driver_hands_command_and_args_as_compiled(profile):
 
 def test_2_17s_driver_fails_the_task_for_an_unknown_parameter_or_a_bad_clause():
     # resolveSinglePlaceholder, resolveCondition's messages, wrapped by initPodSpecPatch.
-    unknown = {'command': ["{{$.inputs.parameters['gone']}}"]}
+    unknown = _container({'command': ["{{$.inputs.parameters['gone']}}"]})
     with pytest.raises(
         ValueError,
         match=r'failed to resolve container command: failed to '
         r'resolve input parameters: parameter "gone" not found in executor input',
     ):
         kfp_container_args.pod_container(unknown, {}, kfp_profiles.KFP_2_17)
-    bad = {'args': ['{"IfPresent": {"InputName": "t", "Then": [1]}}']}
+    bad = _container({'args': ['{"IfPresent": {"InputName": "t", "Then": [1]}}']})
     with pytest.raises(
         ValueError,
         match=r'failed to resolve container args: failed to resolve '

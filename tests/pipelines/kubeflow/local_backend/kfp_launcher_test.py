@@ -8,7 +8,9 @@ import os
 import pathlib
 
 import pytest
+from google.protobuf import json_format
 
+from asynctrain.pipelines.kubeflow.compile import compiled_pipeline
 from asynctrain.pipelines.kubeflow.local_backend import kfp_driver, kfp_launcher, kfp_profiles
 
 
@@ -118,6 +120,7 @@ def _executor_input(bucket: str, inputs: dict, outputs: dict, profile) -> dict:
             'parameters': {'count': {'parameterType': 'NUMBER_INTEGER'}},
         }
     }
+    component = json_format.ParseDict(component, compiled_pipeline.ComponentSpec())
     task_outputs = kfp_driver.outputs(component, f's3://{bucket}/root/p/r/t/u', profile)
     return json.loads(
         kfp_driver.executor_input(
@@ -250,10 +253,13 @@ def test_placeholders_of_a_task_and_the_first_element_filled_up_to_2_5(bucket):
         "{{$.inputs.parameters['x']}}": '0.5',
         "{{$.outputs.parameters['count'].output_file}}": '/tmp/kfp/outputs/count',
     }
-    container = {
-        'command': ["{{$.inputs.parameters['x']}}"],
-        'args': ["{{$.outputs.artifacts['model'].path}}"],
-    }
+    container = json_format.ParseDict(
+        {
+            'command': ["{{$.inputs.parameters['x']}}"],
+            'args': ["{{$.outputs.artifacts['model'].path}}"],
+        },
+        compiled_pipeline.ContainerSpec(),
+    )
     model_path = f'/s3/{bucket}/root/p/r/t/u/model'
     assert kfp_launcher.command_line(container, executor_input, kfp_profiles.KFP_2_5) == [
         '0.5',
