@@ -225,63 +225,16 @@ def _attempts(forks, distribution, model_run_dir: str, request: dict) -> list[At
     Raises:
       TrainingFailed: a failure not worth retrying, or `distribution.max_restarts` spent.
     """
-    from asynctrain.components.trainer.training import run_files
-
-    request_path = os.path.join(model_run_dir, _REQUEST_FILE)
-    failure_path = os.path.join(model_run_dir, _FAILURE_FILE)
     attempts: list[Attempt] = []
     max_attempts = distribution.max_restarts + 1
     for number in range(1, max_attempts + 1):
-        _remove(failure_path)
-        _remove(os.path.join(model_run_dir, run_files.PROGRESS_FILE))
-        spec, servers = cluster_lib.start_server_processes(distribution, forks)
-        coordinator = None
-        try:
-            run_files.write_json(request_path, {**request, 'cluster_spec': spec})
-            coordinator = _start_coordinator(request_path, forks)
-            run_files.write_json(
-                os.path.join(model_run_dir, CLUSTER_FILE),
-                {
-                    'attempt': number,
-                    'coordinator_pid': coordinator.pid,
-                    'tasks': {
-                        job: [
-                            {'address': address, 'pid': servers[(job, i)].pid}
-                            for i, address in enumerate(spec[job])
-                        ]
-                        for job in spec
-                    },
-                },
-            )
-            server_failure, cluster_failed = _watch(
-                coordinator, servers, distribution.failure_grace_seconds
-            )
-        finally:
-            if coordinator is not None and coordinator.poll() is None:
-                coordinator.kill()
-                coordinator.wait()
-            cluster_lib.stop_processes(servers)
-        code = coordinator.returncode
-        progress = run_files.read_progress(model_run_dir) or {}
-        reported = run_files.read_json(failure_path) or {}
-        if code == 0:
-            outcome = 'succeeded'
-        else:
-            reasons = [server_failure] if server_failure else []
-            reasons.append(
-                f'coordinator {_describe_exit(code)}'
-                + (f': {reported["error"]}' if reported.get('error') else '')
-            )
-            outcome = '; '.join(reasons)
-        attempts.append(
-            Attempt(number, progress.get('initial_step', 0), progress.get('step', 0), outcome)
-        )
-        if code == 0:
-            break
-        retryable = cluster_failed or code < 0 or code == EXIT_RETRYABLE
+        attempt, retryable = _attempt(number, forks, distribution, model_run_dir, request)
+        attempts.append(attempt)
+        if attempt.outcome == 'succeeded':
+            return attempts
         if not retryable:
             raise TrainingFailed(
-                f'training failed (not retried: the cluster was intact): {outcome}'
+                f'training failed (not retried: the cluster was intact): {attempt.outcome}'
             )
         if number < max_attempts:
             logging.warning(
@@ -289,19 +242,71 @@ def _attempts(forks, distribution, model_run_dir: str, request: dict) -> list[At
                 'coordinator from the latest checkpoint.',
                 number,
                 max_attempts,
-                outcome,
+                attempt.outcome,
             )
+    history = '\n'.join(
+        f'  attempt {a.attempt} (from step {a.initial_step}, reached at least '
+        f'{a.last_step}): {a.outcome}'
+        for a in attempts
+    )
+    raise TrainingFailed(
+        f'training failed {len(attempts)} times, the last attempt that '
+        f'distribution.max_restarts = {distribution.max_restarts} allows:\n{history}'
+    )
+
+
+def _attempt(
+    number: int, forks, distribution, model_run_dir: str, request: dict
+) -> tuple[Attempt, bool]:
+    """One attempt: servers and coordinator started, watched and stopped. Returns its record and
+    whether its failure, if any, is worth a restart."""
+    from asynctrain.components.trainer.training import run_files
+
+    request_path = os.path.join(model_run_dir, _REQUEST_FILE)
+    failure_path = os.path.join(model_run_dir, _FAILURE_FILE)
+    _remove(failure_path)
+    _remove(os.path.join(model_run_dir, run_files.PROGRESS_FILE))
+    spec, servers = cluster_lib.start_server_processes(distribution, forks)
+    coordinator = None
+    try:
+        run_files.write_json(request_path, {**request, 'cluster_spec': spec})
+        coordinator = _start_coordinator(request_path, forks)
+        run_files.write_json(
+            os.path.join(model_run_dir, CLUSTER_FILE),
+            {
+                'attempt': number,
+                'coordinator_pid': coordinator.pid,
+                'tasks': {
+                    job: [
+                        {'address': address, 'pid': servers[(job, i)].pid}
+                        for i, address in enumerate(spec[job])
+                    ]
+                    for job in spec
+                },
+            },
+        )
+        server_failure, cluster_failed = _watch(
+            coordinator, servers, distribution.failure_grace_seconds
+        )
+    finally:
+        if coordinator is not None and coordinator.poll() is None:
+            coordinator.kill()
+            coordinator.wait()
+        cluster_lib.stop_processes(servers)
+    code = coordinator.returncode
+    progress = run_files.read_progress(model_run_dir) or {}
+    reported = run_files.read_json(failure_path) or {}
+    if code == 0:
+        outcome = 'succeeded'
     else:
-        history = '\n'.join(
-            f'  attempt {a.attempt} (from step {a.initial_step}, reached at least '
-            f'{a.last_step}): {a.outcome}'
-            for a in attempts
+        reasons = [server_failure] if server_failure else []
+        reasons.append(
+            f'coordinator {_describe_exit(code)}'
+            + (f': {reported["error"]}' if reported.get('error') else '')
         )
-        raise TrainingFailed(
-            f'training failed {len(attempts)} times, the last attempt that '
-            f'distribution.max_restarts = {distribution.max_restarts} allows:\n{history}'
-        )
-    return attempts
+        outcome = '; '.join(reasons)
+    attempt = Attempt(number, progress.get('initial_step', 0), progress.get('step', 0), outcome)
+    return attempt, cluster_failed or code < 0 or code == EXIT_RETRYABLE
 
 
 def is_retryable(error: BaseException) -> bool:

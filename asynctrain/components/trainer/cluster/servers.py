@@ -301,8 +301,10 @@ def start_server_processes(
     return spec, processes
 
 
-def _start_local_processes(distribution: config_lib.DistributionConfig) -> Cluster:
-    spec, processes = start_server_processes(distribution)
+def _start_local_processes(
+    distribution: config_lib.DistributionConfig, forks: fork_server.ForkServer
+) -> Cluster:
+    spec, processes = start_server_processes(distribution, forks)
     return Cluster(
         resolver=_simple_resolver(spec),
         num_workers=distribution.num_workers,
@@ -362,18 +364,21 @@ def start(
       attach_to: A cluster spec of servers already running (what `recovery` starts for each
         attempt): connect to it, start nothing, stop nothing.
     """
-    if attach_to is not None:
-        cluster = attach(attach_to)
-    elif distribution.cluster == 'in_process':
-        cluster = _start_in_process(distribution)
-    elif distribution.cluster == 'local_processes':
-        cluster = _start_local_processes(distribution)
-    else:
-        cluster = _from_tf_config()
-    try:
-        yield cluster
-    finally:
-        stop_processes(cluster.processes)
+    with contextlib.ExitStack() as stack:
+        if attach_to is not None:
+            cluster = attach(attach_to)
+        elif distribution.cluster == 'in_process':
+            cluster = _start_in_process(distribution)
+        elif distribution.cluster == 'local_processes':
+            # The servers fork from one process that imported TensorFlow once; it ends after them.
+            forks = stack.enter_context(fork_server_for_children())
+            cluster = _start_local_processes(distribution, forks)
+        else:
+            cluster = _from_tf_config()
+        try:
+            yield cluster
+        finally:
+            stop_processes(cluster.processes)
 
 
 def main(argv: list | None = None) -> int:
