@@ -2,7 +2,8 @@
 
 `SparkCluster` starts, as separate processes in their own process groups: a Spark Master, N
 Workers (each with its own work dir, cores and memory), a pool of Beam Python SDK workers
-(`apache_beam.runners.worker.worker_pool_main`) and Beam's Spark job server
+(`asynctrain.testing.spark.sdk_worker_pool`, Beam's `BeamFnExternalWorkerPool` service, each worker
+forked from a process that imported Beam and TensorFlow once) and Beam's Spark job server
 (`org.apache.beam.runners.spark.SparkJobServerDriver`) pointed at the Master. A Beam pipeline run
 with `beam_pipeline_args` is submitted to the job server, which runs it as one Spark application:
 its driver (the SparkContext) lives in the job server's JVM, its executors on the Workers, and
@@ -136,7 +137,7 @@ class SparkCluster:
             self._start_worker(index)
         self.pool_port = free_port()
         self._spawn('sdk_worker_pool', [
-            sys.executable, '-m', 'apache_beam.runners.worker.worker_pool_main',
+            sys.executable, '-m', 'asynctrain.testing.spark.sdk_worker_pool',
             f'--service_port={self.pool_port}',
         ], env=self._python_env())  # fmt: skip
         self.job_port, self.artifact_port, self.expansion_port = (

@@ -93,10 +93,15 @@ def test_dofns_ran_in_sdk_workers_started_by_the_pool(cluster, cluster_run):
         for process in summary['processes']
     }
     pids = {pid for pid, _ in processes}
-    # An SDK worker per executor, neither of them this process; each a child of the pool.
+    # An SDK worker per executor, neither of them this process; each forked by the pool's fork
+    # server, itself a child of the pool.
     assert len(pids) >= 2
     assert os.getpid() not in pids
-    assert {parent for _, parent in processes} == {cluster.sdk_worker_pool_pid}
+    (server,) = {parent for _, parent in processes}
+    with open(f'/proc/{server}/stat') as f:
+        assert int(f.read().rsplit(') ', 1)[1].split()[1]) == cluster.sdk_worker_pool_pid
+    with open(f'/proc/{server}/cmdline', 'rb') as f:
+        assert b'asynctrain.components.shared.fork_server' in f.read().split(b'\0')
 
 
 def test_job_survives_a_worker_killed_mid_job(cluster, probe_input, direct_summaries, tmp_path):

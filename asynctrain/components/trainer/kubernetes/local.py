@@ -11,10 +11,16 @@ serving are stopped.
 
 `runner(log_dir)` is a `client.TFJobRunner`, so the Trainer's executor can run the TFJob
 it builds here instead of on a cluster (a rehearsal, or the end-to-end test).
+
+A replica whose command is the `asynctrain` console script runs as `python -m asynctrain` with
+the same arguments (the script's own entry point), forked from a fork server that imported the
+Trainer's modules once with the replicas' environment (`fork_server`); each replica is still a
+process of its own, with its own `TF_CONFIG`. Any other command is started as a new process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -28,12 +34,23 @@ from typing import Any
 
 from kubeflow.training import models
 
+from asynctrain.components.shared import fork_server
 from asynctrain.components.shared import ports as ports_lib
 from asynctrain.components.trainer.kubernetes import client
 from asynctrain.components.trainer.kubernetes import tfjob as tfjob_lib
 
 _CHIEF = 'Chief'
 _STOP_GRACE_S = 10.0
+# What an `asynctrain train` replica imports; its command line module first (it configures
+# TensorFlow's environment before TensorFlow is imported).
+_REPLICA_MODULES = (
+    'asynctrain.components.trainer.cli',
+    'tensorflow',
+    'tensorflow_transform',
+    'asynctrain.cli',
+    'asynctrain.components.trainer.cluster.launch',
+    'asynctrain.components.trainer.training.loop',
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +125,20 @@ def _command(container: Any) -> list[str]:
     return [executable, *argv[1:]]
 
 
+def _start_replica(command: list[str], env: dict, log, forks: contextlib.ExitStack, servers: dict):
+    """The replica's process: forked from the fork server for `env` (started once into `forks`
+    and kept in `servers`) when `command` is the `asynctrain` script, else a new process."""
+    if os.path.basename(command[0]) != 'asynctrain':
+        return subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    key = tuple(sorted(fork_server.import_time_environment(env).items()))
+    if key not in servers:
+        server_env = {k: v for k, v in env.items() if k != 'TF_CONFIG'}
+        servers[key] = forks.enter_context(fork_server.ForkServer(_REPLICA_MODULES, server_env))
+    return servers[key].start(
+        ['-m', 'asynctrain', *command[1:]], env, None, log.fileno(), log.fileno()
+    )
+
+
 def _stop(process: subprocess.Popen) -> None:
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
@@ -140,6 +171,7 @@ def run_local(
     specs = tfjob.spec.tf_replica_specs
     order = sorted(specs, key=lambda t: t == _CHIEF)  # chief last
     processes: list[tuple[str, int, dict[str, Any], subprocess.Popen, str]] = []
+    forks, servers = contextlib.ExitStack(), {}
     try:
         for replica_type in order:
             container = tfjob_lib.tensorflow_container(specs[replica_type].template.spec)
@@ -156,9 +188,7 @@ def run_local(
                 }
                 log_path = os.path.join(log_dir, f'{replica_type.lower()}-{index}.log')
                 with open(log_path, 'wb') as log:
-                    process = subprocess.Popen(
-                        command, env=env, stdout=log, stderr=subprocess.STDOUT
-                    )
+                    process = _start_replica(command, env, log, forks, servers)
                 processes.append((replica_type, index, tf_config, process, log_path))
 
         chief = next(p for t, _, _, p, _ in processes if t == _CHIEF)
@@ -182,6 +212,7 @@ def run_local(
     finally:
         for *_, process, _ in processes:
             _stop(process)
+        forks.close()
 
     if not message and chief.returncode != 0:
         message = f'{_CHIEF} 0 exited with status {chief.returncode}'
