@@ -83,7 +83,7 @@ class ForkedProcess:
             connection.close()
             raise ChildProcessError(f'the fork server exited before it started {args[:2]}')
         self.pid: int = json.loads(message)['pid']
-        self._pidfd: int | None = fds[0]
+        self._pidfd = fds[0]
 
     def poll(self) -> int | None:
         """The exit status (negative: killed by that signal), or None while it runs."""
@@ -292,6 +292,8 @@ class _Children:
 
     def release(self, pid: int) -> None:
         """The caller closed the child's socket: the child is killed (reaped on its exit)."""
+        if pid not in self.sockets:
+            return  # Reaped already: its exit came in the same batch of events, first.
         self.selector.unregister(self.sockets[pid])
         try:
             signal.pidfd_send_signal(self.pidfds[pid], signal.SIGKILL)

@@ -160,3 +160,20 @@ def test_closing_the_server_kills_its_running_children_and_their_handles_say_so(
     server.close()
     assert _wait_dead(child.pid)
     assert child.wait(timeout=60) == -signal.SIGKILL
+
+
+def test_a_release_that_follows_the_childs_exit_in_one_batch_of_events_is_ignored():
+    """The server's loop may see a child's exit and its caller's release in one `select`: the exit
+    is reaped first (its pid forgotten), and the release that follows must not stop the server."""
+    import socket
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    children = fork_server._Children(theirs)
+    try:
+        children.release(os.getpid())  # a pid the server no longer holds
+        assert children.sockets == {} and children.pidfds == {}
+        assert [key.data for key in children.selector.get_map().values()] == [('request', 0)]
+    finally:
+        children.selector.close()
+        ours.close()
+        theirs.close()
