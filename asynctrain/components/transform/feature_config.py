@@ -80,7 +80,13 @@ class FeatureSpec:
     Attributes:
       name: The raw feature's name in the schema.
       transform: One of `ALL_TRANSFORMS`.
-      fill: For `zscore`: value for a missing feature, `'mean'` or a number.
+      fill: For `zscore`: value for a missing feature, `'mean'` (with `log`, the mean of
+        log(1 + x)) or a number (in the column's own units, also with `log`).
+      log: For `zscore`: standardize log(1 + x) instead of x, for a non-negative column with a
+        long right tail (counts, prices, sizes): its mean and standard deviation are no longer
+        set by a few large values, and products and ratios of such columns become sums and
+        differences a small network forms. A negative value gives -log(1 + |x|), the same curve
+        mirrored, so that it stays finite and ordered instead of becoming NaN.
       top_k: For `vocabulary`: keep the top_k most frequent values of the train split; the
         table has top_k + oov_buckets rows whatever `frequency_threshold` keeps (the same shape
         from one run to the next).
@@ -102,6 +108,7 @@ class FeatureSpec:
     name: str
     transform: str
     fill: str | float = 'mean'
+    log: bool = False
     top_k: int = 1000
     frequency_threshold: int = 0
     oov_buckets: int = 1
@@ -345,6 +352,8 @@ def _check_feature(spec: FeatureSpec, types: Mapping[str, int], where: str) -> N
         )
     if spec.transform == ZSCORE and spec.fill != 'mean' and isinstance(spec.fill, str):
         yaml_config.fail(f'{where}: fill', f'expected "mean" or a number, got {spec.fill!r}')
+    if spec.log and spec.transform != ZSCORE:
+        yaml_config.fail(f'{where}: log', f'only for transform {ZSCORE!r}, not {spec.transform!r}')
     datetime_formats.check(spec, types[spec.name], where)
     for key in ('top_k', 'num_buckets'):
         if getattr(spec, key) < 1:

@@ -71,12 +71,18 @@ def _cast(x: Tensor, dtype: tf.DType) -> Tensor:
     return tf.cast(x, dtype)
 
 
+def _signed_log1p(x: tf.Tensor) -> tf.Tensor:
+    """log(1 + x) for x >= 0, mirrored (-log(1 + |x|)) below: finite and increasing everywhere."""
+    return tf.sign(x) * tf.math.log1p(tf.abs(x))
+
+
 def _zscore(x: Tensor, spec: fc.FeatureSpec) -> tf.Tensor:
-    values = tf.cast(_present_values(x), tf.float32)
+    scale = _signed_log1p if spec.log else tf.identity
+    values = scale(tf.cast(_present_values(x), tf.float32))
     mean = tft.mean(values)
     std = tf.sqrt(tft.var(values))
-    fill = mean if spec.fill == 'mean' else tf.constant(float(spec.fill), tf.float32)
-    dense = _densify(_cast(x, tf.float32), 0.0)
+    fill = mean if spec.fill == 'mean' else scale(tf.constant(float(spec.fill), tf.float32))
+    dense = scale(_densify(_cast(x, tf.float32), 0.0))
     present = _densify(_presence(x), False)
     filled = tf.where(present, dense, fill)
     # A constant column has std 0: it carries no information, so it maps to 0 instead of NaN.

@@ -75,7 +75,16 @@ def test_taxi_config_covers_every_transform_and_sizes_categoricals():
         ),
         (
             {'name': 'city', 'transform': 'vocabulary', 'topk': 3},
-            "features[0].topk: unknown field; allowed: ['fill', 'frequency_threshold', 'name',",
+            "features[0].topk: unknown field; allowed: ['fill', 'frequency_threshold', 'log', "
+            "'name',",
+        ),
+        (
+            {'name': 'city', 'transform': 'vocabulary', 'log': True},
+            "features[0] (city): log: only for transform 'zscore', not 'vocabulary'",
+        ),
+        (
+            {'name': 'fare', 'transform': 'zscore', 'log': 'yes'},
+            "features[0].log: expected bool, got 'yes'",
         ),
     ],
 )

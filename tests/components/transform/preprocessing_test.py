@@ -184,3 +184,56 @@ def test_every_output_is_a_finite_scalar_per_row(transformed):
     for name, values in transformed.items():
         assert values.shape == (len(ROWS),), name
         assert all(math.isfinite(float(v)) for v in values), name
+
+
+def _analyze_and_transform(config: fc.FeatureConfig, schema, rows, temp_dir: str) -> dict:
+    metadata = dataset_metadata.DatasetMetadata(schema)
+    with tft_beam.Context(temp_dir=temp_dir, force_tf_compat_v1=False):
+        (out, _), _ = (rows, metadata) | tft_beam.AnalyzeAndTransformDataset(
+            preprocessing.build_preprocessing_fn(config)
+        )
+    return {key: np.array([row[key] for row in out]) for key in out[0]}
+
+
+def test_zscore_with_log_standardizes_log1p_of_the_values(tmp_path):
+    schema = schema_pb2.Schema()
+    for name in ('sales', 'volume', 'price'):
+        schema.feature.add(name=name, type=schema_pb2.FLOAT)
+    config = fc.parse_feature_config(
+        {
+            'label': {'column': 'price', 'task': 'regression'},
+            'features': [
+                {'name': 'sales', 'transform': 'zscore', 'fill': 'mean', 'log': True},
+                {'name': 'volume', 'transform': 'zscore', 'fill': 99.0, 'log': True},
+            ],
+        },
+        schema,
+    )
+    # Counts and sums of money over three orders of magnitude; row 3 misses both; row 4 holds a
+    # negative count, which serving may meet though the train split has none here.
+    sales = [6.0, 60.0, 600.0, None, -3.0, 1000.0]
+    volume = [1e3, 2e4, 5e5, None, 7.0, 9e5]
+    rows = [
+        {
+            'sales': [] if s is None else [s],
+            'volume': [] if v is None else [v],
+            'price': [1.0],
+        }
+        for s, v in zip(sales, volume)
+    ]
+    out = _analyze_and_transform(config, schema, rows, str(tmp_path))
+
+    def signed_log1p(x):
+        return np.sign(x) * np.log1p(np.abs(x))
+
+    logged = signed_log1p(np.array([s for s in sales if s is not None]))
+    mean, std = logged.mean(), logged.std()
+    expected = [(signed_log1p(s) - mean) / std if s is not None else 0.0 for s in sales]
+    np.testing.assert_allclose(out['sales'], expected, rtol=1e-5, atol=1e-6)
+    # -3 gives -log(4): below every non-negative value, finite.
+    assert out['sales'][4] == pytest.approx((-math.log(4.0) - mean) / std, rel=1e-5)
+    logged = np.log1p([v for v in volume if v is not None])
+    mean, std = logged.mean(), logged.std()
+    # A numeric fill is in the column's units, logged as the values are.
+    assert out['volume'][3] == pytest.approx((math.log1p(99.0) - mean) / std, rel=1e-5)
+    assert out['volume'][5] == pytest.approx((math.log1p(9e5) - mean) / std, rel=1e-5)
