@@ -79,6 +79,7 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
     from asynctrain.pipelines.init import (
         column_warnings,
         drift_draft,
+        log_scale,
         null_markers,
         pipeline_draft,
         review_files,
@@ -110,7 +111,7 @@ def _init(args: argparse.Namespace) -> tuple[int, str]:
             if plan.name in mixed
             else plan
             for plan in (
-                column_warnings.with_warnings(sample, plan)
+                column_warnings.with_warnings(sample, log_scale.with_log_scale(sample, plan))
                 for plan in pipeline_draft.plan_columns(sample, args.label)
             )
         ]

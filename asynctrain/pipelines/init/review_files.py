@@ -94,7 +94,8 @@ def write_features(path: str, task: TaskPlan, columns: list[ColumnPlan]) -> None
     lines = [
         '# Draft preprocessing by `asynctrain init`: one transform per column, with why.',
         '# Review each line; remove a feature to leave it out, change a transform to override.',
-        '#   zscore      numeric -> (x - mean) / std over the train split; missing -> fill',
+        '#   zscore      numeric -> (x - mean) / std over the train split; missing -> fill;',
+        '#               with log: true, of log(1 + x) (for a long right tail of values >= 0)',
         '#   vocabulary  few distinct strings or ints -> id in the top_k most frequent values',
         '#   hash        very many distinct strings -> one of num_buckets hashed ids',
         '#   datetime    dates, times or epoch instants -> calendar parts (<name>_year, _month, ...)',
