@@ -42,14 +42,14 @@ def test_a_long_tailed_regression_label_trains_longer(tmp_path):
 
     (tmp_path / 'data').mkdir()
     (tmp_path / 'data' / 'rows.csv').write_text(
-        'x,y\n' + ''.join(f'{i},{i * 2}\n' for i in range(12_000))
+        'x,y\n' + ''.join(f'{i},{i * 2}\n' for i in range(30_000))
     )
     sample = csv_sample.read_sample(
         csv_sample.input_files(str(tmp_path / 'data')), csv_dialect.CsvDialect()
     )
-    # 8,000 training rows in batches of 64: 20 passes are 2,500 steps (no longer cut to 1,500);
-    # a long tail gets 100 passes, 12,500 steps, under the cap of 15,000.
-    assert training_draft.plan_training(sample, 'regression').train_steps == 2500
+    # 20,000 training rows in batches of 64: 20 passes are 6,250 steps (no longer cut to 1,500);
+    # a long tail gets 40 passes, 12,500 steps, under the cap of 15,000.
+    assert training_draft.plan_training(sample, 'regression').train_steps == 6250
     long = training_draft.plan_training(sample, 'regression', long_tail=True)
     assert long.train_steps == 12_500
     assert long.reason.endswith('(bounded to 100-15000 steps; the label has a long right tail)')
