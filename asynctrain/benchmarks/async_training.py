@@ -26,7 +26,7 @@ import shutil
 import sys
 import time
 
-from asynctrain.benchmarks import async_scenarios, report, transformed_examples
+from asynctrain.benchmarks import async_disruptions, async_scenarios, report, transformed_examples
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'async')
 DEFAULT_WORKERS = 4
@@ -36,6 +36,11 @@ DEFAULT_EXAMPLES = 50_000
 DEFAULT_SAMPLE_ROWS = 2000
 BATCH_SIZE = 256
 STEPS_PER_EXECUTION = 10
+# Rounds are scored on the first batches of the eval split: rows the training split's resampling
+# never drew from (the train split repeats its sample's rows, and a model learns them by heart).
+HELD_OUT_SPLIT = 'eval'
+# A server under a small budget imports TensorFlow slowly (a quarter of 0.35 CPU: about 50 s).
+STARTUP_TIMEOUT_S = 300.0
 # The synchronous references, and the loop each runs (`sync_reference`).
 SYNC_LOOPS = {'sync_fit': 'fit', 'sync_custom': 'custom'}
 STRATEGIES = ('ours', *SYNC_LOOPS)
@@ -68,6 +73,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar='NAME',
         help=f'scenarios, of {sorted(async_scenarios.SCENARIOS)} '
         f'(default {list(async_scenarios.DEFAULT_SCENARIOS)})',
+    )
+    parser.add_argument(
+        '--reference-rounds',
+        type=int,
+        default=0,
+        help='rounds of the synchronous references, each as many examples as one of ours '
+        '(default 0: as many as ours); fewer keep a slow reference within the time at hand, '
+        'their curve then compared with the start of ours',
+    )
+    parser.add_argument(
+        '--host-cpus',
+        type=float,
+        default=async_scenarios.FULL_CPUS,
+        help=f"every host's CPU budget, in CPUs (default {async_scenarios.FULL_CPUS}); a slow "
+        'host gets a quarter of it. Keep workers + 1 parameter server times it under the '
+        "machine's cores, or the hosts also compete for them",
+    )
+    parser.add_argument(
+        '--ps-cpus',
+        type=float,
+        default=0.0,
+        help="the parameter server's CPU budget (default 0: --host-cpus)",
     )
     parser.add_argument(
         '--strategies',
@@ -146,34 +173,85 @@ def _host_counters(emulated) -> dict:
 
 
 def run_ours(args, scenario, data, held_out, run_dir: str) -> dict:
-    """Our loop on an emulated cluster for `scenario`: `args.rounds` rounds, each scored."""
-    from asynctrain.benchmarks import parameter_server_fit as rounds_lib
+    """Our loop on an emulated cluster for `scenario`: `args.rounds` rounds, each scored, the
+    scenario's disruption started at its round."""
     from asynctrain.components.trainer.cluster import servers
     from asynctrain.components.trainer.training import loop as train_lib
     from asynctrain.testing.emulated_cluster.hosts import EmulatedCluster, Machine
 
-    workers = [Machine(cpus=c) for c in scenario.worker_cpus(args.workers)]
+    workers = [Machine(cpus=c) for c in scenario.worker_cpus(args.workers, args.host_cpus)]
     config = trainer_config(scenario, args.workers, args.batch_size, args.steps)
     task = transformed_examples.make_task(data, trainer_config=config)
     untrained = held_out_scores(task, None, held_out)
-    with EmulatedCluster(workers=workers, ps=[Machine(cpus=async_scenarios.FULL_CPUS)]) as emulated:
+    ps = [Machine(cpus=args.ps_cpus or args.host_cpus)]
+    with EmulatedCluster(workers, ps, startup_timeout_s=STARTUP_TIMEOUT_S) as emulated:
         if scenario.worker_latency_ms:
             emulated.host(servers.WORKER, args.workers - 1).link.latency(
                 scenario.worker_latency_ms, jitter_ms=scenario.worker_latency_ms
             )
-        cluster = servers.attach(emulated.cluster_spec)
-        started = time.monotonic()
-        trainer = train_lib.Trainer(task, cluster, data.examples_dir, run_dir)
-        curve, training_s = [], 0.0
+        clock = async_disruptions.TrainingClock()
+        clock.resume()
+        trainer = train_lib.Trainer(
+            task, servers.attach(emulated.cluster_spec), data.examples_dir, run_dir
+        )
+        try:
+            curve, events = _train_rounds(args, scenario, task, trainer, held_out, clock, emulated)
+        except _ParameterServerLost as lost:
+            return {'completed': False, **lost.figures, 'hosts': _host_counters(emulated)}
+        counters = _host_counters(emulated)
+    figures = summarize(curve, untrained, counters, args.steps * args.rounds)
+    return {'completed': True, **figures, 'disruptions': events}
+
+
+class _ParameterServerLost(Exception):
+    """Our run ended when its parameter server could not be reached (`figures`: how far it got).
+    TensorFlow's coordinator treats a parameter server's error as fatal: the Trainer's answer is
+    a restart from the last checkpoint (`cluster.recovery`; docs/reliability.md), not measured
+    by this bench."""
+
+    def __init__(self, figures: dict):
+        super().__init__(figures['outcome'])
+        self.figures = figures
+
+
+def _train_rounds(args, scenario, task, trainer, held_out, clock, emulated) -> tuple:
+    """`args.rounds` rounds of our loop, each scored with `clock` paused; the curve, and the
+    events of the scenario's disruption, over by the time this returns.
+
+    Raises:
+      _ParameterServerLost: a cut parameter-server link ended the run.
+    """
+    import tensorflow as tf
+
+    from asynctrain.benchmarks import parameter_server_fit as rounds_lib
+
+    curve, disruption = [], None
+    try:
         for i in range(args.rounds):
-            measured = rounds_lib.train_to(trainer, (i + 1) * args.steps, save=False)
+            if scenario.disrupted and i == async_scenarios.disruption_round(args.rounds):
+                disruption = async_disruptions.Disruption(scenario, emulated, clock)
+                disruption.start()
+            try:
+                measured = rounds_lib.train_to(trainer, (i + 1) * args.steps, save=False)
+            except tf.errors.UnavailableError as error:
+                if not scenario.ps_link_cut_s:
+                    raise
+                clock.pause()
+                disruption.join()
+                raise _ParameterServerLost(
+                    {
+                        'outcome': f'training failed: {type(error).__name__}: {error.message}',
+                        'curve': curve,
+                        'failed_at_training_s': clock.seconds(),
+                        'disruptions': disruption.events,
+                    }
+                ) from error
             # The clock stops while the round is scored: wall time is building and training.
-            training_s += time.monotonic() - started
+            clock.pause()
             scores = held_out_scores(task, trainer.model, held_out)
-            started = time.monotonic()
             curve.append(
                 {
-                    'wall_s': training_s,
+                    'wall_s': clock.seconds(),
                     'examples': (i + 1) * args.steps * args.batch_size,
                     'examples_per_sec': measured['examples_per_sec'],
                     'staleness_mean': measured['staleness_mean'],
@@ -181,20 +259,22 @@ def run_ours(args, scenario, data, held_out, run_dir: str) -> dict:
                     **{f'held_out_{k}': v for k, v in scores.items()},
                 }
             )
-        counters = _host_counters(emulated)
-    return summarize(curve, untrained, counters, args.steps * args.rounds)
+            clock.resume()
+    finally:
+        if disruption is not None:
+            disruption.join()
+    return curve, disruption.events if disruption else []
 
 
 def run_reference(args, scenario, data, run_dir: str, loop: str) -> dict:
     """A synchronous reference (`sync_reference`, trained by `loop`) for `scenario`: one process
     per worker, each in its CPU budget, as many examples per round as ours. Links are not
-    emulated for it."""
+    emulated for it. A lost worker is SIGKILLed once the run has done the rounds ours had done,
+    and started again `worker_lost_s` later (`_lose_reference_worker`)."""
     import dataclasses
     import json
-    import sys
 
     from asynctrain.components.shared import ports as ports_lib
-    from asynctrain.components.trainer.cluster import servers
     from asynctrain.testing.emulated_cluster import cpu_budget
 
     os.makedirs(run_dir, exist_ok=True)
@@ -204,39 +284,41 @@ def run_reference(args, scenario, data, run_dir: str, loop: str) -> dict:
         'workers': args.workers,
         # Each synchronous step takes a batch on every worker: as many examples per round as ours.
         'steps': max(1, args.steps // args.workers),
-        'rounds': args.rounds,
+        'rounds': args.reference_rounds or args.rounds,
         'loop': loop,
+        'steps_per_execution': STEPS_PER_EXECUTION,
+        'held_out_split': HELD_OUT_SPLIT,
         'output': os.path.join(run_dir, 'curve.json'),
+        'progress': os.path.join(run_dir, 'progress.jsonl'),
     }
     spec_path = os.path.join(run_dir, 'spec.json')
     with open(spec_path, 'w', encoding='utf-8') as f:
         json.dump(spec, f)
     addresses = [f'{ports_lib.HOST}:{p}' for p in ports_lib.free_ports(args.workers)]
     hierarchy = cpu_budget.find_hierarchy()
-    groups, processes = [], []
+    cpus = scenario.worker_cpus(args.workers, args.host_cpus)
+    groups = [
+        cpu_budget.CpuCgroup.create(cpu_budget.group_name(f'sync-{os.getpid()}-{i}'), c, hierarchy)
+        for i, c in enumerate(cpus)
+    ]
+    processes = []
     try:
-        for index, cpus in enumerate(scenario.worker_cpus(args.workers)):
-            group = cpu_budget.CpuCgroup.create(
-                cpu_budget.group_name(f'sync-{os.getpid()}-{index}'), cpus, hierarchy
+        for index, group in enumerate(groups):
+            processes.append(_start_reference_worker(spec_path, addresses, index, group))
+        lost = None
+        if scenario.worker_lost_s:
+            lost = _lose_reference_worker(
+                scenario,
+                spec,
+                processes,
+                start=lambda: _start_reference_worker(
+                    spec_path, addresses, args.workers - 1, groups[-1]
+                ),
             )
-            groups.append(group)
-            env = servers.child_env(
-                {'cluster': {'worker': addresses}, 'task': {'type': 'worker', 'index': index}}
-            )
-            command = [
-                *group.entering_command(),
-                sys.executable,
-                '-m',
-                'asynctrain.benchmarks.sync_reference',
-                '--spec',
-                spec_path,
-            ]
-            processes.append(servers.spawn(command, env))
-        codes = [p.wait() for p in processes]
-        if any(codes):
-            raise RuntimeError(f'synchronous reference workers exited with {codes}')
-        with open(spec['output'], encoding='utf-8') as f:
-            curve = json.load(f)
+        else:
+            codes = [p.wait() for p in processes]
+            if any(codes):
+                raise RuntimeError(f'synchronous reference workers exited with {codes}')
         counters = {
             f'worker-{i}': {
                 'cpus': g.cpus,
@@ -253,13 +335,98 @@ def run_reference(args, scenario, data, run_dir: str, loop: str) -> dict:
                 p.wait()
         for g in groups:
             g.remove()
+    if lost is not None and lost['outcome'] != 'finished':
+        return {'completed': False, 'worker_lost': lost, 'hosts': counters}
+    with open(spec['output'], encoding='utf-8') as f:
+        curve = json.load(f)
     previous = {'examples': 0, 'wall_s': 0.0}
     for point in curve:  # each round's rate, as ours reports it (the first includes starting)
         point['examples_per_sec'] = (point['examples'] - previous['examples']) / (
             point['wall_s'] - previous['wall_s']
         )
         previous = point
-    return summarize(curve, {'loss': None}, counters, spec['steps'] * args.rounds)
+    figures = summarize(curve, {'loss': None}, counters, spec['steps'] * spec['rounds'])
+    return {'completed': True, **figures, 'worker_lost': lost}
+
+
+def _start_reference_worker(spec_path: str, addresses: list[str], index: int, group):
+    """Synchronous reference worker `index` as a process in its CPU group."""
+    from asynctrain.components.trainer.cluster import servers
+
+    env = servers.child_env(
+        {'cluster': {'worker': addresses}, 'task': {'type': 'worker', 'index': index}}
+    )
+    command = [
+        *group.entering_command(),
+        sys.executable,
+        '-m',
+        'asynctrain.benchmarks.sync_reference',
+        '--spec',
+        spec_path,
+    ]
+    return servers.spawn(command, env)
+
+
+# How long a synchronous run may go without finishing a round after its lost worker is back
+# before the bench calls it stalled and stops it.
+STALL_LIMIT_S = 120.0
+
+
+def _rounds_done(progress_path: str) -> list[dict]:
+    """The rounds the chief has reported (`sync_reference` appends a line per round)."""
+    import json
+
+    if not os.path.exists(progress_path):
+        return []
+    with open(progress_path, encoding='utf-8') as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _lose_reference_worker(scenario, spec, processes, start) -> dict:
+    """Kills the last worker once the chief has reported `disruption_round` rounds, starts it
+    again (`start`) `worker_lost_s` later, and waits for the run to end: `outcome` is
+    `finished`, the workers' exit codes, or a stall (no round for `STALL_LIMIT_S` after the
+    last progress), with the seconds from the kill to the first round after it and to the end."""
+    import threading
+
+    wanted = async_scenarios.disruption_round(spec['rounds'])
+    while len(_rounds_done(spec['progress'])) < wanted:
+        if any(p.poll() is not None for p in processes):
+            raise RuntimeError(
+                f'a synchronous reference worker exited before round {wanted}: '
+                f'{[p.poll() for p in processes]}'
+            )
+        time.sleep(0.2)
+    progress = len(_rounds_done(spec['progress']))
+    processes[-1].kill()
+    killed = time.monotonic()
+    threading.Event().wait(scenario.worker_lost_s)  # the host is down this long
+    processes[-1].wait()
+    processes[-1] = start()
+    event = {'killed_after_rounds': progress, 'first_round_after_kill_s': None}
+    last_progress = time.monotonic()
+    while True:
+        rounds = len(_rounds_done(spec['progress']))
+        if rounds > progress:
+            progress, last_progress = rounds, time.monotonic()
+            if event['first_round_after_kill_s'] is None:
+                event['first_round_after_kill_s'] = last_progress - killed
+        codes = [p.poll() for p in processes]
+        if all(c is not None for c in codes) or time.monotonic() - last_progress > STALL_LIMIT_S:
+            break
+        time.sleep(0.5)
+    if all(c == 0 for c in codes):
+        outcome = 'finished'
+    elif all(c is not None for c in codes):
+        outcome = f'workers exited with {codes}'
+    else:
+        outcome = f'stalled: no round in {STALL_LIMIT_S:.0f} s (exit codes so far {codes})'
+    return {
+        **event,
+        'outcome': outcome,
+        'rounds_done': progress,
+        'seconds_after_kill': time.monotonic() - killed,
+    }
 
 
 def summarize(curve: list[dict], untrained: dict, counters: dict, steps: int) -> dict:
@@ -333,15 +500,19 @@ def scenario_line(name: str, figures: dict) -> str:
 
 
 def write_chart(result: dict, path: str) -> None:
-    """Held-out AUC and examples/s against wall time, one line per scenario, to `path`."""
+    """Held-out AUC and examples/s against wall time, one line per scenario and strategy (the
+    remedies' variants left out), and each remedy's final AUC beside its plain run's, to
+    `path`."""
     import matplotlib
 
     matplotlib.use('Agg')
     from matplotlib import pyplot as plt
 
-    figure, (auc, speed) = plt.subplots(1, 2, figsize=(12, 4.5))
+    figure, (auc, speed, remedies) = plt.subplots(1, 3, figsize=(18, 4.8))
     for name, strategies in result['scenarios'].items():
         for strategy, figures in strategies.items():
+            if '+' in name or not figures.get('curve'):  # a remedy, or a run that did not finish
+                continue
             wall = [p['wall_s'] for p in figures['curve']]
             label = f'{name} ({strategy})'
             auc.plot(wall, [p['held_out_auc'] for p in figures['curve']], marker='o', label=label)
@@ -352,6 +523,7 @@ def write_chart(result: dict, path: str) -> None:
     speed.set(
         xlabel='wall time (s)', ylabel='examples/s (round)', title='Throughput against wall time'
     )
+    _remedy_bars(remedies, result['scenarios'])
     for axes in (auc, speed):
         axes.legend(fontsize='small')
         axes.grid(alpha=0.3)
@@ -359,6 +531,106 @@ def write_chart(result: dict, path: str) -> None:
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
+
+
+def _remedy_bars(axes, scenarios: dict) -> None:
+    """Each remedy variant's final held-out AUC (ours), its baseline's beside it."""
+    names = [n for n in scenarios if '+' in n and scenarios[n]['ours'].get('completed')]
+    values = [scenarios[n]['ours']['held_out_auc'] for n in names]
+    baselines = [async_scenarios.SCENARIOS[n].baseline for n in names]
+    bases = [scenarios.get(b, {}).get('ours', {}).get('held_out_auc') for b in baselines]
+    positions = range(len(names))
+    axes.barh([p + 0.2 for p in positions], values, height=0.4, label='with the remedy')
+    axes.barh(
+        [p - 0.2 for p in positions],
+        [b or 0 for b in bases],
+        height=0.4,
+        label='plain (its baseline)',
+    )
+    axes.set_yticks(list(positions), names, fontsize='small')
+    if values:
+        low = min(v for v in values + bases if v)
+        axes.set_xlim(max(0.0, low - 0.02), 1.0)
+    axes.set(xlabel='held-out AUC (last round)', title='Stale-gradient remedies (ours)')
+    axes.legend(fontsize='small')
+
+
+def run_scenario(args, scenario, data, held_out, output: str) -> tuple[dict, dict]:
+    """Ours, then each synchronous reference asked for (where the scenario has them), on
+    `scenario`; every strategy's figures, and `compare`'s figures per finished reference."""
+    ours = run_ours(args, scenario, data, held_out, os.path.join(output, 'runs', scenario.name))
+    figures, comparisons = {'ours': ours}, {}
+    if not ours['completed']:
+        _log(f'{scenario.name}: ours did not finish: {ours["outcome"]}')
+        return figures, comparisons
+    _log(scenario_line(scenario.name, ours))
+    references = [s for s in SYNC_LOOPS if s in args.strategies] if scenario.references else []
+    for strategy in references:
+        run_dir = os.path.join(output, 'runs', f'{scenario.name}-{strategy}')
+        reference = run_reference(args, scenario, data, run_dir, SYNC_LOOPS[strategy])
+        reference['untrained_held_out_loss'] = ours['untrained_held_out_loss']
+        figures[strategy] = reference
+        if not reference['completed']:
+            _log(f'{scenario.name}: {strategy} did not finish: {reference["worker_lost"]}')
+            continue
+        compared = comparisons[strategy] = compare(ours, reference, strategy)
+        _log(
+            f'{scenario.name}: {strategy} {reference["examples_per_sec"]:,.0f} examples/s, '
+            f'held-out AUC {reference["held_out_auc"]:.4f}, loss {reference["held_out_loss"]:.4f}; '
+            f'ours / {strategy} {compared["examples_per_sec_ratio"]:.2f}x examples/s, to AUC '
+            f'{compared["target_auc"]:.4f}: {compared["seconds_to_target"]}'
+        )
+    return figures, comparisons
+
+
+def against_baseline(remedy: dict, baseline: dict) -> dict:
+    """A remedy's run against its baseline's (same hosts, as many examples): the AUC and loss
+    differences at the end and at every round, and the ratios of examples/s, bytes per step
+    and mean staleness."""
+    return {
+        'held_out_auc_minus_baseline': remedy['held_out_auc'] - baseline['held_out_auc'],
+        'held_out_loss_minus_baseline': remedy['held_out_loss'] - baseline['held_out_loss'],
+        'auc_minus_baseline_by_round': [
+            mine['held_out_auc'] - theirs['held_out_auc']
+            for mine, theirs in zip(remedy['curve'], baseline['curve'])
+        ],
+        'examples_per_sec_ratio': remedy['examples_per_sec'] / baseline['examples_per_sec'],
+        'link_bytes_per_step_ratio': (
+            remedy['link_bytes_per_step'] / baseline['link_bytes_per_step']
+            if remedy['link_bytes_per_step'] and baseline['link_bytes_per_step']
+            else None
+        ),
+        'staleness_mean': {
+            'remedy': _mean(p['staleness_mean'] for p in remedy['curve']),
+            'baseline': _mean(p['staleness_mean'] for p in baseline['curve']),
+        },
+    }
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values)
+
+
+def lost_throughput(disrupted: dict, equal: dict) -> dict:
+    """What a disruption cost ours: its examples/s against the undisrupted `equal` run's, over
+    the whole run and over the rounds from the disruption on, and the AUC it ended with; for a
+    run that did not finish, how it ended."""
+    if not disrupted['completed']:
+        return {'outcome': disrupted['outcome']}
+    start = async_scenarios.disruption_round(len(disrupted['curve']))
+
+    def rate_from(curve):
+        before = curve[start - 1]
+        return (curve[-1]['examples'] - before['examples']) / (
+            curve[-1]['wall_s'] - before['wall_s']
+        )
+
+    return {
+        'examples_per_sec_ratio': disrupted['examples_per_sec'] / equal['examples_per_sec'],
+        'from_disruption_ratio': rate_from(disrupted['curve']) / rate_from(equal['curve']),
+        'held_out_auc_minus_equal': disrupted['held_out_auc'] - equal['held_out_auc'],
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -381,43 +653,49 @@ def run(args: argparse.Namespace) -> int:
         transform_output=transform_output,
     )
     held_out = fit_lib.held_out_batches(
-        transformed_examples.make_task(data, batch_size=args.batch_size), data.examples_dir
+        transformed_examples.make_task(data, batch_size=args.batch_size),
+        data.examples_dir,
+        HELD_OUT_SPLIT,
     )
     scenarios, comparisons = {}, {}
     for name in args.scenarios:
         scenario = async_scenarios.SCENARIOS[name]
-        ours = run_ours(args, scenario, data, held_out, os.path.join(output, 'runs', name))
-        _log(scenario_line(name, ours))
-        scenarios[name] = {'ours': ours}
-        for strategy, loop in SYNC_LOOPS.items():
-            if strategy not in args.strategies:
-                continue
-            reference = run_reference(
-                args, scenario, data, os.path.join(output, 'runs', f'{name}-{strategy}'), loop
-            )
-            reference['untrained_held_out_loss'] = ours['untrained_held_out_loss']
-            scenarios[name][strategy] = reference
-            compared = compare(ours, reference, strategy)
-            comparisons.setdefault(name, {})[strategy] = compared
-            _log(
-                f'{name}: {strategy} {reference["examples_per_sec"]:,.0f} examples/s, held-out AUC '
-                f'{reference["held_out_auc"]:.4f}, loss {reference["held_out_loss"]:.4f}; ours / '
-                f'{strategy} {compared["examples_per_sec_ratio"]:.2f}x examples/s, to AUC '
-                f'{compared["target_auc"]:.4f}: {compared["seconds_to_target"]}'
-            )
+        scenarios[name], compared = run_scenario(args, scenario, data, held_out, output)
+        if compared:
+            comparisons[name] = compared
+    losses = {
+        name: lost_throughput(scenarios[name]['ours'], scenarios['equal']['ours'])
+        for name in args.scenarios
+        if async_scenarios.SCENARIOS[name].disrupted and 'equal' in scenarios
+    }
+    remedies = {
+        name: against_baseline(scenarios[name]['ours'], scenarios[baseline]['ours'])
+        for name in args.scenarios
+        if (baseline := async_scenarios.SCENARIOS[name].baseline) in scenarios
+        and scenarios[name]['ours']['completed']
+        and scenarios[baseline]['ours']['completed']
+    }
     result = {
         'benchmark': 'async',
         'workers': args.workers,
         'steps_per_round': args.steps,
         'rounds': args.rounds,
+        'reference_rounds': args.reference_rounds or args.rounds,
         'batch_size': args.batch_size,
         'steps_per_execution': STEPS_PER_EXECUTION,
         'examples': data.num_examples,
         **transformed_examples.source_fields(transform_output, args.sample_rows),
         'held_out_batches': len(held_out),
+        'held_out_split': HELD_OUT_SPLIT,
         'scenarios': scenarios,
         # Per scenario, per synchronous reference that ran: `compare`'s figures.
         'comparisons': comparisons,
+        # Per disrupted scenario, when `equal` ran: ours' examples/s lost against it.
+        'disruption_costs': losses,
+        # Per remedy variant, when its baseline ran: `against_baseline`'s figures.
+        'remedies': remedies,
+        'host_cpus': args.host_cpus,
+        'ps_cpus': args.ps_cpus or args.host_cpus,
         'load_average_start': load_at_start,
         'load_average_end': list(os.getloadavg()),
         'machine': report.machine(),

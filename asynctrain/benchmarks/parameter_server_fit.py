@@ -27,11 +27,10 @@ import time
 HELD_OUT_BATCHES = 8
 
 
-def held_out_batches(task, examples_dir: str) -> list:
-    """The first `HELD_OUT_BATCHES` batches of the training split, read in order."""
-    from asynctrain.components.trainer.training import data as data_lib
-
-    dataset = task.build_inputs(examples_dir, data_lib.TRAIN_SPLIT, training=False)
+def held_out_batches(task, examples_dir: str, split: str = 'train') -> list:
+    """The first `HELD_OUT_BATCHES` batches of `split` (the training split by default), read in
+    order."""
+    dataset = task.build_inputs(examples_dir, split, training=False)
     return list(dataset.take(HELD_OUT_BATCHES))
 
 

@@ -4,7 +4,8 @@ all-reduce over gRPC), one process per worker, each in a CPU budget of its own (
 trained by Keras `fit` (`loop: fit`) or by a custom loop (`loop: custom`: a `tf.function` step run
 on every replica by `strategy.run`, its gradients all-reduced by the optimizer, as TensorFlow's
 custom-training-loop guide writes it). The chief scores the weights on the held-out batches after
-each round, with the clock stopped, and writes its curve as JSON.
+each round, with the clock stopped, and writes its curve as JSON; it reports each round as it
+ends, a line in `spec['progress']`, for the bench to time a disruption by.
 
     python -m asynctrain.benchmarks.sync_reference --spec FILE   (one worker; TF_CONFIG set)
 """
@@ -28,10 +29,18 @@ def run_worker(spec: dict) -> None:
     data = transformed_examples.TransformedExamples(**spec['data'])
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     task = transformed_examples.make_task(data, batch_size=spec['batch_size'])
-    held_out = parameter_server_fit.held_out_batches(task, data.examples_dir)
+    held_out = parameter_server_fit.held_out_batches(
+        task, data.examples_dir, spec['held_out_split']
+    )
     with strategy.scope():
         keras_model = task.build_model()
-        keras_model.compile(optimizer=task.build_optimizer(), loss=task.loss)
+        # As many steps per function call as ours (`spec['steps_per_execution']`); each step
+        # still all-reduces its gradients.
+        keras_model.compile(
+            optimizer=task.build_optimizer(),
+            loss=task.loss,
+            steps_per_execution=spec['steps_per_execution'],
+        )
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
     # The global batch is the per-worker batch times the workers, as each of ours reads its own.
@@ -43,12 +52,16 @@ def run_worker(spec: dict) -> None:
         .with_options(options)
     )
     snapshots, clock = [], {'training_s': 0.0, 'started': time.monotonic()}
+    chief = json.loads(os.environ['TF_CONFIG'])['task']['index'] == 0
 
     def snapshot(rounds: int) -> None:
         """The round's wall time and weights (copied with the clock stopped), scored after
         training: a metric's variables cannot be updated inside the strategy's scope."""
         clock['training_s'] += time.monotonic() - clock['started']
         snapshots.append((rounds, clock['training_s'], keras_model.get_weights()))
+        if chief and spec.get('progress'):  # the bench watches it to disrupt the run
+            with open(spec['progress'], 'a', encoding='utf-8') as f:
+                f.write(json.dumps({'round': rounds, 'training_s': clock['training_s']}) + '\n')
         clock['started'] = time.monotonic()
 
     if spec['loop'] == 'fit':
@@ -70,7 +83,7 @@ def run_worker(spec: dict) -> None:
                 'held_out_auc': scores['auc'],
             }
         )
-    if json.loads(os.environ['TF_CONFIG'])['task']['index'] == 0:
+    if chief:
         with open(spec['output'], 'w', encoding='utf-8') as f:
             json.dump(curve, f)
 
@@ -93,9 +106,9 @@ def fit_rounds(keras_model, dataset, spec: dict, snapshot) -> None:
 
 
 def custom_rounds(strategy, task, keras_model, dataset, spec: dict, snapshot) -> None:
-    """`spec['rounds']` rounds of `spec['steps']` synchronous steps: each replica's loss over its
-    share of the global batch, divided by the replicas (the all-reduce sums the gradients), then
-    one update of the mirrored weights."""
+    """`spec['rounds']` rounds of `spec['steps']` synchronous steps, `steps_per_execution` to a
+    `tf.function` call: each replica's loss over its share of the global batch, divided by the
+    replicas (the all-reduce sums the gradients), then one update of the mirrored weights."""
     import tensorflow as tf
 
     optimizer = keras_model.optimizer
@@ -109,13 +122,16 @@ def custom_rounds(strategy, task, keras_model, dataset, spec: dict, snapshot) ->
         optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
 
     @tf.function
-    def step(iterator):
-        features, labels = next(iterator)
-        strategy.run(replica_step, args=(features, labels))
+    def steps(iterator, count):
+        for _ in tf.range(count):
+            features, labels = next(iterator)
+            strategy.run(replica_step, args=(features, labels))
 
+    per_call = spec['steps_per_execution']
     for rounds in range(1, spec['rounds'] + 1):
-        for _ in range(spec['steps']):
-            step(iterator)
+        # The round's steps, `per_call` to a function call as ours (one trace: a tensor count).
+        for start in range(0, spec['steps'], per_call):
+            steps(iterator, tf.constant(min(per_call, spec['steps'] - start)))
         snapshot(rounds)
 
 

@@ -553,42 +553,134 @@ def evaluator(result: Result) -> list[str]:
 
 
 def async_training(result: Result) -> list[str]:
-    """`bench async`: per scenario, our loop's throughput, held-out AUC and loss, staleness and
-    the slow host's throttling, with each scenario's examples/s against equal hosts'."""
-    scenarios = result['scenarios']
-    base = scenarios.get('equal', {}).get('ours')
+    """`bench async`: per scenario (the remedies' variants aside), our loop's examples/s and
+    held-out AUC beside each synchronous reference's, the ratio, and the wall seconds each took to
+    the reference's final AUC less 0.005."""
     rows = []
-    for name, strategies in scenarios.items():
+    for name, strategies in result['scenarios'].items():
+        if '+' in name:
+            continue
         ours = strategies['ours']
-        last = ours['curve'][-1]
-        throttled = ', '.join(
-            f'{host} {c["throttled_periods"]}'
-            for host, c in ours['hosts'].items()
-            if c['throttled_periods']
+        if not ours.get('completed', True):
+            rows.append([name, 'did not finish', '', '', '', '', ''])
+            continue
+        rows.append(
+            [name, _n(ours['examples_per_sec']), f'{ours["held_out_auc"]:.4f}', '', '', '', '']
         )
-        versus = f'{ours["examples_per_sec"] / base["examples_per_sec"]:.2f}' if base else ''
+        for strategy, reference in strategies.items():
+            if strategy == 'ours':
+                continue
+            if not reference.get('completed', True):
+                rows.append([f'{name}, {strategy}', 'did not finish', '', '', '', '', ''])
+                continue
+            compared = result['comparisons'][name][strategy]
+            to = compared['seconds_to_target']
+            rows.append(
+                [
+                    f'{name}, {strategy}',
+                    _n(reference['examples_per_sec']),
+                    f'{reference["held_out_auc"]:.4f}',
+                    f'{compared["examples_per_sec_ratio"]:.2f}',
+                    f'{compared["target_auc"]:.4f}',
+                    _seconds(to['ours']),
+                    _seconds(to[strategy]),
+                ]
+            )
+    return _table(
+        [
+            'scenario, strategy',
+            'examples/s',
+            'held-out AUC (last round)',
+            'ours / it, examples/s',
+            'target AUC',
+            'ours to target, s',
+            'it to target, s',
+        ],
+        rows,
+    )
+
+
+def _seconds(value) -> str:
+    return 'never' if value is None else f'{value:.1f}'
+
+
+def async_disruptions(result: Result) -> list[str]:
+    """`bench async`: what a lost worker and a cut parameter-server link did to ours and to the
+    synchronous references."""
+    rows = []
+    for name, cost in result.get('disruption_costs', {}).items():
+        strategies = result['scenarios'][name]
+        ours = strategies['ours']
+        events = '; '.join(f'{e["event"]} at {e["training_s"]:.1f} s' for e in ours['disruptions'])
+        if 'outcome' in cost:
+            rows.append([name, 'ours', events, cost['outcome'].splitlines()[0], '', ''])
+        else:
+            rows.append(
+                [
+                    name,
+                    'ours',
+                    events,
+                    'finished',
+                    f'{cost["examples_per_sec_ratio"]:.2f} / {cost["from_disruption_ratio"]:.2f}',
+                    f'{cost["held_out_auc_minus_equal"]:+.4f}',
+                ]
+            )
+        for strategy, reference in strategies.items():
+            lost = reference.get('worker_lost') if strategy != 'ours' else None
+            if lost:
+                after = lost['first_round_after_kill_s']
+                rows.append(
+                    [
+                        name,
+                        strategy,
+                        f'worker killed after round {lost["killed_after_rounds"]}',
+                        f'{lost["outcome"]}, {lost["seconds_after_kill"]:.0f} s after the kill; '
+                        f'first round after it: {_seconds(after)}',
+                        '',
+                        '',
+                    ]
+                )
+    return _table(
+        [
+            'scenario',
+            'strategy',
+            'disruption (training seconds)',
+            'outcome',
+            'examples/s vs equal: run / from the disruption',
+            'AUC vs equal',
+        ],
+        rows,
+    )
+
+
+def async_remedies(result: Result) -> list[str]:
+    """`bench async`: each stale-gradient remedy against its baseline (plain asynchronous
+    training on the same hosts), at as many examples."""
+    rows = []
+    for name, compared in result.get('remedies', {}).items():
+        ours = result['scenarios'][name]['ours']
+        ratio = compared['link_bytes_per_step_ratio']
+        staleness = compared['staleness_mean']
         rows.append(
             [
                 name,
-                _n(ours['examples_per_sec']),
-                versus,
                 f'{ours["held_out_auc"]:.4f}',
-                f'{ours["held_out_loss"]:.4f} ({ours["untrained_held_out_loss"]:.4f})',
-                f'{last["staleness_mean"]:.2f} / {last["staleness_max"]}',
-                throttled or 'none',
-                f'{ours["wall_s"]:.1f}',
+                f'{compared["held_out_auc_minus_baseline"]:+.4f}',
+                f'{compared["held_out_loss_minus_baseline"]:+.4f}',
+                f'{compared["examples_per_sec_ratio"]:.2f}',
+                f'{ratio:.3f}' if ratio else 'n/a',
+                f'{staleness["remedy"]:.2f} / {staleness["baseline"]:.2f}',
             ]
         )
     return _table(
         [
-            'scenario',
-            'ours examples/s',
-            'vs equal',
+            'variant',
             'held-out AUC',
-            'held-out loss (untrained)',
-            'staleness mean / max (last round)',
-            'throttled periods',
-            'wall s',
+            'AUC vs baseline',
+            'loss vs baseline',
+            'examples/s vs baseline',
+            'link bytes/step vs baseline',
+            'staleness mean (it / baseline)',
         ],
         rows,
     )
@@ -611,6 +703,8 @@ TABLES: dict[str, Callable[..., list[str]]] = {
     'recsys': recsys,
     'evaluator': evaluator,
     'async_training': async_training,
+    'async_disruptions': async_disruptions,
+    'async_remedies': async_remedies,
 }
 
 

@@ -151,3 +151,40 @@ def test_a_side_that_never_reaches_the_target_has_no_time_and_no_ratio():
     assert compared['seconds_to_target'] == {'ours': None, 'sync_custom': 6.0}
     assert compared['to_target_ratio'] is None
     assert compared['examples_per_sec_ratio'] == 0.5
+
+
+def test_a_remedy_is_compared_with_its_baseline_round_by_round():
+    from asynctrain.benchmarks import async_training
+
+    def run(aucs, rate, bytes_per_step, staleness):
+        curve = [
+            {'held_out_auc': a, 'staleness_mean': s, 'examples': 100 * (i + 1)}
+            for i, (a, s) in enumerate(zip(aucs, staleness))
+        ]
+        return {
+            'curve': curve,
+            'held_out_auc': aucs[-1],
+            'held_out_loss': 1 - aucs[-1],
+            'examples_per_sec': rate,
+            'link_bytes_per_step': bytes_per_step,
+        }
+
+    remedy = run([0.80, 0.90], 900.0, 25_000.0, [1.0, 3.0])
+    baseline = run([0.85, 0.88], 1000.0, 250_000.0, [2.0, 4.0])
+
+    compared = async_training.against_baseline(remedy, baseline)
+
+    assert compared['held_out_auc_minus_baseline'] == pytest.approx(0.02)
+    assert compared['held_out_loss_minus_baseline'] == pytest.approx(-0.02)
+    assert compared['auc_minus_baseline_by_round'] == pytest.approx([-0.05, 0.02])
+    assert compared['examples_per_sec_ratio'] == pytest.approx(0.9)
+    # Top-K's point: a tenth of the bytes on the links.
+    assert compared['link_bytes_per_step_ratio'] == pytest.approx(0.1)
+    assert compared['staleness_mean'] == {'remedy': 2.0, 'baseline': 3.0}
+    # Every remedy's baseline is a scenario of the bench: Top-K's is plain SGD on the same hosts.
+    from asynctrain.benchmarks import async_scenarios as scenarios
+
+    assert scenarios.SCENARIOS['quarter_cpu+sgd_topk1'].baseline == 'quarter_cpu+sgd'
+    assert scenarios.SCENARIOS['latency_20ms+dc_constant'].baseline == 'latency_20ms'
+    for scenario in scenarios.SCENARIOS.values():
+        assert scenario.baseline in ('', *scenarios.SCENARIOS), scenario.name

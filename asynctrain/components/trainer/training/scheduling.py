@@ -32,6 +32,7 @@ import functools
 import logging
 
 import tensorflow as tf
+from tensorflow.python.distribute.coordinator import remote_value as remote_value_lib
 
 # Parse errors recovered from per training run (each reschedules every unfinished closure): the
 # rules above should leave none; a few cover a rare recurrence, more means something else is
@@ -59,10 +60,21 @@ def check_coordinator_internals(coordinator) -> None:
         )
 
 
+def _aborted(remote_value) -> bool:
+    """Whether the value's closure was aborted because its worker is lost."""
+    return remote_value._status is remote_value_lib.RemoteValueStatus.ABORTED  # noqa: SLF001
+
+
 def _wait_for(remote_value, what: str, worker_index: int) -> None:
     # A resource's value may be a dataset or an iterator, which `fetch()` cannot copy to the
     # coordinator: wait for its status only.
     error = remote_value._get_error()  # noqa: SLF001 - waits until the closure has run.
+    if _aborted(remote_value):
+        # The worker is lost (or was lost while this ran). As with stock creation, the resource
+        # is created again when the worker is back (`Worker._on_worker_recovery` reschedules
+        # every registered resource), and closures meanwhile go to the other workers.
+        logging.warning('%s on worker %d waits for it to be back: %s', what, worker_index, error)
+        return
     if error is not None:
         raise RuntimeError(f'{what} failed on worker {worker_index}: {error}') from error
 
@@ -121,7 +133,7 @@ def warm_up(coordinator, function, args: tuple) -> list:
     scheduling it in bulk instantiates nothing. `args` should make it do no work (zero steps).
 
     Returns:
-      Each worker's fetched result, in worker order.
+      Each worker's fetched result, in worker order, less a lost worker's.
     """
     check_coordinator_internals(coordinator)
     # As `ClusterCoordinator.schedule` calls it: in the strategy's scope, which is part of the
@@ -135,6 +147,8 @@ def warm_up(coordinator, function, args: tuple) -> list:
             strategy.extended._being_scheduled = False  # noqa: SLF001
     results = []
     for index, value in enumerate(per_worker._values):  # noqa: SLF001
+        if _aborted(value):  # a lost worker: it runs the function when it is back
+            continue
         result = value.fetch()
         if result is None:
             raise ClosureResultMissing(

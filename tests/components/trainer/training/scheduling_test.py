@@ -6,6 +6,7 @@ import contextlib
 
 import pytest
 import tensorflow as tf
+from tensorflow.python.distribute.coordinator import remote_value as remote_value_lib
 
 from asynctrain.components.trainer.training import scheduling
 
@@ -17,10 +18,13 @@ PARSE_ERROR = tf.errors.InternalError(
 class FakeRemoteValue(tf.distribute.experimental.coordinator.RemoteValue):
     """A RemoteValue: `result` is returned by fetch, or raised when it is an exception."""
 
-    def __init__(self, result, events=None, name=''):
+    def __init__(
+        self, result, events=None, name='', status=remote_value_lib.RemoteValueStatus.READY
+    ):
         self.result = result
         self.events = events
         self.name = name
+        self._status = status  # ABORTED: its worker was lost (TensorFlow's `values.py`)
 
     def fetch(self):
         if isinstance(self.result, BaseException):
@@ -34,13 +38,22 @@ class FakeRemoteValue(tf.distribute.experimental.coordinator.RemoteValue):
 
 
 class FakeWorker:
-    def __init__(self, index, events, failure=None):
+    def __init__(self, index, events, failure=None, lost=False):
         self.worker_index = index
         self.events = events
         self.failure = failure
+        self.lost = lost
 
     def create_resource(self, fn, args=None, kwargs=None):
         self.events.append(f'create {self.worker_index} {args}')
+        if self.lost:  # what `Worker` gives while the worker is unavailable
+            error = tf.errors.UnavailableError(None, None, 'Transport closed')
+            return FakeRemoteValue(
+                error,
+                self.events,
+                str(self.worker_index),
+                remote_value_lib.RemoteValueStatus.ABORTED,
+            )
         result = self.failure or {'worker': self.worker_index, 'steps': 0}
         return FakeRemoteValue(result, self.events, str(self.worker_index))
 
@@ -149,6 +162,34 @@ def test_a_failed_per_worker_creation_names_the_worker():
 
     with pytest.raises(RuntimeError, match='failed on worker 1: bad dataset'):
         scheduling.warm_up(coordinator, lambda: None, ())
+
+
+def test_a_lost_worker_does_not_fail_creation_or_warm_up_and_the_others_go_on():
+    # TensorFlow creates a lost worker's registered resources again when it is back
+    # (`Worker._on_worker_recovery`); failing here would end a run that stock training survives.
+    events = []
+    workers = [FakeWorker(0, events), FakeWorker(1, events, lost=True), FakeWorker(2, events)]
+    coordinator = FakeCoordinator(workers=workers)
+    scheduling.create_resources_in_turn(coordinator)
+
+    per_worker = coordinator._create_per_worker_resources(lambda: None, args=('x',))
+    results = scheduling.warm_up(coordinator, lambda it, n: None, ('iterator', 0))
+
+    assert [v._status for v in per_worker._values] == [
+        remote_value_lib.RemoteValueStatus.READY,
+        remote_value_lib.RemoteValueStatus.ABORTED,
+        remote_value_lib.RemoteValueStatus.READY,
+    ]
+    # Every worker was asked in turn, the lost one included; warm-up has the others' results.
+    assert [e for e in events if e.startswith('create')] == [
+        "create 0 ('x',)",
+        "create 1 ('x',)",
+        "create 2 ('x',)",
+        "create 0 ('iterator', 0)",
+        "create 1 ('iterator', 0)",
+        "create 2 ('iterator', 0)",
+    ]
+    assert results == [{'worker': 0, 'steps': 0}, {'worker': 2, 'steps': 0}]
 
 
 def test_coordinator_internals_of_this_tensorflow_are_checked():
