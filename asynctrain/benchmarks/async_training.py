@@ -271,11 +271,54 @@ def run_reference(args, scenario, data, run_dir: str, loop: str) -> dict:
     per worker, each in its CPU budget, as many examples per round as ours. Links are not
     emulated for it. A lost worker is SIGKILLed once the run has done the rounds ours had done,
     and started again `worker_lost_s` later (`_lose_reference_worker`)."""
-    import dataclasses
-    import json
-
     from asynctrain.components.shared import ports as ports_lib
     from asynctrain.testing.emulated_cluster import cpu_budget
+
+    spec, spec_path = _reference_spec(args, data, run_dir, loop)
+    addresses = [f'{ports_lib.HOST}:{p}' for p in ports_lib.free_ports(args.workers)]
+    hierarchy = cpu_budget.find_hierarchy()
+    cpus = scenario.worker_cpus(args.workers, args.host_cpus)
+    groups = [
+        cpu_budget.CpuCgroup.create(cpu_budget.group_name(f'sync-{os.getpid()}-{i}'), c, hierarchy)
+        for i, c in enumerate(cpus)
+    ]
+    processes, lost = [], None
+    try:
+        for index, group in enumerate(groups):
+            processes.append(_start_reference_worker(spec_path, addresses, index, group))
+        if scenario.worker_lost_s:
+            lost = _lose_reference_worker(
+                scenario,
+                spec,
+                processes,
+                start=lambda: _start_reference_worker(
+                    spec_path, addresses, args.workers - 1, groups[-1]
+                ),
+            )
+        else:
+            codes = [p.wait() for p in processes]
+            if any(codes):
+                raise RuntimeError(f'synchronous reference workers exited with {codes}')
+        counters = {f'worker-{i}': _group_counters(g) for i, g in enumerate(groups)}
+    finally:
+        for p in processes:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for g in groups:
+            g.remove()
+    if lost is not None and lost['outcome'] != 'finished':
+        return {'completed': False, 'worker_lost': lost, 'hosts': counters}
+    figures = summarize(
+        _reference_curve(spec), {'loss': None}, counters, spec['steps'] * spec['rounds']
+    )
+    return {'completed': True, **figures, 'worker_lost': lost}
+
+
+def _reference_spec(args, data, run_dir: str, loop: str) -> tuple[dict, str]:
+    """What every `sync_reference` worker of one run reads, and the file it is written to."""
+    import dataclasses
+    import json
 
     os.makedirs(run_dir, exist_ok=True)
     spec = {
@@ -294,59 +337,34 @@ def run_reference(args, scenario, data, run_dir: str, loop: str) -> dict:
     spec_path = os.path.join(run_dir, 'spec.json')
     with open(spec_path, 'w', encoding='utf-8') as f:
         json.dump(spec, f)
-    addresses = [f'{ports_lib.HOST}:{p}' for p in ports_lib.free_ports(args.workers)]
-    hierarchy = cpu_budget.find_hierarchy()
-    cpus = scenario.worker_cpus(args.workers, args.host_cpus)
-    groups = [
-        cpu_budget.CpuCgroup.create(cpu_budget.group_name(f'sync-{os.getpid()}-{i}'), c, hierarchy)
-        for i, c in enumerate(cpus)
-    ]
-    processes = []
-    try:
-        for index, group in enumerate(groups):
-            processes.append(_start_reference_worker(spec_path, addresses, index, group))
-        lost = None
-        if scenario.worker_lost_s:
-            lost = _lose_reference_worker(
-                scenario,
-                spec,
-                processes,
-                start=lambda: _start_reference_worker(
-                    spec_path, addresses, args.workers - 1, groups[-1]
-                ),
-            )
-        else:
-            codes = [p.wait() for p in processes]
-            if any(codes):
-                raise RuntimeError(f'synchronous reference workers exited with {codes}')
-        counters = {
-            f'worker-{i}': {
-                'cpus': g.cpus,
-                'periods': g.stats().periods,
-                'throttled_periods': g.stats().throttled_periods,
-                'link_bytes': {},
-            }
-            for i, g in enumerate(groups)
-        }
-    finally:
-        for p in processes:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        for g in groups:
-            g.remove()
-    if lost is not None and lost['outcome'] != 'finished':
-        return {'completed': False, 'worker_lost': lost, 'hosts': counters}
+    return spec, spec_path
+
+
+def _group_counters(group) -> dict:
+    """A synchronous worker's CPU counters, as `_host_counters` gives ours (no link)."""
+    stats = group.stats()
+    return {
+        'cpus': group.cpus,
+        'periods': stats.periods,
+        'throttled_periods': stats.throttled_periods,
+        'link_bytes': {},
+    }
+
+
+def _reference_curve(spec: dict) -> list[dict]:
+    """The chief's curve, with each round's examples/s as ours reports it (the first round's
+    includes starting)."""
+    import json
+
     with open(spec['output'], encoding='utf-8') as f:
         curve = json.load(f)
     previous = {'examples': 0, 'wall_s': 0.0}
-    for point in curve:  # each round's rate, as ours reports it (the first includes starting)
+    for point in curve:
         point['examples_per_sec'] = (point['examples'] - previous['examples']) / (
             point['wall_s'] - previous['wall_s']
         )
         previous = point
-    figures = summarize(curve, {'loss': None}, counters, spec['steps'] * spec['rounds'])
-    return {'completed': True, **figures, 'worker_lost': lost}
+    return curve
 
 
 def _start_reference_worker(spec_path: str, addresses: list[str], index: int, group):
@@ -633,6 +651,24 @@ def lost_throughput(disrupted: dict, equal: dict) -> dict:
     }
 
 
+def _costs_and_remedies(names: list[str], scenarios: dict) -> tuple[dict, dict]:
+    """Per disrupted scenario (when `equal` ran), `lost_throughput`; per remedy variant (when its
+    baseline ran and both finished), `against_baseline`."""
+    losses = {
+        name: lost_throughput(scenarios[name]['ours'], scenarios['equal']['ours'])
+        for name in names
+        if async_scenarios.SCENARIOS[name].disrupted and 'equal' in scenarios
+    }
+    remedies = {
+        name: against_baseline(scenarios[name]['ours'], scenarios[baseline]['ours'])
+        for name in names
+        if (baseline := async_scenarios.SCENARIOS[name].baseline) in scenarios
+        and scenarios[name]['ours']['completed']
+        and scenarios[baseline]['ours']['completed']
+    }
+    return losses, remedies
+
+
 def run(args: argparse.Namespace) -> int:
     """The bench: prepare the data, run every scenario, write and print the report."""
     from asynctrain.benchmarks import parameter_server_fit as fit_lib
@@ -663,18 +699,7 @@ def run(args: argparse.Namespace) -> int:
         scenarios[name], compared = run_scenario(args, scenario, data, held_out, output)
         if compared:
             comparisons[name] = compared
-    losses = {
-        name: lost_throughput(scenarios[name]['ours'], scenarios['equal']['ours'])
-        for name in args.scenarios
-        if async_scenarios.SCENARIOS[name].disrupted and 'equal' in scenarios
-    }
-    remedies = {
-        name: against_baseline(scenarios[name]['ours'], scenarios[baseline]['ours'])
-        for name in args.scenarios
-        if (baseline := async_scenarios.SCENARIOS[name].baseline) in scenarios
-        and scenarios[name]['ours']['completed']
-        and scenarios[baseline]['ours']['completed']
-    }
+    losses, remedies = _costs_and_remedies(args.scenarios, scenarios)
     result = {
         'benchmark': 'async',
         'workers': args.workers,

@@ -560,36 +560,26 @@ def async_training(result: Result) -> list[str]:
     for name, strategies in result['scenarios'].items():
         if '+' in name:
             continue
-        ours = strategies['ours']
-        if not ours.get('completed', True):
-            rows.append([name, 'did not finish', '', '', '', '', ''])
-            continue
-        rows.append(
-            [name, _n(ours['examples_per_sec']), f'{ours["held_out_auc"]:.4f}', '', '', '', '']
-        )
-        for strategy, reference in strategies.items():
-            if strategy == 'ours':
+        for strategy, figures in strategies.items():
+            label = name if strategy == 'ours' else f'{name}, {strategy}'
+            if not figures.get('completed', True):
+                rows.append([label, 'did not finish', *[''] * 6])
                 continue
-            if not reference.get('completed', True):
-                rows.append([f'{name}, {strategy}', 'did not finish', '', '', '', '', ''])
-                continue
-            compared = result['comparisons'][name][strategy]
-            to = compared['seconds_to_target']
+            compared = result['comparisons'].get(name, {}).get(strategy)
             rows.append(
                 [
-                    f'{name}, {strategy}',
-                    _n(reference['examples_per_sec']),
-                    f'{reference["held_out_auc"]:.4f}',
-                    f'{compared["examples_per_sec_ratio"]:.2f}',
-                    f'{compared["target_auc"]:.4f}',
-                    _seconds(to['ours']),
-                    _seconds(to[strategy]),
+                    label,
+                    _n(figures['examples_per_sec']),
+                    _after_first_round(figures['curve']),
+                    f'{figures["held_out_auc"]:.4f}',
+                    *(_compared(compared, strategy) if compared else [''] * 4),
                 ]
             )
     return _table(
         [
             'scenario, strategy',
             'examples/s',
+            'examples/s after round 1',
             'held-out AUC (last round)',
             'ours / it, examples/s',
             'target AUC',
@@ -598,6 +588,25 @@ def async_training(result: Result) -> list[str]:
         ],
         rows,
     )
+
+
+def _compared(compared: dict, strategy: str) -> list[str]:
+    to = compared['seconds_to_target']
+    return [
+        f'{compared["examples_per_sec_ratio"]:.2f}',
+        f'{compared["target_auc"]:.4f}',
+        _seconds(to['ours']),
+        _seconds(to[strategy]),
+    ]
+
+
+def _after_first_round(curve: list) -> str:
+    """Examples/s from the end of the first round to the end of the last: the rate once started
+    (the first round includes tracing and starting each worker's dataset)."""
+    if len(curve) < 2:
+        return ''
+    first, last = curve[0], curve[-1]
+    return _n((last['examples'] - first['examples']) / (last['wall_s'] - first['wall_s']))
 
 
 def _seconds(value) -> str:
