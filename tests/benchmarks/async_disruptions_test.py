@@ -82,16 +82,22 @@ class FakeCluster:
         return self.hosts[(task_type, index)]
 
 
-def test_a_lost_worker_is_the_last_one_and_comes_back_after_its_seconds_of_training():
+def _disrupt(scenario, events: int) -> tuple[FakeCluster, async_disruptions.Disruption]:
+    """`scenario`'s disruption of a fake cluster on a running clock, joined (which cancels what
+    is left) once it has recorded `events` events."""
     cluster, clock = FakeCluster(), async_disruptions.TrainingClock()
-    scenario = async_scenarios.Scenario('lost', worker_lost_s=0.05)
     clock.resume()
     disruption = async_disruptions.Disruption(scenario, cluster, clock)
     disruption.start()
-    # `join` cancels what is left: wait for the restart first, as a run long enough would.
-    while len(disruption.events) < 2:
+    while len(disruption.events) < events:
         clock.wait_until(clock.seconds() + 0.01)
     disruption.join()
+    return cluster, disruption
+
+
+def test_a_lost_worker_is_the_last_one_and_comes_back_after_its_seconds_of_training():
+    # Joined after the restart, as a run long enough would be.
+    cluster, disruption = _disrupt(async_scenarios.Scenario('lost', worker_lost_s=0.05), 2)
 
     assert cluster.calls == ['kill 1', 'restart 1']
     assert [e['event'] for e in disruption.events] == [
@@ -103,26 +109,12 @@ def test_a_lost_worker_is_the_last_one_and_comes_back_after_its_seconds_of_train
 
 
 def test_a_run_that_ends_while_the_worker_is_down_does_not_restart_it():
-    cluster, clock = FakeCluster(), async_disruptions.TrainingClock()
-    scenario = async_scenarios.Scenario('lost', worker_lost_s=3600)
-    clock.resume()
-    disruption = async_disruptions.Disruption(scenario, cluster, clock)
-    disruption.start()
-    while not disruption.events:
-        clock.wait_until(clock.seconds() + 0.01)
-    disruption.join()
+    cluster, _ = _disrupt(async_scenarios.Scenario('lost', worker_lost_s=3600), 1)
     assert cluster.calls == ['kill 1']
 
 
 def test_a_cut_parameter_server_link_is_restored_even_when_the_run_ends_first():
-    cluster, clock = FakeCluster(), async_disruptions.TrainingClock()
-    scenario = async_scenarios.Scenario('cut', ps_link_cut_s=3600)
-    clock.resume()
-    disruption = async_disruptions.Disruption(scenario, cluster, clock)
-    disruption.start()
-    while not disruption.events:
-        clock.wait_until(clock.seconds() + 0.01)
-    disruption.join()
+    cluster, disruption = _disrupt(async_scenarios.Scenario('cut', ps_link_cut_s=3600), 1)
     assert cluster.calls == ['cut', 'restore']
     assert [e['event'] for e in disruption.events] == ['ps-0 link cut', 'ps-0 link restored']
 
