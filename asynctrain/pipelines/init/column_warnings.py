@@ -78,6 +78,16 @@ def outliers(values: np.ndarray) -> str | None:
     return '; '.join(found) + ": the z-score's mean and standard deviation include them"
 
 
+def zscored_values(sample: CsvSample, plan: ColumnPlan) -> np.ndarray | None:
+    """The present values of a numeric column `plan` z-scores; None for any other plan."""
+    if plan.transform != 'zscore' or sample.types[plan.name] not in (
+        ColumnType.INT,
+        ColumnType.FLOAT,
+    ):
+        return None
+    return sample.columns[plan.name].drop_null().to_numpy(zero_copy_only=False)
+
+
 def with_warnings(sample: CsvSample, plan: ColumnPlan) -> ColumnPlan:
     """`plan` with its column's warnings appended to the reason (`; WARNING: ...`)."""
     if plan.transform is None:
@@ -85,7 +95,8 @@ def with_warnings(sample: CsvSample, plan: ColumnPlan) -> ColumnPlan:
     cells = sample.columns[plan.name]
     present = cells.drop_null()
     warnings = [mostly_missing(plan, sample.rows - len(present), sample.rows)]
-    if plan.transform == 'zscore' and sample.types[plan.name] in (ColumnType.INT, ColumnType.FLOAT):
-        warnings.append(outliers(present.to_numpy(zero_copy_only=False)))
+    values = zscored_values(sample, plan)
+    if values is not None:
+        warnings.append(outliers(values))
     text = ''.join(f'; WARNING: {warning}' for warning in warnings if warning)
     return dataclasses.replace(plan, reason=plan.reason + text) if text else plan

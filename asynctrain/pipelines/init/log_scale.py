@@ -26,8 +26,7 @@ import dataclasses
 import numpy as np
 
 from asynctrain.components.example_gen.csv_sample import CsvSample
-from asynctrain.components.shared.feature_types import ColumnType
-from asynctrain.pipelines.init import label_skew
+from asynctrain.pipelines.init import column_warnings, label_skew
 from asynctrain.pipelines.init.pipeline_draft import ColumnPlan
 
 # A numeric column with no negative value whose skewness between its 1st and 99th percentiles is
@@ -62,13 +61,8 @@ def log_reason(values: np.ndarray) -> str | None:
 def with_log_scale(sample: CsvSample, plan: ColumnPlan) -> ColumnPlan:
     """`plan` with `log: true` and its reason appended, for a `zscore` column whose values
     `log_reason` accepts; otherwise `plan` unchanged."""
-    if plan.transform != 'zscore' or sample.types[plan.name] not in (
-        ColumnType.INT,
-        ColumnType.FLOAT,
-    ):
-        return plan
-    present = sample.columns[plan.name].drop_null().to_numpy(zero_copy_only=False)
-    reason = log_reason(present)
+    values = column_warnings.zscored_values(sample, plan)
+    reason = None if values is None else log_reason(values)
     if reason is None:
         return plan
     return dataclasses.replace(
