@@ -234,7 +234,7 @@ def _train_rounds(args, scenario, task, trainer, held_out, clock, emulated) -> t
             try:
                 measured = rounds_lib.train_to(trainer, (i + 1) * args.steps, save=False)
             except tf.errors.UnavailableError as error:
-                if not scenario.ps_link_cut_s:
+                if not scenario.ps_link_cut_s or disruption is None:
                     raise
                 clock.pause()
                 disruption.join()
@@ -390,14 +390,12 @@ def _start_reference_worker(spec_path: str, addresses: list[str], index: int, gr
 STALL_LIMIT_S = 120.0
 
 
-def _rounds_done(progress_path: str) -> list[dict]:
-    """The rounds the chief has reported (`sync_reference` appends a line per round)."""
-    import json
-
+def _rounds_reported(progress_path: str) -> int:
+    """How many rounds the chief has reported (`sync_reference` appends a line per round)."""
     if not os.path.exists(progress_path):
-        return []
+        return 0
     with open(progress_path, encoding='utf-8') as f:
-        return [json.loads(line) for line in f if line.strip()]
+        return sum(1 for line in f if line.strip())
 
 
 def _lose_reference_worker(scenario, spec, processes, start) -> dict:
@@ -405,26 +403,24 @@ def _lose_reference_worker(scenario, spec, processes, start) -> dict:
     again (`start`) `worker_lost_s` later, and waits for the run to end: `outcome` is
     `finished`, the workers' exit codes, or a stall (no round for `STALL_LIMIT_S` after the
     last progress), with the seconds from the kill to the first round after it and to the end."""
-    import threading
-
     wanted = async_scenarios.disruption_round(spec['rounds'])
-    while len(_rounds_done(spec['progress'])) < wanted:
+    while _rounds_reported(spec['progress']) < wanted:
         if any(p.poll() is not None for p in processes):
             raise RuntimeError(
                 f'a synchronous reference worker exited before round {wanted}: '
                 f'{[p.poll() for p in processes]}'
             )
         time.sleep(0.2)
-    progress = len(_rounds_done(spec['progress']))
+    progress = _rounds_reported(spec['progress'])
     processes[-1].kill()
     killed = time.monotonic()
-    threading.Event().wait(scenario.worker_lost_s)  # the host is down this long
+    time.sleep(scenario.worker_lost_s)  # the host is down this long: the scenario's own length
     processes[-1].wait()
     processes[-1] = start()
     event = {'killed_after_rounds': progress, 'first_round_after_kill_s': None}
     last_progress = time.monotonic()
     while True:
-        rounds = len(_rounds_done(spec['progress']))
+        rounds = _rounds_reported(spec['progress'])
         if rounds > progress:
             progress, last_progress = rounds, time.monotonic()
             if event['first_round_after_kill_s'] is None:
