@@ -1,22 +1,28 @@
 """What a child process does with its command, its parent and its end: `-m MODULE ARG...` run in
 the child as `python -m` would run it (`run_module_argv`), death with the process that started it
 (`die_with_parent`), and an exit with the command's status that runs none of the parent's exit
-handlers (`exit_with_status`). The fork servers (`asynctrain.components.shared.fork_server`, the
+handlers (`exit_with_status`); on the parent's side, starting such a child from a thread that
+lasts as long as the process (`start_from_lasting_thread`). The fork servers (`asynctrain.components.shared.fork_server`, the
 local KFP backend's task processes in
 `asynctrain.pipelines.kubeflow.local_backend.compiled_task`) fork their children from a process
 that has already imported what commands need."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import ctypes
 import os
+import queue
 import runpy
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable
-from typing import NoReturn
+from typing import NoReturn, TypeVar
+
+T = TypeVar('T')
 
 _PR_SET_PDEATHSIG = 1
 # Set in a child's environment by the process that starts it: that process's pid.
@@ -44,6 +50,53 @@ def die_with_parent() -> None:
     prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != int(parent):
         os._exit(1)
+
+
+class _LastingThread:
+    """One daemon thread, started at its first call, that runs the calls handed to it and ends
+    only with the process."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._calls: queue.SimpleQueue | None = None
+
+    def run(self, call: Callable[[], T]) -> T:
+        with self._lock:
+            if self._calls is None:
+                self._calls = queue.SimpleQueue()
+                threading.Thread(
+                    target=self._serve, args=(self._calls,), name='child-starter', daemon=True
+                ).start()
+        done: concurrent.futures.Future = concurrent.futures.Future()
+        self._calls.put((call, done))
+        return done.result()
+
+    @staticmethod
+    def _serve(calls: queue.SimpleQueue) -> None:
+        while True:
+            call, done = calls.get()
+            try:
+                done.set_result(call())
+            except BaseException as error:  # handed to the caller's thread
+                done.set_exception(error)
+
+
+_STARTER = _LastingThread()
+
+
+def start_from_lasting_thread(start: Callable[[], T]) -> T:
+    """`start()` (which starts a child that calls `die_with_parent`), called on a thread that
+    ends only with this process; its result.
+
+    Why: the kernel sends the parent-death signal when the *thread* that created the child ends,
+    not the process (prctl(2), PR_SET_PDEATHSIG: "the 'parent' in this case is considered to be
+    the thread that created this process"). A server restarted from a short-lived thread (a
+    bench's disruption, a watcher) was SIGKILLed as soon as that thread returned: its worker
+    was seen back by the coordinator, then lost again for good. The main thread lasts as long as
+    the process, so it starts children itself."""
+    if threading.current_thread() is threading.main_thread():
+        return start()
+    return _STARTER.run(start)
 
 
 def run_module_argv(argv: list[str]) -> None:

@@ -165,9 +165,13 @@ def spawn(command: list[str], env: dict) -> subprocess.Popen:
     process whose other threads are inside gRPC (TensorFlow, Beam). gRPC skips them ("Other
     threads are currently calling into gRPC, skipping fork() handlers") and the child aborted
     now and then (`epoll_wait error: Bad file descriptor`, SIGABRT) before it could exec. The
-    child sets its own parent-death signal instead (`forked_child.die_with_parent`)."""
+    child sets its own parent-death signal instead (`forked_child.die_with_parent`), and it is
+    started from a thread that lasts as long as this process, as that signal requires
+    (`forked_child.start_from_lasting_thread`)."""
     env = {**env, forked_child.PARENT_PID_VARIABLE: str(os.getpid())}
-    return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
+    return forked_child.start_from_lasting_thread(
+        lambda: subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
+    )
 
 
 # Sets the parent-death signal, then becomes the program its arguments name (the signal survives

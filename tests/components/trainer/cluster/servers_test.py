@@ -170,3 +170,53 @@ def test_a_spawned_program_runs_in_the_spawned_process_and_dies_with_its_parent(
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+
+
+# A parent that spawns a child from a thread of its own and lets that thread end, then lets the
+# child finish; it prints the child's exit status. The child sets its parent-death signal, says
+# so (READY), and waits for GO. The kernel sends that signal when the thread that started the
+# child ends (prctl(2), PR_SET_PDEATHSIG), so a child started by the short-lived thread itself
+# is SIGKILLed there (-9).
+_THREAD_PARENT = """
+import os, sys, threading, time
+from asynctrain.components.trainer.cluster import servers
+ready, go = sys.argv[1:3]
+child_code = (
+    'import os, sys, time\\n'
+    'from asynctrain.components.shared import forked_child\\n'
+    'forked_child.die_with_parent()\\n'
+    'open(sys.argv[1], "w").close()\\n'
+    'while not os.path.exists(sys.argv[2]):\\n'
+    '    time.sleep(0.02)\\n'
+)
+children = []
+
+def restart():
+    children.append(servers.spawn([sys.executable, '-c', child_code, ready, go], servers.child_env()))
+    while not os.path.exists(ready) and children[0].poll() is None:
+        time.sleep(0.02)
+
+thread = threading.Thread(target=restart)
+thread.start()
+thread.join()
+while os.path.exists(f'/proc/self/task/{thread.native_id}'):  # ended in the kernel too
+    time.sleep(0.02)
+open(go, 'w').close()
+print(os.path.exists(ready), children[0].wait(timeout=60), flush=True)
+"""
+
+
+def test_a_child_spawned_from_a_thread_outlives_that_thread(tmp_path):
+    """A server restarted by a short-lived thread (the async bench's lost worker comes back
+    from its disruption thread) must live on after that thread ends."""
+    done = subprocess.run(
+        [sys.executable, '-c', _THREAD_PARENT, str(tmp_path / 'ready'), str(tmp_path / 'go')],
+        env=servers.child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    # The child had set its parent-death signal before the thread ended, and exited 0 when told
+    # to, not -9.
+    assert done.stdout.split() == ['True', '0']
