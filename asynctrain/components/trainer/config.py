@@ -130,6 +130,7 @@ class TrainingConfig:
       checkpoint_interval_steps: Save a checkpoint every this many steps (a crash repeats at most
         this many); 0 saves only at the end.
       summary_interval_steps: Write training summaries about every this many steps.
+      gradient_histograms: Histograms of sampled gradients in TensorBoard (norms: always).
       max_checkpoints_to_keep: Checkpoints kept in the run directory.
       checkpoint_dir: Where checkpoints go; empty means `checkpoints/` in the run directory
         (the ModelRun artifact). A rerun pointing at the same directory resumes from its latest
@@ -142,10 +143,9 @@ class TrainingConfig:
       seed: Seed for weight initialization (data order stays random per worker).
     """
 
-    # Defaults measured on the bundled taxi run (docs/bench_ps.json has the per-step costs): a
-    # parameter-server step costs about the same at batch 256 or 2048 (remote reads and updates,
-    # not arithmetic), so 2048 x 500 steps trains on 4x the examples of 256 x 1000 in about the
-    # same time, at the same eval AUC; 100 steps per execution: 1.05-1.3x the steps/s of 10.
+    # Measured on the bundled taxi run (docs/bench_ps.json): a PS step costs about the same at
+    # batch 256 or 2048 (remote reads and updates), so 2048 x 500 steps trains on 4x the examples
+    # of 256 x 1000 in the same time and AUC; 100 steps per execution: 1.05-1.3x 10's steps/s.
     train_steps: int = 500
     eval_steps: int = 0
     batch_size: int = 2048
@@ -154,6 +154,7 @@ class TrainingConfig:
     steps_per_execution: int = 100
     checkpoint_interval_steps: int = 500
     summary_interval_steps: int = 100
+    gradient_histograms: bool = True
     max_checkpoints_to_keep: int = 3
     checkpoint_dir: str = ''
     staleness_aware_learning_rate: bool = False

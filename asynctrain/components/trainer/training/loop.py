@@ -1,13 +1,14 @@
-"""The training loop: ParameterServerStrategy, ClusterCoordinator, `tf.function`, checkpoints,
-summaries and the training report. Checkpoints restore into any number of parameter servers,
+"""The training loop: ParameterServerStrategy, ClusterCoordinator, checkpoints, summaries and
+the training report. Checkpoints restore into any number of parameter servers,
 tables and optimizer slots included (`checkpoints` says why).
 
 `task` holds what one worker does (a `task.Task`: binary, multiclass or regression, which this
 module never asks); this module owns everything around it. The coordinator (this
 process) schedules closures of `steps_per_execution` steps each on whichever worker is free, so
 workers never wait for each other and their updates to the parameter servers interleave
-(asynchronous training). Each closure reports its loss, the staleness of its updates, and how
-long it waited for input.
+(asynchronous training). Each closure runs `train_function`'s `tf.function` and reports its
+loss, the staleness of its updates, how long it waited for input, which worker ran it and a
+sample of its gradients (`measurements`; written for TensorBoard by `summaries`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
 
 import tensorflow as tf
 
@@ -28,13 +28,16 @@ from asynctrain.components.trainer.training import (
     evaluation,
     export,
     gradient_remedies,
+    gradient_statistics,
     measurements,
     placement,
     profiling,
     progress,
     run_files,
     scheduling,
+    summaries,
     tasks,
+    train_function,
 )
 from asynctrain.components.trainer.training import task as task_lib
 
@@ -81,88 +84,16 @@ class Trainer:
         )
         self._saved_step = -1
         self._initial_step = 0
+        # What each closure's gradient sample holds; each worker's own index, created on the
+        # first `train()`.
+        self.gradient_layout = gradient_statistics.layout_for(
+            self.model.trainable_variables, training.gradient_histograms
+        )
+        self._worker_indices = None
         tf_environment.configure_autograph()
-        self.train_steps = self._make_train_function()
-
-    def _make_train_function(self) -> Callable:
-        features_spec, label_spec = self.task.element_spec
-        iterator_spec = tf.data.IteratorSpec((features_spec, label_spec))
-        task, model, optimizer, strategy = self.task, self.model, self.optimizer, self.strategy
-        remedies = self.remedies
-
-        def replica_step(features, labels):
-            return task.train_step(features, labels, model, optimizer, remedies)
-
-        # A plain step when every execution runs one: a while loop around the remote variable
-        # reads and updates costs more than the step itself at that size (bench ps, `vs_fit`).
-        single_step = self.config.training.steps_per_execution == 1
-
-        # One trace serves every call: the iterator's batch dimension is None and the number of
-        # steps is a tensor, so the shorter last execution runs the same graph.
-        @tf.function(input_signature=[iterator_spec, tf.TensorSpec([], tf.int32)])
-        def train_steps(iterator, num_steps):
-            totals = (
-                tf.constant(0.0),  # loss sum
-                tf.constant(0, tf.int64),  # staleness sum
-                tf.constant(0, tf.int64),  # staleness max
-                tf.constant(0.0, tf.float64),  # input wait
-                tf.constant(0, tf.int64),  # gradient bytes sent
-                tf.constant(0, tf.int64),  # the same gradients' bytes, dense
-            )
-            started = tf.timestamp()
-
-            def step(totals):
-                loss_sum, staleness_sum, staleness_max, input_wait, sent, dense = totals
-                # Explicit dependencies: automatic control dependencies do not order
-                # `tf.timestamp` against `next(iterator)`, and a while loop may start an
-                # iteration's independent ops early, so without them the wait reads as zero.
-                # `sent` too: it waits for the previous step's updates of worker state (the
-                # gradient remedies' residuals), which this step reads.
-                with tf.control_dependencies([loss_sum, staleness_sum, sent]):
-                    before_input = tf.timestamp()
-                with tf.control_dependencies([before_input]):
-                    features, labels = next(iterator)
-                with tf.control_dependencies(tf.nest.flatten((features, labels))):
-                    input_wait += tf.timestamp() - before_input
-                outputs = strategy.experimental_local_results(
-                    strategy.run(replica_step, args=(features, labels))
-                )[0]
-                return (
-                    loss_sum + outputs['loss'],
-                    staleness_sum + outputs['staleness'],
-                    tf.maximum(staleness_max, outputs['staleness']),
-                    input_wait,
-                    sent + outputs['gradient_bytes'],
-                    dense + outputs['dense_gradient_bytes'],
-                )
-
-            if single_step:
-                totals = step(totals)
-            else:
-                # The loop stays outside `strategy.run`: the optimizer's cross-replica merge
-                # cannot sit inside a while loop of the replica function.
-                for _ in tf.range(num_steps):
-                    totals = step(totals)
-            loss_sum, staleness_sum, staleness_max, input_wait, sent, dense = totals
-            with tf.control_dependencies([loss_sum, staleness_sum]):
-                elapsed = tf.timestamp() - started
-            # One tensor, in the order of `measurements.MEASUREMENTS`: the coordinator copies
-            # each returned tensor from the worker separately, one copy per measurement
-            # otherwise, which at one step per execution made our loop slower than `model.fit`
-            # (bench ps).
-            measured = (
-                num_steps,
-                loss_sum,
-                staleness_sum,
-                staleness_max,
-                input_wait,
-                elapsed,
-                sent,
-                dense,
-            )
-            return tf.stack([tf.cast(m, tf.float64) for m in measured])
-
-        return train_steps
+        self.train_steps = train_function.make(
+            task, self.model, self.optimizer, self.strategy, self.remedies, self.gradient_layout
+        )
 
     def _dataset_fn(self) -> tf.data.Dataset:
         cache_path = None
@@ -228,8 +159,13 @@ class Trainer:
             tf.function(self._dataset_fn, autograph=False)
         )
         per_worker_iterator = iter(per_worker_dataset)
+        if self._worker_indices is None:
+            self._worker_indices = scheduling.worker_indices(self.coordinator)
+        workers = self._worker_indices
         scheduling.warm_up(
-            self.coordinator, self.train_steps, (per_worker_iterator, tf.constant(0, tf.int32))
+            self.coordinator,
+            self.train_steps,
+            (per_worker_iterator, workers, tf.constant(0, tf.int32)),
         )
         scheduler = scheduling.ClosureScheduler(self.coordinator, self.train_steps)
         progress_bar = progress.TrainingProgress(training.train_steps, initial_step)
@@ -247,7 +183,7 @@ class Trainer:
             if next_checkpoint is not None:
                 num_steps = min(num_steps, next_checkpoint - scheduled)
             in_flight.append(
-                scheduler.schedule((per_worker_iterator, tf.constant(num_steps, tf.int32)))
+                scheduler.schedule((per_worker_iterator, workers, tf.constant(num_steps, tf.int32)))
             )
             scheduled += num_steps
             if next_checkpoint is not None and scheduled >= next_checkpoint:
@@ -265,9 +201,10 @@ class Trainer:
                 in_flight = in_flight[len(ready) :]
                 interval_totals = measurements.Totals()
                 for remote_value in ready:
-                    interval_totals.add_remote(remote_value)
+                    interval_totals.add_remote(remote_value, self.gradient_layout)
                 totals.merge(interval_totals)
                 now = time.monotonic()
+                interval_seconds = now - last_summary_time
                 step = int(self.optimizer.iterations.numpy())
                 examples_per_sec = (
                     (step - last_summary_step)
@@ -283,22 +220,13 @@ class Trainer:
                 )
                 self._write_progress(step)
                 if summary_writer is not None and interval_totals.steps:
-                    with summary_writer.as_default(step=step):
-                        tf.summary.scalar('train/loss', interval_totals.loss_mean)
-                        tf.summary.scalar('train/examples_per_sec', examples_per_sec)
-                        tf.summary.scalar('train/staleness_mean', interval_totals.staleness_mean)
-                        tf.summary.scalar('train/staleness_max', interval_totals.staleness_max)
-                        tf.summary.scalar(
-                            'train/input_wait_fraction', interval_totals.input_wait_fraction
-                        )
-                        tf.summary.scalar(
-                            'train/gradient_bytes_per_step',
-                            interval_totals.gradient_bytes_per_step,
-                        )
+                    summaries.write_interval(
+                        summary_writer, step, interval_totals, examples_per_sec, interval_seconds
+                    )
                 next_summary = scheduled + training.summary_interval_steps
         scheduler.join()
         for remote_value in in_flight:
-            totals.add_remote(remote_value)
+            totals.add_remote(remote_value, self.gradient_layout)
         seconds = time.monotonic() - started
         progress_bar.close()
         final_step = int(self.optimizer.iterations.numpy())
@@ -318,6 +246,7 @@ class Trainer:
             'rescheduled_closures': scheduler.rescheduled,
             'gradient_bytes_per_step': totals.gradient_bytes_per_step,
             'dense_gradient_bytes_per_step': totals.dense_gradient_bytes_per_step,
+            'worker_steps': dict(sorted(totals.worker_steps.items())),
             'profile': profiling.finish(trace),
         }
 
@@ -406,6 +335,7 @@ def train_and_export(
         rescheduled_closures=measured['rescheduled_closures'],
         gradient_bytes_per_step=measured['gradient_bytes_per_step'],
         dense_gradient_bytes_per_step=measured['dense_gradient_bytes_per_step'],
+        worker_steps={str(w): n for w, n in measured['worker_steps'].items()},
         profile=measured['profile'],
         placement=placement.report(trainer.model, trainer.optimizer),
         eval=eval_metrics,

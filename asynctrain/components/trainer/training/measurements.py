@@ -1,5 +1,9 @@
-"""What each scheduled train function measures on its worker (`MEASUREMENTS`, one float64
-tensor in that order) and how the coordinator adds the closures' measurements up (`Totals`)."""
+"""What each scheduled train function measures on its worker and how the coordinator adds the
+closures' measurements up (`Totals`).
+
+A train function returns one float64 vector: the `MEASUREMENTS` in order, then the count of its
+steps at each staleness (`STALENESS_BINS`), then its last step's gradient sample
+(`gradient_statistics.SampleLayout`); `split` reads it back."""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ import logging
 import math
 
 import tensorflow as tf
+
+from asynctrain.components.trainer.training import gradient_statistics
 
 # What a train function's result holds, in order (float64, counts exact below 2**53).
 MEASUREMENTS = (
@@ -19,7 +25,24 @@ MEASUREMENTS = (
     'seconds',
     'gradient_bytes_sum',
     'dense_gradient_bytes_sum',
+    'worker',
 )
+# Steps counted by staleness: 0, 1, ..., STALENESS_BINS - 2 each, and that or more in the last.
+STALENESS_BINS = 32
+
+
+def split(vector, sample_layout: gradient_statistics.SampleLayout) -> dict:
+    """A train function's result vector as a dict: each of `MEASUREMENTS`,
+    `staleness_counts` and `gradient_sample` (`SampleLayout.split`'s dict)."""
+    values = list(vector)
+    n = len(MEASUREMENTS)
+    expected = n + STALENESS_BINS + sample_layout.size
+    if len(values) != expected:
+        raise ValueError(f'closure result: expected {expected} values, got {len(values)}')
+    result = dict(zip(MEASUREMENTS, values[:n]))
+    result['staleness_counts'] = [int(c) for c in values[n : n + STALENESS_BINS]]
+    result['gradient_sample'] = sample_layout.split(values[n + STALENESS_BINS :])
+    return result
 
 
 @dataclasses.dataclass
@@ -34,6 +57,14 @@ class Totals:
     seconds: float = 0.0
     gradient_bytes_sum: int = 0
     dense_gradient_bytes_sum: int = 0
+    # Steps by the worker that ran them (its task index).
+    worker_steps: dict[int, int] = dataclasses.field(default_factory=dict)
+    staleness_counts: list[int] = dataclasses.field(default_factory=lambda: [0] * STALENESS_BINS)
+    # Gradient samples (one per closure): their count, their norms' sums, the latest histograms.
+    gradient_samples: int = 0
+    global_gradient_norm_sum: float = 0.0
+    gradient_norm_sums: dict[str, float] = dataclasses.field(default_factory=dict)
+    gradient_histograms: dict[str, tuple] = dataclasses.field(default_factory=dict)
 
     def add(self, result: dict) -> None:
         if not isinstance(result, dict):
@@ -48,13 +79,26 @@ class Totals:
         self.seconds += float(result['seconds'])
         self.gradient_bytes_sum += int(result['gradient_bytes_sum'])
         self.dense_gradient_bytes_sum += int(result['dense_gradient_bytes_sum'])
+        steps = int(result['steps'])
+        if steps:
+            worker = int(result['worker'])
+            self.worker_steps[worker] = self.worker_steps.get(worker, 0) + steps
+            self.staleness_counts = [
+                a + b for a, b in zip(self.staleness_counts, result['staleness_counts'])
+            ]
+            sample = result['gradient_sample']
+            self.gradient_samples += 1
+            self.global_gradient_norm_sum += sample['global_norm']
+            for name, norm in sample['norms'].items():
+                self.gradient_norm_sums[name] = self.gradient_norm_sums.get(name, 0.0) + norm
+            self.gradient_histograms.update(sample['histograms'])
 
-    def add_remote(self, remote_value) -> None:
+    def add_remote(self, remote_value, sample_layout: gradient_statistics.SampleLayout) -> None:
         """Adds a closure's measurements. Its updates are applied whatever happens here; only
         its measurements are lost if the worker that holds them died since (then the
         measurements cover fewer steps than were trained)."""
         try:
-            self.add(dict(zip(MEASUREMENTS, remote_value.fetch().tolist())))
+            self.add(split(remote_value.fetch().tolist(), sample_layout))
         except (tf.errors.UnavailableError, tf.errors.CancelledError) as e:
             logging.warning(
                 'Measurements of one execution lost with its worker: %s', str(e).splitlines()[0]
@@ -69,6 +113,16 @@ class Totals:
         self.seconds += other.seconds
         self.gradient_bytes_sum += other.gradient_bytes_sum
         self.dense_gradient_bytes_sum += other.dense_gradient_bytes_sum
+        for worker, steps in other.worker_steps.items():
+            self.worker_steps[worker] = self.worker_steps.get(worker, 0) + steps
+        self.staleness_counts = [
+            a + b for a, b in zip(self.staleness_counts, other.staleness_counts)
+        ]
+        self.gradient_samples += other.gradient_samples
+        self.global_gradient_norm_sum += other.global_gradient_norm_sum
+        for name, norm in other.gradient_norm_sums.items():
+            self.gradient_norm_sums[name] = self.gradient_norm_sums.get(name, 0.0) + norm
+        self.gradient_histograms.update(other.gradient_histograms)
 
     @property
     def loss_mean(self) -> float:
@@ -89,3 +143,11 @@ class Totals:
     @property
     def input_wait_fraction(self) -> float:
         return self.input_wait_seconds / self.seconds if self.seconds else 0.0
+
+    @property
+    def gradient_norm_means(self) -> dict[str, float]:
+        """Each variable's mean gradient norm over the samples, and the global one (`global`)."""
+        if not self.gradient_samples:
+            return {}
+        means = {name: s / self.gradient_samples for name, s in self.gradient_norm_sums.items()}
+        return {'global': self.global_gradient_norm_sum / self.gradient_samples, **means}

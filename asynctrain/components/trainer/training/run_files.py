@@ -56,6 +56,9 @@ class TrainingReport:
         `stale_gradients.top_k_fraction`.
       dense_gradient_bytes_per_step: Mean bytes the same gradients take sent dense (embedding
         gradients count as the rows they update either way).
+      worker_steps: Steps each worker ran in this run, by task index (a string, as JSON keys
+        are); a closure whose measurements were lost with its worker is not counted. None in a
+        report written before it was recorded.
     """
 
     steps: int
@@ -76,6 +79,7 @@ class TrainingReport:
     placement: dict | None = None
     gradient_bytes_per_step: float = 0.0
     dense_gradient_bytes_per_step: float = 0.0
+    worker_steps: dict | None = None
 
     @classmethod
     def read(cls, directory: str) -> TrainingReport:

@@ -127,6 +127,47 @@ def create_per_worker_variables_in_turn(coordinator, variables) -> None:
         variable._per_worker_vars = values_lib.PerWorkerValues(tuple(copies))  # noqa: SLF001
 
 
+def _own_index_function():
+    """A new function each time (one per Trainer): a function outlives the cluster it was sent
+    to only as long as something holds it."""
+
+    @tf.function(input_signature=[tf.TensorSpec([], tf.int32)])
+    def own_index(index):
+        return tf.identity(index)
+
+    return own_index
+
+
+def worker_index_spec() -> tf.TensorSpec:
+    """The spec a scheduled function's `worker_indices` argument arrives with, for its input
+    signature. A resource's value carries the spec that `ResourceClosure.__init__` makes of the
+    resource function's outputs (`func_graph.convert_structure_to_signature`, TF 2.16 and 2.21
+    `cluster_coordinator.py`), which names it; made here the same way."""
+    from tensorflow.python.framework import func_graph
+
+    return func_graph.convert_structure_to_signature(
+        _own_index_function().get_concrete_function().structured_outputs
+    )
+
+
+def worker_indices(coordinator):
+    """Each worker's own task index (an int32 scalar kept on that worker), as a `PerWorkerValues`
+    a scheduled function can take: the coordinator hands each closure the value of the worker
+    that runs it, so a closure can report which worker ran it. Created one worker at a time
+    (rule 1); like any per-worker resource, created again on a worker that comes back."""
+    from tensorflow.python.distribute.coordinator import values as values_lib
+
+    check_coordinator_internals(coordinator)
+    own_index = _own_index_function()
+    values = []
+    for worker in coordinator._cluster.workers:  # noqa: SLF001 - see the module docstring.
+        index = worker.worker_index
+        value = worker.create_resource(own_index, args=(tf.constant(index, tf.int32),))
+        _wait_for(value, 'own_index', index)
+        values.append(value)
+    return values_lib.PerWorkerValues(tuple(values))
+
+
 def warm_up(coordinator, function, args: tuple) -> list:
     """Runs `function(*args)` once on each worker in turn, each waited for and its result fetched
     (rule 2): afterwards the function and its result copies are instantiated everywhere, so

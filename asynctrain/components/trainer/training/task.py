@@ -16,7 +16,13 @@ from collections.abc import Mapping
 import tensorflow as tf
 
 from asynctrain.components.trainer import config as config_lib
-from asynctrain.components.trainer.training import data, gradient_remedies, model, model_module
+from asynctrain.components.trainer.training import (
+    data,
+    gradient_remedies,
+    gradient_statistics,
+    model,
+    model_module,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,9 +197,13 @@ class Task(abc.ABC):
         keras_model: tf.keras.Model,
         optimizer: tf.keras.optimizers.Optimizer,
         remedies: gradient_remedies.GradientRemedies | None = None,
+        sample_gradients: tf.Tensor | None = None,
     ) -> dict:
         """One asynchronous update; returns its loss, staleness and the bytes its gradients put
         on the wire (`gradient_bytes`, and `dense_gradient_bytes` had they all been sent dense).
+        With `sample_gradients` (a bool tensor), also `gradient_sample`: when it is true, the
+        computed gradients' `gradient_statistics.sample` (histograms if
+        `training.gradient_histograms`), zeros otherwise.
 
         Staleness is the number of updates (from any worker) applied to the parameter servers
         between this step's read of the step counter, taken with its read of the weights, and its
@@ -214,6 +224,16 @@ class Task(abc.ABC):
         gradients = tape.gradient(loss, variables)
         with tf.control_dependencies([g for g in gradients if g is not None]):
             applied_step = optimizer.iterations.read_value()
+        outputs = {}
+        if sample_gradients is not None:
+            histograms = self.config.training.gradient_histograms
+            size = gradient_statistics.layout_for(variables, histograms).size
+            computed = list(gradients)
+            outputs['gradient_sample'] = tf.cond(
+                sample_gradients,
+                lambda: gradient_statistics.sample(computed, histograms),
+                lambda: tf.zeros([size], tf.float64),
+            )
         staleness = applied_step - read_step
         if remedies is not None:
             gradients = remedies.compensate(gradients, variables, weights_read)
@@ -233,6 +253,7 @@ class Task(abc.ABC):
             'staleness': staleness,
             'gradient_bytes': sent_bytes,
             'dense_gradient_bytes': dense_bytes,
+            **outputs,
         }
 
     def eval_step(

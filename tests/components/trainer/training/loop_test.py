@@ -58,10 +58,17 @@ def test_report_and_summaries(trained_model):
     assert 0 <= report['input_wait_fraction'] < 1
     # Remedies off: every gradient is sent as it is, dense or as embedding rows.
     assert report['gradient_bytes_per_step'] == report['dense_gradient_bytes_per_step'] > 0
-    tags = set()
+    # Every step is counted once, by the worker that ran it (two in-process workers).
+    assert set(report['worker_steps']) == {'0', '1'}
+    assert sum(report['worker_steps'].values()) == TRAIN_STEPS
+    tags, staleness_steps, latest = set(), 0, {}
     for path in tf.io.gfile.glob(os.path.join(trained_model.model_run_dir, 'events.out.*')):
         for event in tf.compat.v1.train.summary_iterator(path):
-            tags.update(v.tag for v in event.summary.value)
+            for value in event.summary.value:
+                tags.add(value.tag)
+                latest[value.tag] = tf.make_ndarray(value.tensor)
+                if value.tag == 'train/staleness':
+                    staleness_steps += int(latest[value.tag][:, 2].sum())
     assert {
         'train/loss',
         'train/examples_per_sec',
@@ -69,9 +76,23 @@ def test_report_and_summaries(trained_model):
         'train/staleness_max',
         'train/input_wait_fraction',
         'train/gradient_bytes_per_step',
+        'train/worker_steps_per_sec/worker_0',
+        'train/worker_steps_per_sec/worker_1',
+        'train/staleness',
+        'train/gradient_norm/global',
+        'train/gradient_norm/hidden_0/kernel',
         'eval/loss',
         'eval/auc',
     } <= tags
+    # The staleness histograms cover every step once.
+    assert staleness_steps == TRAIN_STEPS
+    assert latest['train/gradient_norm/global'] > 0
+    # A gradient histogram counts each entry of the variable once: 64 biases, a 32 x 1 kernel.
+    assert latest['gradients/hidden_0/bias'][:, 2].sum() == 64
+    assert latest['gradients/logits/kernel'][:, 2].sum() == 32
+    assert {t for t in tags if t.startswith('gradients/')} == {
+        f'gradients/{variable["name"]}' for variable in report['placement']['model']
+    }
     checkpoints = tf.train.get_checkpoint_state(
         os.path.join(trained_model.model_run_dir, run_files.CHECKPOINT_SUBDIR)
     )
