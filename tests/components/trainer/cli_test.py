@@ -86,8 +86,9 @@ def _check_output(output, steps, num_workers, num_ps):
 
 
 @pytest.mark.integration
-def test_local_processes_cluster_survives_a_killed_worker(transformed_data, tmp_path):
-    """kill -9 a worker mid-training: the other worker finishes the steps; the model serves."""
+def test_local_processes_cluster_survives_a_killed_worker_which_rejoins(transformed_data, tmp_path):
+    """kill -9 a worker mid-training: the other worker finishes the steps; the worker, started
+    again from a thread that then ends, takes steps again; the model serves."""
     result = subprocess.run(
         [
             sys.executable,
@@ -111,6 +112,10 @@ def test_local_processes_cluster_survives_a_killed_worker(transformed_data, tmp_
     # failure can add up to steps_per_execution (5) steps.
     assert outcome['victim_exit'] == -9
     assert outcome['killed_at'] < 60 <= outcome['steps'] <= 60 + 5
+    # Back: the restarted worker ran steps of a later round (before the fix, the kernel killed it
+    # when the thread that started it ended, and no round ever counted a step of it).
+    assert outcome['rejoined_steps'] > 0
+    assert outcome['rounds_until_rejoined'] < 100
     assert_serves_raw_examples(tmp_path / 'model' / 'Format-Serving')
 
 

@@ -1,5 +1,6 @@
 """Run as a process by cli_test: trains on a `local_processes` cluster of two workers and one
-parameter server, kills worker 1 once training is under way, and prints what it measured.
+parameter server, kills worker 1 once training is under way, starts it again from that short-lived
+thread, trains on in rounds until worker 1 takes steps again, and prints what it measured.
 
 It runs in its own process because a coordinator that lost a worker keeps trying to reach it in
 background threads: no place for the pytest process, which hosts the in-process clusters.
@@ -11,6 +12,7 @@ from asynctrain.components.shared import tf_environment
 
 tf_environment.configure()
 
+import dataclasses  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
@@ -24,6 +26,8 @@ from asynctrain.components.trainer.training import loop as train_lib  # noqa: E4
 
 TRAIN_STEPS = 60
 KILL_AT_STEP = 15
+ROUND_STEPS = 20
+MAX_ROUNDS = 100
 
 
 def main(examples: str, transform_graph: str, output: str) -> dict:
@@ -44,18 +48,44 @@ def main(examples: str, transform_graph: str, output: str) -> dict:
             os.path.join(output, 'model_run'),
         )
         victim = cluster.processes[(cluster_lib.WORKER, 1)]
-        killed_at = []
+        spec = cluster.resolver.cluster_spec().as_dict()
+        killed_at, restarted = [], []
 
-        def kill_once_training():
+        def kill_once_training_then_restart():
             while int(trainer.optimizer.iterations.numpy()) < KILL_AT_STEP:
                 time.sleep(0.1)
             killed_at.append(int(trainer.optimizer.iterations.numpy()))
             victim.kill()
+            victim.wait()
+            # Started again by this thread, which ends once the server listens: the server must
+            # outlive it (`forked_child.start_from_lasting_thread`).
+            process = cluster_lib.start_server_process(spec, cluster_lib.WORKER, 1)
+            restarted.append(process)
+            cluster_lib.wait_for_servers(
+                {cluster_lib.WORKER: spec[cluster_lib.WORKER]},
+                {(cluster_lib.WORKER, 1): process},
+                60,
+            )
 
-        threading.Thread(target=kill_once_training, daemon=True).start()
+        thread = threading.Thread(target=kill_once_training_then_restart)
+        thread.start()
         measured = trainer.train()
-        victim_exit = victim.wait(timeout=30)
-        serving_model = trainer.serving_model()
+        thread.join()
+        # Rounds until the restarted worker has run steps in one, as the coordinator sees it.
+        rounds, rejoined_steps = 0, 0
+        try:
+            while not rejoined_steps and rounds < MAX_ROUNDS:
+                rounds += 1
+                target = measured['steps'] + ROUND_STEPS
+                trainer.config = dataclasses.replace(
+                    config, training=dataclasses.replace(config.training, train_steps=target)
+                )
+                round_measured = trainer.train()
+                rejoined_steps = round_measured['worker_steps'].get(1, 0)
+            victim_exit = victim.wait(timeout=30)
+            serving_model = trainer.serving_model()
+        finally:
+            cluster_lib.stop_processes({(cluster_lib.WORKER, 1): restarted[0]})
     binary_task = tasks.BinaryClassificationTask(schema, config)
     export.export_serving_model(
         serving_model,
@@ -64,11 +94,17 @@ def main(examples: str, transform_graph: str, output: str) -> dict:
         binary_task.serving_outputs,
         model_inputs=tuple(binary_task.element_spec[0]),
     )
-    return {'steps': measured['steps'], 'killed_at': killed_at[0], 'victim_exit': victim_exit}
+    return {
+        'steps': measured['steps'],
+        'killed_at': killed_at[0],
+        'victim_exit': victim_exit,
+        'rounds_until_rejoined': rounds,
+        'rejoined_steps': rejoined_steps,
+    }
 
 
 if __name__ == '__main__':
     print(json.dumps(main(*sys.argv[1:4])), flush=True)
     sys.stdout.flush()
-    # The coordinator's threads still retry the killed worker; end without waiting for them.
+    # The coordinator's threads may still be busy with the cluster; end without waiting for them.
     os._exit(0)
