@@ -72,8 +72,8 @@ _REMEDIES = {
 _BASE = (
     Scenario('equal'),
     Scenario('quarter_cpu', slow_worker_cpus=0.25),
-    # The synchronous references' links are not emulated: with them it would be `equal` again.
-    Scenario('latency_20ms', worker_latency_ms=20.0, references=False),
+    # The references' workers behind proxies too, the last one's as slow (`_reference_links`).
+    Scenario('latency_20ms', worker_latency_ms=20.0),
     Scenario('worker_lost', worker_lost_s=20.0),
     Scenario('ps_link_cut', ps_link_cut_s=10.0, references=False),
 )

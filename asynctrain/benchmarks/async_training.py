@@ -21,6 +21,7 @@ latency scenario slows only ours.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import sys
@@ -268,14 +269,43 @@ def _train_rounds(args, scenario, task, trainer, held_out, clock, emulated) -> t
 
 def run_reference(args, scenario, data, run_dir: str, loop: str) -> dict:
     """A synchronous reference (`sync_reference`, trained by `loop`) for `scenario`: one process
-    per worker, each in its CPU budget, as many examples per round as ours. Links are not
-    emulated for it. A lost worker is SIGKILLed once the run has done the rounds ours had done,
-    and started again `worker_lost_s` later (`_lose_reference_worker`)."""
-    from asynctrain.components.shared import ports as ports_lib
-    from asynctrain.testing.emulated_cluster import cpu_budget
+    per worker, each in its CPU budget, as many examples per round as ours. In a scenario with a
+    slow link, every worker is behind a proxy and the last one's has the latency ours' last
+    worker has (`_reference_links`). A lost worker is SIGKILLed once the run has done the rounds
+    ours had done, and started again `worker_lost_s` later (`_lose_reference_worker`)."""
 
     spec, spec_path = _reference_spec(args, data, run_dir, loop)
-    addresses = [f'{ports_lib.HOST}:{p}' for p in ports_lib.free_ports(args.workers)]
+    with contextlib.ExitStack() as stack:
+        addresses, bind_ports, links = _reference_links(args, scenario, stack)
+        return _run_reference_workers(args, scenario, spec, spec_path, addresses, bind_ports, links)
+
+
+def _reference_links(args, scenario, stack: contextlib.ExitStack) -> tuple[list, list, list]:
+    """The workers' addresses in TF_CONFIG, the ports they bind, and their links: each worker on
+    its own port and no links, unless the scenario slows a link; then each behind a Toxiproxy
+    link (closed with `stack`) on the port its address names, binding one behind it, and the
+    last link with `worker_latency_ms` of latency and as much jitter, as `run_ours` sets it."""
+    from asynctrain.components.shared import ports as ports_lib
+    from asynctrain.testing.emulated_cluster import toxiproxy
+
+    if not scenario.worker_latency_ms:
+        ports = ports_lib.free_ports(args.workers)
+        return [f'{ports_lib.HOST}:{p}' for p in ports], [0] * args.workers, []
+    proxies = stack.enter_context(toxiproxy.ToxiproxyServer())
+    # All in one pick, all distinct (as `EmulatedCluster` picks them).
+    picked = ports_lib.free_ports(2 * args.workers)
+    bind_ports, listen_ports = picked[: args.workers], picked[args.workers :]
+    links = [
+        proxies.link(f'sync-worker-{i}', f'{ports_lib.HOST}:{bind}', listen_port=listen)
+        for i, (bind, listen) in enumerate(zip(bind_ports, listen_ports))
+    ]
+    links[-1].latency(scenario.worker_latency_ms, jitter_ms=scenario.worker_latency_ms)
+    return [link.listen for link in links], bind_ports, links
+
+
+def _run_reference_workers(args, scenario, spec, spec_path, addresses, bind_ports, links) -> dict:
+    from asynctrain.testing.emulated_cluster import cpu_budget
+
     hierarchy = cpu_budget.find_hierarchy()
     cpus = scenario.worker_cpus(args.workers, args.host_cpus)
     groups = [
@@ -285,14 +315,16 @@ def run_reference(args, scenario, data, run_dir: str, loop: str) -> dict:
     processes, lost = [], None
     try:
         for index, group in enumerate(groups):
-            processes.append(_start_reference_worker(spec_path, addresses, index, group))
+            processes.append(
+                _start_reference_worker(spec_path, addresses, index, group, bind_ports[index])
+            )
         if scenario.worker_lost_s:
             lost = _lose_reference_worker(
                 scenario,
                 spec,
                 processes,
                 start=lambda: _start_reference_worker(
-                    spec_path, addresses, args.workers - 1, groups[-1]
+                    spec_path, addresses, args.workers - 1, groups[-1], bind_ports[-1]
                 ),
             )
         else:
@@ -300,6 +332,8 @@ def run_reference(args, scenario, data, run_dir: str, loop: str) -> dict:
             if any(codes):
                 raise RuntimeError(f'synchronous reference workers exited with {codes}')
         counters = {f'worker-{i}': _group_counters(g) for i, g in enumerate(groups)}
+        for i, link in enumerate(links):
+            counters[f'worker-{i}']['link_bytes'] = link.bytes_through()
     finally:
         for p in processes:
             if p.poll() is None:
@@ -341,7 +375,8 @@ def _reference_spec(args, data, run_dir: str, loop: str) -> tuple[dict, str]:
 
 
 def _group_counters(group) -> dict:
-    """A synchronous worker's CPU counters, as `_host_counters` gives ours (no link)."""
+    """A synchronous worker's CPU counters, as `_host_counters` gives ours (its link's bytes are
+    added when it has one)."""
     stats = group.stats()
     return {
         'cpus': group.cpus,
@@ -367,8 +402,11 @@ def _reference_curve(spec: dict) -> list[dict]:
     return curve
 
 
-def _start_reference_worker(spec_path: str, addresses: list[str], index: int, group):
-    """Synchronous reference worker `index` as a process in its CPU group."""
+def _start_reference_worker(
+    spec_path: str, addresses: list[str], index: int, group, bind_port: int = 0
+):
+    """Synchronous reference worker `index` as a process in its CPU group (binding `bind_port`
+    when it is behind a proxy)."""
     from asynctrain.components.trainer.cluster import servers
 
     env = servers.child_env(
@@ -382,6 +420,8 @@ def _start_reference_worker(spec_path: str, addresses: list[str], index: int, gr
         '--spec',
         spec_path,
     ]
+    if bind_port:
+        command += ['--bind-port', str(bind_port)]
     return servers.spawn(command, env)
 
 

@@ -7,7 +7,11 @@ custom-training-loop guide writes it). The chief scores the weights on the held-
 each round, with the clock stopped, and writes its curve as JSON; it reports each round as it
 ends, a line in `spec['progress']`, for the bench to time a disruption by.
 
-    python -m asynctrain.benchmarks.sync_reference --spec FILE   (one worker; TF_CONFIG set)
+A worker behind a proxy (the bench emulates its links) binds `--bind-port` while TF_CONFIG names
+the proxy's address, as the Trainer's servers do with `ServerDef.port`.
+
+    python -m asynctrain.benchmarks.sync_reference --spec FILE [--bind-port N]
+        (one worker; TF_CONFIG set)
 """
 
 from __future__ import annotations
@@ -19,7 +23,20 @@ import sys
 import time
 
 
-def run_worker(spec: dict) -> None:
+def cluster_resolver(bind_port: int = 0):
+    """TF_CONFIG's cluster, its server bound to `bind_port` when that is not 0: the strategy
+    builds its `ServerDef` with the resolver's `port` when it has one (TF 2.16 and 2.21
+    `collective_all_reduce_strategy.py`, `_initialize_multi_worker`), else binds the port TF_CONFIG
+    names."""
+    import tensorflow as tf
+
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    if bind_port:
+        resolver.port = bind_port
+    return resolver
+
+
+def run_worker(spec: dict, bind_port: int = 0) -> None:
     """One worker's training, by `spec['loop']`; the chief (task 0) writes `spec['output']`."""
     import tensorflow as tf
 
@@ -27,7 +44,9 @@ def run_worker(spec: dict) -> None:
     from asynctrain.components.trainer.training import data as data_lib
 
     data = transformed_examples.TransformedExamples(**spec['data'])
-    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(
+        cluster_resolver=cluster_resolver(bind_port)
+    )
     task = transformed_examples.make_task(data, batch_size=spec['batch_size'])
     held_out = parameter_server_fit.held_out_batches(
         task, data.examples_dir, spec['held_out_split']
@@ -141,9 +160,10 @@ def main() -> int:
     forked_child.die_with_parent()
     parser = argparse.ArgumentParser(prog='sync_reference')
     parser.add_argument('--spec', required=True)
+    parser.add_argument('--bind-port', type=int, default=0)
     args = parser.parse_args()
     with open(args.spec, encoding='utf-8') as f:
-        run_worker(json.load(f))
+        run_worker(json.load(f), args.bind_port)
     return 0
 
 

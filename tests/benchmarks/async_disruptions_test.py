@@ -234,3 +234,47 @@ def test_a_synchronous_run_whose_workers_fail_after_the_loss_says_so(tmp_path):
     assert lost['outcome'] == 'workers exited with [1, 1]'
     assert lost['first_round_after_kill_s'] is None
     assert lost['rounds_done'] == 1
+
+
+def test_the_references_workers_are_proxied_only_where_a_link_is_slow():
+    import argparse
+    import contextlib
+
+    args = argparse.Namespace(workers=3)
+    with contextlib.ExitStack() as stack:
+        addresses, bind_ports, links = async_training._reference_links(
+            args, async_scenarios.SCENARIOS['equal'], stack
+        )
+    assert (len(addresses), bind_ports, links) == (3, [0, 0, 0], [])
+
+    with contextlib.ExitStack() as stack:
+        addresses, bind_ports, links = async_training._reference_links(
+            args, async_scenarios.SCENARIOS['latency_20ms'], stack
+        )
+        # TF_CONFIG names the proxies; each worker binds the port behind its own.
+        assert addresses == [link.listen for link in links]
+        assert [link.upstream for link in links] == [f'127.0.0.1:{p}' for p in bind_ports]
+        assert len(set(bind_ports) | {a.rsplit(':', 1)[1] for a in addresses}) == 6
+        # The last worker's link is as slow as ours' last worker's: 20 ms with 20 ms of jitter.
+        assert [len(link.toxics()) for link in links] == [0, 0, 1]
+        toxic = links[-1].toxics()[0]
+        assert (toxic['type'], toxic['attributes']) == (
+            'latency',
+            {'latency': 20, 'jitter': 20},
+        )
+
+
+def test_a_reference_worker_binds_the_port_it_is_given_behind_its_proxy(monkeypatch):
+    import json
+
+    from asynctrain.benchmarks import sync_reference
+
+    cluster = {'worker': ['127.0.0.1:7001', '127.0.0.1:7002']}
+    monkeypatch.setenv(
+        'TF_CONFIG', json.dumps({'cluster': cluster, 'task': {'type': 'worker', 'index': 1}})
+    )
+    resolver = sync_reference.cluster_resolver(bind_port=9123)
+    assert resolver.port == 9123
+    assert resolver.cluster_spec().as_dict() == cluster
+    assert (resolver.task_type, resolver.task_id) == ('worker', 1)
+    assert not hasattr(sync_reference.cluster_resolver(), 'port')
