@@ -87,8 +87,10 @@ def _check_output(output, steps, num_workers, num_ps):
 
 @pytest.mark.integration
 def test_local_processes_cluster_survives_a_killed_worker_which_rejoins(transformed_data, tmp_path):
-    """kill -9 a worker mid-training: the other worker finishes the steps; the worker, started
-    again from a thread that then ends, takes steps again; the model serves."""
+    """kill -9 a worker mid-training and start it again: the other finishes; it rejoins.
+
+    The other worker finishes the steps; the killed one, started again from a thread that then
+    ends, takes steps again in a later round; the model serves."""
     result = subprocess.run(
         [
             sys.executable,
