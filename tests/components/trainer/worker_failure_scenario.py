@@ -27,7 +27,10 @@ from asynctrain.components.trainer.training import loop as train_lib  # noqa: E4
 TRAIN_STEPS = 60
 KILL_AT_STEP = 15
 ROUND_STEPS = 20
-MAX_ROUNDS = 100
+# How long the rounds go on for the restarted worker to rejoin: the coordinator reaches it again
+# once its gRPC channel's reconnection backoff (1 s, growing 1.6x while the worker was down)
+# lets it try, seconds after the server listens; a wait, not a measure.
+REJOIN_TIMEOUT_S = 150
 
 
 def main(examples: str, transform_graph: str, output: str) -> dict:
@@ -73,8 +76,9 @@ def main(examples: str, transform_graph: str, output: str) -> dict:
         thread.join()
         # Rounds until the restarted worker has run steps in one, as the coordinator sees it.
         rounds, rejoined_steps = 0, 0
+        deadline = time.monotonic() + REJOIN_TIMEOUT_S
         try:
-            while not rejoined_steps and rounds < MAX_ROUNDS:
+            while not rejoined_steps and time.monotonic() < deadline:
                 rounds += 1
                 target = measured['steps'] + ROUND_STEPS
                 trainer.config = dataclasses.replace(
