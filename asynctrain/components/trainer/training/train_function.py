@@ -10,6 +10,7 @@ gradient sample of its last step (`gradient_statistics`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import tensorflow as tf
 
@@ -20,6 +21,19 @@ from asynctrain.components.trainer.training import (
     scheduling,
 )
 from asynctrain.components.trainer.training import task as task_lib
+
+
+class _Sums(NamedTuple):
+    """What an execution carries from step to step (a `tf.while_loop`'s loop variables)."""
+
+    loss: tf.Tensor
+    staleness: tf.Tensor
+    staleness_max: tf.Tensor
+    input_wait: tf.Tensor  # seconds
+    sent: tf.Tensor  # gradient bytes sent
+    dense: tf.Tensor  # the same gradients' bytes, dense
+    staleness_counts: tf.Tensor  # steps by staleness
+    gradient_sample: tf.Tensor  # the last step's
 
 
 def make(
@@ -52,54 +66,45 @@ def make(
         ]
     )
     def train_steps(iterator, worker, num_steps):
-        totals = (
-            tf.constant(0.0),  # loss sum
-            tf.constant(0, tf.int64),  # staleness sum
-            tf.constant(0, tf.int64),  # staleness max
-            tf.constant(0.0, tf.float64),  # input wait
-            tf.constant(0, tf.int64),  # gradient bytes sent
-            tf.constant(0, tf.int64),  # the same gradients' bytes, dense
-            tf.zeros([measurements.STALENESS_BINS], tf.int64),  # steps by staleness
-            tf.zeros([gradient_layout.size], tf.float64),  # the last step's gradient sample
+        totals = _Sums(
+            loss=tf.constant(0.0),
+            staleness=tf.constant(0, tf.int64),
+            staleness_max=tf.constant(0, tf.int64),
+            input_wait=tf.constant(0.0, tf.float64),
+            sent=tf.constant(0, tf.int64),
+            dense=tf.constant(0, tf.int64),
+            staleness_counts=tf.zeros([measurements.STALENESS_BINS], tf.int64),
+            gradient_sample=tf.zeros([gradient_layout.size], tf.float64),
         )
         started = tf.timestamp()
 
-        def step(totals, last):
-            (
-                loss_sum,
-                staleness_sum,
-                staleness_max,
-                input_wait,
-                sent,
-                dense,
-                staleness_counts,
-                gradient_sample,
-            ) = totals
+        def step(totals: _Sums, last) -> _Sums:
             # Explicit dependencies: automatic control dependencies do not order
             # `tf.timestamp` against `next(iterator)`, and a while loop may start an
             # iteration's independent ops early, so without them the wait reads as zero.
             # `sent` too: it waits for the previous step's updates of worker state (the
             # gradient remedies' residuals), which this step reads.
-            with tf.control_dependencies([loss_sum, staleness_sum, sent]):
+            with tf.control_dependencies([totals.loss, totals.staleness, totals.sent]):
                 before_input = tf.timestamp()
             with tf.control_dependencies([before_input]):
                 features, labels = next(iterator)
             with tf.control_dependencies(tf.nest.flatten((features, labels))):
-                input_wait += tf.timestamp() - before_input
+                input_wait = totals.input_wait + tf.timestamp() - before_input
             outputs = strategy.experimental_local_results(
                 strategy.run(replica_step, args=(features, labels, last))
             )[0]
             staleness = outputs['staleness']
             bin_ = tf.minimum(staleness, measurements.STALENESS_BINS - 1)
-            return (
-                loss_sum + outputs['loss'],
-                staleness_sum + staleness,
-                tf.maximum(staleness_max, staleness),
-                input_wait,
-                sent + outputs['gradient_bytes'],
-                dense + outputs['dense_gradient_bytes'],
-                staleness_counts + tf.one_hot(bin_, measurements.STALENESS_BINS, dtype=tf.int64),
-                tf.where(last, outputs['gradient_sample'], gradient_sample),
+            return _Sums(
+                loss=totals.loss + outputs['loss'],
+                staleness=totals.staleness + staleness,
+                staleness_max=tf.maximum(totals.staleness_max, staleness),
+                input_wait=input_wait,
+                sent=totals.sent + outputs['gradient_bytes'],
+                dense=totals.dense + outputs['dense_gradient_bytes'],
+                staleness_counts=totals.staleness_counts
+                + tf.one_hot(bin_, measurements.STALENESS_BINS, dtype=tf.int64),
+                gradient_sample=tf.where(last, outputs['gradient_sample'], totals.gradient_sample),
             )
 
         if single_step:
@@ -109,37 +114,27 @@ def make(
             # cannot sit inside a while loop of the replica function.
             for i in tf.range(num_steps):
                 totals = step(totals, tf.equal(i, num_steps - 1))
-        (
-            loss_sum,
-            staleness_sum,
-            staleness_max,
-            input_wait,
-            sent,
-            dense,
-            staleness_counts,
-            gradient_sample,
-        ) = totals
-        with tf.control_dependencies([loss_sum, staleness_sum]):
+        with tf.control_dependencies([totals.loss, totals.staleness]):
             elapsed = tf.timestamp() - started
         # One tensor, laid out as `measurements.split` reads it: the coordinator copies each
         # returned tensor from the worker separately, one copy per measurement otherwise,
         # which at one step per execution made our loop slower than `model.fit` (bench ps).
         measured = (
             num_steps,
-            loss_sum,
-            staleness_sum,
-            staleness_max,
-            input_wait,
+            totals.loss,
+            totals.staleness,
+            totals.staleness_max,
+            totals.input_wait,
             elapsed,
-            sent,
-            dense,
+            totals.sent,
+            totals.dense,
             worker,
         )
         return tf.concat(
             [
                 tf.stack([tf.cast(m, tf.float64) for m in measured]),
-                tf.cast(staleness_counts, tf.float64),
-                gradient_sample,
+                tf.cast(totals.staleness_counts, tf.float64),
+                totals.gradient_sample,
             ],
             axis=0,
         )
