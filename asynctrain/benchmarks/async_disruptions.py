@@ -13,11 +13,12 @@ import time
 
 
 class TrainingClock:
-    """Wall time that runs only between `resume` and `pause`: the seconds spent training."""
+    """Wall time that runs only between `resume` and `pause`: the seconds spent training, from
+    `start_s` (a run restarted from a checkpoint goes on from where its first attempt stopped)."""
 
-    def __init__(self):
+    def __init__(self, start_s: float = 0.0):
         self._changed = threading.Condition()
-        self._total = 0.0
+        self._total = start_s
         self._since: float | None = None
         self.cancelled = False
 

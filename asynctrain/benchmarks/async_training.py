@@ -1,18 +1,19 @@
 """`asynctrain bench async`: asynchronous parameter servers (the Trainer's loop) on emulated
 unequal hosts, scenario by scenario.
 
-Each scenario (`async_scenarios`) starts an `EmulatedCluster` (asynctrain.testing): workers with a
-CPU budget each (one of them slowed in some scenarios), one parameter server, every task behind
-its own link. The Trainer's loop trains the default model on transformed taxi examples in
-`--rounds` rounds of `--steps` steps; after each round the trained weights are scored on the same
-held-out batches (loss and AUC), so a curve of AUC and examples/s against wall time comes out per
-scenario, with the staleness of each round's updates, every host's CPU counters (throttled
-periods) and the bytes that crossed each link.
+Each scenario (`async_scenarios`) runs ours in a process of its own (`async_ours`): an
+`EmulatedCluster` (asynctrain.testing) of workers with a CPU budget each (one of them slowed in
+some scenarios) and one parameter server, every task behind its own link. The Trainer's loop
+trains the default model on transformed taxi examples in `--rounds` rounds of `--steps` steps;
+after each round the trained weights are scored on the same held-out batches (loss and AUC), so a
+curve of AUC and examples/s against wall time comes out per scenario, with the staleness of each
+round's updates, every host's CPU counters (throttled periods) and the bytes that crossed each
+link.
 
 The synchronous references (`sync_reference`: MultiWorkerMirroredStrategy trained by Keras `fit`,
 `sync_fit`, and by a custom loop, `sync_custom`; one process per worker in the same CPU budgets, as
-many examples per round) run after ours in each scenario; their links are not emulated, so the
-latency scenario slows only ours.
+many examples per round) run after ours in each scenario; in the latency scenario every worker is
+behind a proxy, the last one's link as slow as ours'. `async_figures` compares the curves.
 
     asynctrain bench async [--workers N] [--steps N] [--rounds N] [--scenarios NAME ...]
                            [--batch-size N] [--examples N] [--output DIR]
@@ -27,7 +28,13 @@ import shutil
 import sys
 import time
 
-from asynctrain.benchmarks import async_disruptions, async_scenarios, report, transformed_examples
+from asynctrain.benchmarks import (
+    async_figures,
+    async_ours,
+    async_scenarios,
+    report,
+    transformed_examples,
+)
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'async')
 DEFAULT_WORKERS = 4
@@ -40,8 +47,6 @@ STEPS_PER_EXECUTION = 10
 # Rounds are scored on the first batches of the eval split: rows the training split's resampling
 # never drew from (the train split repeats its sample's rows, and a model learns them by heart).
 HELD_OUT_SPLIT = 'eval'
-# A server under a small budget imports TensorFlow slowly (a quarter of 0.35 CPU: about 50 s).
-STARTUP_TIMEOUT_S = 300.0
 # The synchronous references, and the loop each runs (`sync_reference`).
 SYNC_LOOPS = {'sync_fit': 'fit', 'sync_custom': 'custom'}
 STRATEGIES = ('ours', *SYNC_LOOPS)
@@ -119,154 +124,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 _log = report.progress('async')
 
 
-def trainer_config(
-    scenario: async_scenarios.Scenario, num_workers: int, batch_size: int, steps: int
-):
-    """The Trainer's config for a scenario: no checkpoint, the scenario's overrides applied."""
-    from asynctrain.components.trainer import config as config_lib
-
-    config = config_lib.TrainerConfig(
-        training=config_lib.TrainingConfig(
-            train_steps=steps,
-            batch_size=batch_size,
-            steps_per_execution=STEPS_PER_EXECUTION,
-            checkpoint_interval_steps=0,
-            summary_interval_steps=steps,
-        ),
-        distribution=config_lib.DistributionConfig(num_workers=num_workers, num_ps=1),
-    )
-    return async_scenarios.apply_overrides(config, scenario.overrides)
-
-
-def held_out_scores(task, keras_model, batches: list) -> dict:
-    """Mean loss and AUC of a plain copy of `keras_model` on the held-out `batches`."""
-    import tempfile
-
-    import tensorflow as tf
-
-    from asynctrain.components.trainer.training import checkpoints
-
-    plain = task.build_model()
-    if keras_model is not None:
-        with tempfile.TemporaryDirectory() as scratch:
-            checkpoints.transfer_weights(keras_model, plain, scratch)
-    auc = tf.keras.metrics.AUC(from_logits=True)
-    losses = []
-    for features, labels in batches:
-        logits = plain(features)
-        losses.append(float(task.loss(labels, logits)))
-        auc.update_state(tf.reshape(labels, [-1]), tf.reshape(logits, [-1]))
-    return {'loss': sum(losses) / len(losses), 'auc': float(auc.result())}
-
-
-def _host_counters(emulated) -> dict:
-    """Every host's CPU counters (throttled periods) and the bytes that crossed its link."""
-    counters = {}
-    for (job, index), host in emulated.hosts.items():
-        stats = host.cpu_stats()
-        counters[f'{job}-{index}'] = {
-            'cpus': host.cgroup.cpus if host.cgroup is not None else None,
-            'periods': stats.periods if stats else 0,
-            'throttled_periods': stats.throttled_periods if stats else 0,
-            'link_bytes': host.link.bytes_through(),
-        }
-    return counters
-
-
-def run_ours(args, scenario, data, held_out, run_dir: str) -> dict:
-    """Our loop on an emulated cluster for `scenario`: `args.rounds` rounds, each scored, the
-    scenario's disruption started at its round."""
-    from asynctrain.components.trainer.cluster import servers
-    from asynctrain.components.trainer.training import loop as train_lib
-    from asynctrain.testing.emulated_cluster.hosts import EmulatedCluster, Machine
-
-    workers = [Machine(cpus=c) for c in scenario.worker_cpus(args.workers, args.host_cpus)]
-    config = trainer_config(scenario, args.workers, args.batch_size, args.steps)
-    task = transformed_examples.make_task(data, trainer_config=config)
-    untrained = held_out_scores(task, None, held_out)
-    ps = [Machine(cpus=args.ps_cpus or args.host_cpus)]
-    with EmulatedCluster(workers, ps, startup_timeout_s=STARTUP_TIMEOUT_S) as emulated:
-        if scenario.worker_latency_ms:
-            emulated.host(servers.WORKER, args.workers - 1).link.latency(
-                scenario.worker_latency_ms, jitter_ms=scenario.worker_latency_ms
-            )
-        clock = async_disruptions.TrainingClock()
-        clock.resume()
-        trainer = train_lib.Trainer(
-            task, servers.attach(emulated.cluster_spec), data.examples_dir, run_dir
-        )
-        try:
-            curve, events = _train_rounds(args, scenario, task, trainer, held_out, clock, emulated)
-        except _ParameterServerLost as lost:
-            return {'completed': False, **lost.figures, 'hosts': _host_counters(emulated)}
-        counters = _host_counters(emulated)
-    figures = summarize(curve, untrained, counters, args.steps * args.rounds)
-    return {'completed': True, **figures, 'disruptions': events}
-
-
-class _ParameterServerLost(Exception):
-    """Our run ended when its parameter server could not be reached (`figures`: how far it got).
-    TensorFlow's coordinator treats a parameter server's error as fatal: the Trainer's answer is
-    a restart from the last checkpoint (`cluster.recovery`; docs/reliability.md), not measured
-    by this bench."""
-
-    def __init__(self, figures: dict):
-        super().__init__(figures['outcome'])
-        self.figures = figures
-
-
-def _train_rounds(args, scenario, task, trainer, held_out, clock, emulated) -> tuple:
-    """`args.rounds` rounds of our loop, each scored with `clock` paused; the curve, and the
-    events of the scenario's disruption, over by the time this returns.
-
-    Raises:
-      _ParameterServerLost: a cut parameter-server link ended the run.
-    """
-    import tensorflow as tf
-
-    from asynctrain.benchmarks import parameter_server_fit as rounds_lib
-
-    curve, disruption = [], None
-    try:
-        for i in range(args.rounds):
-            if scenario.disrupted and i == async_scenarios.disruption_round(args.rounds):
-                disruption = async_disruptions.Disruption(scenario, emulated, clock)
-                disruption.start()
-            try:
-                measured = rounds_lib.train_to(trainer, (i + 1) * args.steps, save=False)
-            except tf.errors.UnavailableError as error:
-                if not scenario.ps_link_cut_s or disruption is None:
-                    raise
-                clock.pause()
-                disruption.join()
-                raise _ParameterServerLost(
-                    {
-                        'outcome': f'training failed: {type(error).__name__}: {error.message}',
-                        'curve': curve,
-                        'failed_at_training_s': clock.seconds(),
-                        'disruptions': disruption.events,
-                    }
-                ) from error
-            # The clock stops while the round is scored: wall time is building and training.
-            clock.pause()
-            scores = held_out_scores(task, trainer.model, held_out)
-            curve.append(
-                {
-                    'wall_s': clock.seconds(),
-                    'examples': (i + 1) * args.steps * args.batch_size,
-                    'examples_per_sec': measured['examples_per_sec'],
-                    'staleness_mean': measured['staleness_mean'],
-                    'staleness_max': measured['staleness_max'],
-                    **{f'held_out_{k}': v for k, v in scores.items()},
-                }
-            )
-            clock.resume()
-    finally:
-        if disruption is not None:
-            disruption.join()
-    return curve, disruption.events if disruption else []
-
-
 def run_reference(args, scenario, data, run_dir: str, loop: str) -> dict:
     """A synchronous reference (`sync_reference`, trained by `loop`) for `scenario`: one process
     per worker, each in its CPU budget, as many examples per round as ours. In a scenario with a
@@ -284,7 +141,7 @@ def _reference_links(args, scenario, stack: contextlib.ExitStack) -> tuple[list,
     """The workers' addresses in TF_CONFIG, the ports they bind, and their links: each worker on
     its own port and no links, unless the scenario slows a link; then each behind a Toxiproxy
     link (closed with `stack`) on the port its address names, binding one behind it, and the
-    last link with `worker_latency_ms` of latency and as much jitter, as `run_ours` sets it."""
+    last link with `worker_latency_ms` of latency and as much jitter, as `async_ours` sets it."""
     from asynctrain.components.shared import ports as ports_lib
     from asynctrain.testing.emulated_cluster import toxiproxy
 
@@ -343,7 +200,7 @@ def _run_reference_workers(args, scenario, spec, spec_path, addresses, bind_port
             g.remove()
     if lost is not None and lost['outcome'] != 'finished':
         return {'completed': False, 'worker_lost': lost, 'hosts': counters}
-    figures = summarize(
+    figures = async_figures.summarize(
         _reference_curve(spec), {'loss': None}, counters, spec['steps'] * spec['rounds']
     )
     return {'completed': True, **figures, 'worker_lost': lost}
@@ -483,64 +340,6 @@ def _lose_reference_worker(scenario, spec, processes, start) -> dict:
     }
 
 
-def summarize(curve: list[dict], untrained: dict, counters: dict, steps: int) -> dict:
-    """A strategy's figures for one scenario from its curve."""
-    final = curve[-1]
-    link_bytes = sum(sum(c['link_bytes'].values()) for c in counters.values())
-    return {
-        'curve': curve,
-        'untrained_held_out_loss': untrained['loss'],
-        'held_out_loss': final['held_out_loss'],
-        'held_out_auc': final['held_out_auc'],
-        'examples_per_sec': final['examples'] / final['wall_s'],
-        'wall_s': final['wall_s'],
-        'hosts': counters,
-        'link_bytes': link_bytes,
-        'steps': steps,
-        # None where no link carried the run (the synchronous reference's hosts are not proxied).
-        'link_bytes_per_step': link_bytes / steps if link_bytes else None,
-    }
-
-
-# The target AUC: the synchronous reference's final held-out AUC less this (issue's goal: "wall
-# time to a target eval AUC, the synchronous run's final AUC minus 0.005").
-TARGET_AUC_MARGIN = 0.005
-
-
-def time_to_auc(curve: list[dict], target: float) -> float | None:
-    """Wall seconds to the first scored round whose held-out AUC reaches `target`; None if none."""
-    for point in curve:
-        if point['held_out_auc'] >= target:
-            return point['wall_s']
-    return None
-
-
-def compare(ours: dict, reference: dict, name: str) -> dict:
-    """Ours against the synchronous reference `name` in one scenario: throughput ratio, the wall
-    time each took to the target AUC, and the AUC gap at the examples both trained on (their
-    rounds see as many examples each)."""
-    target = reference['held_out_auc'] - TARGET_AUC_MARGIN
-    ours_to, reference_to = (
-        time_to_auc(ours['curve'], target),
-        time_to_auc(reference['curve'], target),
-    )
-    at_equal = [
-        (mine['examples'], mine['held_out_auc'] - theirs['held_out_auc'])
-        for mine, theirs in zip(ours['curve'], reference['curve'])
-        if mine['examples'] == theirs['examples']
-    ]
-    return {
-        'examples_per_sec_ratio': ours['examples_per_sec'] / reference['examples_per_sec'],
-        'target_auc': target,
-        'seconds_to_target': {'ours': ours_to, name: reference_to},
-        # Seconds the reference took over ours (> 1: ours got there sooner); None unless both did.
-        'to_target_ratio': reference_to / ours_to if ours_to and reference_to else None,
-        'auc_gap_at_equal_examples': [
-            {'examples': examples, 'ours_minus_sync': gap} for examples, gap in at_equal
-        ],
-    }
-
-
 def scenario_line(name: str, figures: dict) -> str:
     """One scenario's figures as the progress line says them."""
     throttled = {h: c['throttled_periods'] for h, c in figures['hosts'].items()}
@@ -609,10 +408,33 @@ def _remedy_bars(axes, scenarios: dict) -> None:
     axes.legend(fontsize='small')
 
 
-def run_scenario(args, scenario, data, held_out, output: str) -> tuple[dict, dict]:
-    """Ours, then each synchronous reference asked for (where the scenario has them), on
-    `scenario`; every strategy's figures, and `compare`'s figures per finished reference."""
-    ours = run_ours(args, scenario, data, held_out, os.path.join(output, 'runs', scenario.name))
+def ours_run(args, scenario, data, output: str) -> async_ours.OursRun:
+    """What our process runs for `scenario` (`async_ours`), from the bench's arguments."""
+    import dataclasses
+
+    return async_ours.OursRun(
+        scenario=scenario.name,
+        workers=args.workers,
+        steps=args.steps,
+        rounds=args.rounds,
+        batch_size=args.batch_size,
+        steps_per_execution=STEPS_PER_EXECUTION,
+        host_cpus=args.host_cpus,
+        ps_cpus=args.ps_cpus or args.host_cpus,
+        data=dataclasses.asdict(data),
+        held_out_split=HELD_OUT_SPLIT,
+        run_dir=os.path.join(output, 'runs', scenario.name),
+        log_dir=os.path.join(output, 'logs'),
+    )
+
+
+def run_scenario(args, scenario, data, output: str) -> tuple[dict, dict]:
+    """Ours (in a process of its own), then each synchronous reference asked for (where the
+    scenario has them), on `scenario`; every strategy's figures, and `compare`'s figures per
+    finished reference."""
+    run = ours_run(args, scenario, data, output)
+    _log(f'{scenario.name}: ours training (log: {run.log_path})')
+    ours = async_ours.run_in_process(run)
     figures, comparisons = {'ours': ours}, {}
     if not ours['completed']:
         _log(f'{scenario.name}: ours did not finish: {ours["outcome"]}')
@@ -627,7 +449,7 @@ def run_scenario(args, scenario, data, held_out, output: str) -> tuple[dict, dic
         if not reference['completed']:
             _log(f'{scenario.name}: {strategy} did not finish: {reference["worker_lost"]}')
             continue
-        compared = comparisons[strategy] = compare(ours, reference, strategy)
+        compared = comparisons[strategy] = async_figures.compare(ours, reference, strategy)
         _log(
             f'{scenario.name}: {strategy} {reference["examples_per_sec"]:,.0f} examples/s, '
             f'held-out AUC {reference["held_out_auc"]:.4f}, loss {reference["held_out_loss"]:.4f}; '
@@ -637,78 +459,8 @@ def run_scenario(args, scenario, data, held_out, output: str) -> tuple[dict, dic
     return figures, comparisons
 
 
-def against_baseline(remedy: dict, baseline: dict) -> dict:
-    """A remedy's run against its baseline's (same hosts, as many examples): the AUC and loss
-    differences at the end and at every round, and the ratios of examples/s, bytes per step
-    and mean staleness."""
-    return {
-        'held_out_auc_minus_baseline': remedy['held_out_auc'] - baseline['held_out_auc'],
-        'held_out_loss_minus_baseline': remedy['held_out_loss'] - baseline['held_out_loss'],
-        'auc_minus_baseline_by_round': [
-            mine['held_out_auc'] - theirs['held_out_auc']
-            for mine, theirs in zip(remedy['curve'], baseline['curve'])
-        ],
-        'examples_per_sec_ratio': remedy['examples_per_sec'] / baseline['examples_per_sec'],
-        'link_bytes_per_step_ratio': (
-            remedy['link_bytes_per_step'] / baseline['link_bytes_per_step']
-            if remedy['link_bytes_per_step'] and baseline['link_bytes_per_step']
-            else None
-        ),
-        'staleness_mean': {
-            'remedy': _mean(p['staleness_mean'] for p in remedy['curve']),
-            'baseline': _mean(p['staleness_mean'] for p in baseline['curve']),
-        },
-    }
-
-
-def _mean(values) -> float:
-    values = list(values)
-    return sum(values) / len(values)
-
-
-def lost_throughput(disrupted: dict, equal: dict) -> dict:
-    """What a disruption cost ours: its examples/s against the undisrupted `equal` run's, over
-    the whole run and over the rounds from the disruption on, and the AUC it ended with; for a
-    run that did not finish, how it ended."""
-    if not disrupted['completed']:
-        return {'outcome': disrupted['outcome']}
-    start = async_scenarios.disruption_round(len(disrupted['curve']))
-
-    def rate_from(curve):
-        before = curve[start - 1]
-        return (curve[-1]['examples'] - before['examples']) / (
-            curve[-1]['wall_s'] - before['wall_s']
-        )
-
-    return {
-        'examples_per_sec_ratio': disrupted['examples_per_sec'] / equal['examples_per_sec'],
-        'from_disruption_ratio': rate_from(disrupted['curve']) / rate_from(equal['curve']),
-        'held_out_auc_minus_equal': disrupted['held_out_auc'] - equal['held_out_auc'],
-    }
-
-
-def _costs_and_remedies(names: list[str], scenarios: dict) -> tuple[dict, dict]:
-    """Per disrupted scenario (when `equal` ran), `lost_throughput`; per remedy variant (when its
-    baseline ran and both finished), `against_baseline`."""
-    losses = {
-        name: lost_throughput(scenarios[name]['ours'], scenarios['equal']['ours'])
-        for name in names
-        if async_scenarios.SCENARIOS[name].disrupted and 'equal' in scenarios
-    }
-    remedies = {
-        name: against_baseline(scenarios[name]['ours'], scenarios[baseline]['ours'])
-        for name in names
-        if (baseline := async_scenarios.SCENARIOS[name].baseline) in scenarios
-        and scenarios[name]['ours']['completed']
-        and scenarios[baseline]['ours']['completed']
-    }
-    return losses, remedies
-
-
 def run(args: argparse.Namespace) -> int:
     """The bench: prepare the data, run every scenario, write and print the report."""
-    from asynctrain.benchmarks import parameter_server_fit as fit_lib
-
     if min(args.workers, args.steps, args.rounds, args.batch_size) < 1:
         print('--workers, --steps, --rounds and --batch-size: positive integers', file=sys.stderr)
         return 2
@@ -724,18 +476,13 @@ def run(args: argparse.Namespace) -> int:
         args.sample_rows,
         transform_output=transform_output,
     )
-    held_out = fit_lib.held_out_batches(
-        transformed_examples.make_task(data, batch_size=args.batch_size),
-        data.examples_dir,
-        HELD_OUT_SPLIT,
-    )
     scenarios, comparisons = {}, {}
     for name in args.scenarios:
         scenario = async_scenarios.SCENARIOS[name]
-        scenarios[name], compared = run_scenario(args, scenario, data, held_out, output)
+        scenarios[name], compared = run_scenario(args, scenario, data, output)
         if compared:
             comparisons[name] = compared
-    losses, remedies = _costs_and_remedies(args.scenarios, scenarios)
+    losses, remedies = async_figures.costs_and_remedies(args.scenarios, scenarios)
     result = {
         'benchmark': 'async',
         'workers': args.workers,
@@ -746,7 +493,8 @@ def run(args: argparse.Namespace) -> int:
         'steps_per_execution': STEPS_PER_EXECUTION,
         'examples': data.num_examples,
         **transformed_examples.source_fields(transform_output, args.sample_rows),
-        'held_out_batches': len(held_out),
+        # As many in every scenario's run: the first batches of the same split.
+        'held_out_batches': next(iter(scenarios.values()))['ours']['held_out_batches'],
         'held_out_split': HELD_OUT_SPLIT,
         'scenarios': scenarios,
         # Per scenario, per synchronous reference that ran: `compare`'s figures.

@@ -1,5 +1,6 @@
 """The `model.fit` variant of `asynctrain bench ps` and `asynctrain bench recsys`, the check that
-both variants learn, and our loop's rounds (`train_to`).
+both variants learn (`held_out_loss`; `held_out_scores` adds the AUC, as `bench async` scores its
+rounds), and our loop's rounds (`train_to`).
 
 Keras `model.fit` is what a user of ParameterServerStrategy would pick: the same model, optimizer
 and loss, compiled with the same `steps_per_execution` under a ParameterServerStrategy with the
@@ -43,6 +44,26 @@ def held_out_loss(task, trained_model, batches: list) -> float:
         checkpoints.transfer_weights(trained_model, plain, scratch)
     losses = [float(task.loss(labels, plain(features))) for features, labels in batches]
     return sum(losses) / len(losses)
+
+
+def held_out_scores(task, keras_model, batches: list) -> dict:
+    """Mean loss and AUC over `batches` of a plain copy of `keras_model` (sharded or not; None:
+    the untrained model)."""
+    import tensorflow as tf
+
+    from asynctrain.components.trainer.training import checkpoints
+
+    plain = task.build_model()
+    if keras_model is not None:
+        with tempfile.TemporaryDirectory() as scratch:
+            checkpoints.transfer_weights(keras_model, plain, scratch)
+    auc = tf.keras.metrics.AUC(from_logits=True)
+    losses = []
+    for features, labels in batches:
+        logits = plain(features)
+        losses.append(float(task.loss(labels, logits)))
+        auc.update_state(tf.reshape(labels, [-1]), tf.reshape(logits, [-1]))
+    return {'loss': sum(losses) / len(losses), 'auc': float(auc.result())}
 
 
 def train_to(trainer, target: int, save: bool = True) -> dict:

@@ -40,7 +40,7 @@ def run_worker(spec: dict, bind_port: int = 0) -> None:
     """One worker's training, by `spec['loop']`; the chief (task 0) writes `spec['output']`."""
     import tensorflow as tf
 
-    from asynctrain.benchmarks import async_training, parameter_server_fit, transformed_examples
+    from asynctrain.benchmarks import parameter_server_fit, transformed_examples
     from asynctrain.components.trainer.training import data as data_lib
 
     data = transformed_examples.TransformedExamples(**spec['data'])
@@ -93,7 +93,7 @@ def run_worker(spec: dict, bind_port: int = 0) -> None:
     for rounds, wall_s, weights in snapshots:
         plain = task.build_model()
         plain.set_weights(weights)
-        scores = async_training.held_out_scores(task, plain, held_out)
+        scores = parameter_server_fit.held_out_scores(task, plain, held_out)
         curve.append(
             {
                 'wall_s': wall_s,

@@ -2,6 +2,7 @@
 steps): the report it writes and the values that must hold in it, not the speed it measures."""
 
 import json
+import os
 
 import pytest
 
@@ -43,11 +44,11 @@ def _bench(output, transformed_taxi, *args: str) -> dict:
 @pytest.mark.fresh_process
 def test_bench_trains_every_scenario_and_the_slow_host_is_throttled(tmp_path, transformed_taxi):
     output = tmp_path / 'bench'
-    args = ['--scenarios', 'equal', 'quarter_cpu', '--strategies', 'ours']
+    args = ['--scenarios', 'equal', 'quarter_cpu', 'ps_link_cut', '--strategies', 'ours']
     result = _bench(output, transformed_taxi, *args)
 
     assert (output / 'async_training.png').stat().st_size > 0
-    assert set(result['scenarios']) == {'equal', 'quarter_cpu'}
+    assert set(result['scenarios']) == {'equal', 'quarter_cpu', 'ps_link_cut'}
     # Ours only (--strategies ours): nothing to compare with.
     assert result['comparisons'] == {}
     for name, strategies in result['scenarios'].items():
@@ -65,10 +66,31 @@ def test_bench_trains_every_scenario_and_the_slow_host_is_throttled(tmp_path, tr
         assert ours['link_bytes_per_step'] == pytest.approx(ours['link_bytes'] / 40)
         assert set(ours['hosts']) == {'worker-0', 'worker-1', 'ps-0'}
         assert all(p['staleness_max'] >= 0 for p in ours['curve'])
+    # Each scenario's ours ran in a process of its own, not in the bench's.
+    processes = {s['ours']['process_id'] for s in result['scenarios'].values()}
+    assert len(processes) == 3 and os.getpid() not in processes
+    # Every run scored the same held-out batches.
+    assert {s['ours']['held_out_batches'] for s in result['scenarios'].values()} == {
+        result['held_out_batches']
+    }
+    assert result['held_out_batches'] > 0
+    # The console has the bench's lines; each run's own output is in its log.
+    log = (output / 'logs' / 'ps_link_cut-ours.log').read_text()
+    assert 'ps_link_cut: starting' in log and 'ps_link_cut: restarting after' in log
     slow = result['scenarios']['quarter_cpu']['ours']['hosts']
     assert slow['worker-1']['cpus'] == 0.25
     # The slow host ran out of its quota: its CPU counters show throttling.
     assert slow['worker-1']['throttled_periods'] > 0
+    # The cut link ended the first attempt in round 2; a second, on a new cluster, restored the
+    # checkpoint of round 1's end and trained round 2 again, its clock going on from the failure
+    # through the cut's 10 s.
+    cut = result['scenarios']['ps_link_cut']['ours']
+    events = {e['event']: e['training_s'] for e in cut['disruptions']}
+    assert cut['restart']['restored_step'] == 20
+    assert cut['restart']['failed_at_training_s'] >= events['ps-0 link cut']
+    assert events['restarted from step 20'] >= events['ps-0 link cut'] + 10
+    assert cut['curve'][1]['wall_s'] > events['restarted from step 20']
+    assert result['disruption_costs']['ps_link_cut']['examples_per_sec_ratio'] > 0
 
 
 @pytest.mark.fresh_process
@@ -111,7 +133,7 @@ def _curve(points):
 
 
 def test_the_comparison_times_each_side_to_the_references_final_auc_less_the_margin():
-    from asynctrain.benchmarks import async_training
+    from asynctrain.benchmarks import async_figures
 
     ours = {
         'examples_per_sec': 3000.0,
@@ -123,7 +145,7 @@ def test_the_comparison_times_each_side_to_the_references_final_auc_less_the_mar
         'curve': _curve([(1000, 6.0, 0.85), (2000, 12.0, 0.895), (3000, 18.0, 0.90)]),
     }
 
-    compared = async_training.compare(ours, reference, 'sync_fit')
+    compared = async_figures.compare(ours, reference, 'sync_fit')
 
     assert compared['examples_per_sec_ratio'] == 3.0
     assert compared['target_auc'] == pytest.approx(0.895)
@@ -137,7 +159,7 @@ def test_the_comparison_times_each_side_to_the_references_final_auc_less_the_mar
 
 
 def test_a_side_that_never_reaches_the_target_has_no_time_and_no_ratio():
-    from asynctrain.benchmarks import async_training
+    from asynctrain.benchmarks import async_figures
 
     ours = {'examples_per_sec': 500.0, 'curve': _curve([(1000, 5.0, 0.70), (2000, 9.0, 0.80)])}
     reference = {
@@ -146,7 +168,7 @@ def test_a_side_that_never_reaches_the_target_has_no_time_and_no_ratio():
         'curve': _curve([(1000, 3.0, 0.88), (2000, 6.0, 0.90)]),
     }
 
-    compared = async_training.compare(ours, reference, 'sync_custom')
+    compared = async_figures.compare(ours, reference, 'sync_custom')
 
     assert compared['seconds_to_target'] == {'ours': None, 'sync_custom': 6.0}
     assert compared['to_target_ratio'] is None
@@ -154,7 +176,7 @@ def test_a_side_that_never_reaches_the_target_has_no_time_and_no_ratio():
 
 
 def test_a_remedy_is_compared_with_its_baseline_round_by_round():
-    from asynctrain.benchmarks import async_training
+    from asynctrain.benchmarks import async_figures
 
     def run(aucs, rate, bytes_per_step, staleness):
         curve = [
@@ -172,7 +194,7 @@ def test_a_remedy_is_compared_with_its_baseline_round_by_round():
     remedy = run([0.80, 0.90], 900.0, 25_000.0, [1.0, 3.0])
     baseline = run([0.85, 0.88], 1000.0, 250_000.0, [2.0, 4.0])
 
-    compared = async_training.against_baseline(remedy, baseline)
+    compared = async_figures.against_baseline(remedy, baseline)
 
     assert compared['held_out_auc_minus_baseline'] == pytest.approx(0.02)
     assert compared['held_out_loss_minus_baseline'] == pytest.approx(-0.02)

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from asynctrain.benchmarks import async_disruptions, async_scenarios, async_training
+from asynctrain.benchmarks import async_disruptions, async_figures, async_scenarios, async_training
 
 
 def _in_thread(fn) -> tuple[threading.Thread, list]:
@@ -31,6 +31,16 @@ def test_a_paused_clock_holds_its_waiters_until_it_runs_again():
     clock.pause()
     paused_at = clock.seconds()
     assert clock.seconds() == paused_at
+
+
+def test_a_restarted_runs_clock_goes_on_from_where_the_first_attempt_stopped():
+    clock = async_disruptions.TrainingClock(start_s=42.5)
+    assert clock.seconds() == 42.5
+    # Already past: a wait for an earlier second returns at once, even paused.
+    assert clock.wait_until(40.0) is True
+    clock.resume()
+    clock.pause()
+    assert clock.seconds() >= 42.5
 
 
 def test_cancelling_the_clock_releases_its_waiters():
@@ -168,12 +178,12 @@ def test_what_a_lost_worker_cost_is_its_rate_against_equal_hosts():
     lost = {'completed': True, 'examples_per_sec': 1000 / 17.0, 'held_out_auc': 0.94}
     lost['curve'] = _curve(slowed)
 
-    cost = async_training.lost_throughput(lost, equal)
+    cost = async_figures.lost_throughput(lost, equal)
 
     assert cost['examples_per_sec_ratio'] == pytest.approx(100 / 170)
     assert cost['from_disruption_ratio'] == pytest.approx(0.5)
     assert cost['held_out_auc_minus_equal'] == pytest.approx(-0.01)
-    assert async_training.lost_throughput(
+    assert async_figures.lost_throughput(
         {'completed': False, 'outcome': 'training failed'}, equal
     ) == {'outcome': 'training failed'}
 

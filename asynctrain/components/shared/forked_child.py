@@ -54,7 +54,13 @@ def die_with_parent() -> None:
 
 class _LastingThread:
     """One daemon thread, started at its first call, that runs the calls handed to it and ends
-    only with the process."""
+    only with the process.
+
+    Not a `ThreadPoolExecutor`: its workers are joined by `concurrent.futures`' exit hook
+    (`threading._register_atexit`), which runs before the interpreter's other exit handlers, so
+    the children started from it would be SIGKILLed while the process still shuts down (a server
+    pool still stopping its servers, a trainer still writing its report). A daemon thread is
+    never joined: it ends when the process does."""
 
     def __init__(self):
         self._lock = threading.Lock()

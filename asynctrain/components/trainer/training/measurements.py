@@ -7,6 +7,7 @@ steps at each staleness (`STALENESS_BINS`), then its last step's gradient sample
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 import math
@@ -58,40 +59,45 @@ class Totals:
     gradient_bytes_sum: int = 0
     dense_gradient_bytes_sum: int = 0
     # Steps by the worker that ran them (its task index).
-    worker_steps: dict[int, int] = dataclasses.field(default_factory=dict)
+    worker_steps: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     staleness_counts: list[int] = dataclasses.field(default_factory=lambda: [0] * STALENESS_BINS)
     # Gradient samples (one per closure): their count, their norms' sums, the latest histograms.
     gradient_samples: int = 0
     global_gradient_norm_sum: float = 0.0
-    gradient_norm_sums: dict[str, float] = dataclasses.field(default_factory=dict)
+    gradient_norm_sums: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     gradient_histograms: dict[str, tuple] = dataclasses.field(default_factory=dict)
 
-    def add(self, result: dict) -> None:
+    @classmethod
+    def of_closure(cls, result: dict) -> Totals:
+        """One closure's measurements (`split`'s dict) as totals."""
         if not isinstance(result, dict):
             raise TypeError(
                 f'closure result: expected the dict train_steps returns, got {result!r}'
             )
-        self.steps += int(result['steps'])
-        self.loss_sum += float(result['loss_sum'])
-        self.staleness_sum += int(result['staleness_sum'])
-        self.staleness_max = max(self.staleness_max, int(result['staleness_max']))
-        self.input_wait_seconds += float(result['input_wait_seconds'])
-        self.seconds += float(result['seconds'])
-        self.gradient_bytes_sum += int(result['gradient_bytes_sum'])
-        self.dense_gradient_bytes_sum += int(result['dense_gradient_bytes_sum'])
         steps = int(result['steps'])
-        if steps:
-            worker = int(result['worker'])
-            self.worker_steps[worker] = self.worker_steps.get(worker, 0) + steps
-            self.staleness_counts = [
-                a + b for a, b in zip(self.staleness_counts, result['staleness_counts'])
-            ]
+        totals = cls(
+            steps=steps,
+            loss_sum=float(result['loss_sum']),
+            staleness_sum=int(result['staleness_sum']),
+            staleness_max=int(result['staleness_max']),
+            input_wait_seconds=float(result['input_wait_seconds']),
+            seconds=float(result['seconds']),
+            gradient_bytes_sum=int(result['gradient_bytes_sum']),
+            dense_gradient_bytes_sum=int(result['dense_gradient_bytes_sum']),
+        )
+        if steps:  # an execution of no steps (a warm-up) ran on no worker's behalf, sampled none
             sample = result['gradient_sample']
-            self.gradient_samples += 1
-            self.global_gradient_norm_sum += sample['global_norm']
-            for name, norm in sample['norms'].items():
-                self.gradient_norm_sums[name] = self.gradient_norm_sums.get(name, 0.0) + norm
-            self.gradient_histograms.update(sample['histograms'])
+            totals.worker_steps[int(result['worker'])] = steps
+            totals.staleness_counts = [int(c) for c in result['staleness_counts']]
+            totals.gradient_samples = 1
+            totals.global_gradient_norm_sum = sample['global_norm']
+            totals.gradient_norm_sums.update(sample['norms'])
+            totals.gradient_histograms = dict(sample['histograms'])
+        return totals
+
+    def add(self, result: dict) -> None:
+        """Adds one closure's measurements (`split`'s dict)."""
+        self.merge(Totals.of_closure(result))
 
     def add_remote(self, remote_value, sample_layout: gradient_statistics.SampleLayout) -> None:
         """Adds a closure's measurements. Its updates are applied whatever happens here; only
@@ -113,15 +119,13 @@ class Totals:
         self.seconds += other.seconds
         self.gradient_bytes_sum += other.gradient_bytes_sum
         self.dense_gradient_bytes_sum += other.dense_gradient_bytes_sum
-        for worker, steps in other.worker_steps.items():
-            self.worker_steps[worker] = self.worker_steps.get(worker, 0) + steps
+        self.worker_steps.update(other.worker_steps)  # a Counter's update adds
         self.staleness_counts = [
             a + b for a, b in zip(self.staleness_counts, other.staleness_counts)
         ]
         self.gradient_samples += other.gradient_samples
         self.global_gradient_norm_sum += other.global_gradient_norm_sum
-        for name, norm in other.gradient_norm_sums.items():
-            self.gradient_norm_sums[name] = self.gradient_norm_sums.get(name, 0.0) + norm
+        self.gradient_norm_sums.update(other.gradient_norm_sums)
         self.gradient_histograms.update(other.gradient_histograms)
 
     @property

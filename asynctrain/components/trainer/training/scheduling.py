@@ -79,9 +79,10 @@ def _wait_for(remote_value, what: str, worker_index: int) -> None:
         raise RuntimeError(f'{what} failed on worker {worker_index}: {error}') from error
 
 
-def create_on_each_worker_in_turn(coordinator, fn, args=None, kwargs=None):
+def create_on_each_worker_in_turn(coordinator, fn, args=None, kwargs=None, args_for=None):
     """`fn` run on each worker, one after the other, each waited for: what
-    `ClusterCoordinator._create_per_worker_resources` does, less the overlap.
+    `ClusterCoordinator._create_per_worker_resources` does, less the overlap. `args_for`, when
+    given, makes each worker's own arguments from its index (instead of `args`).
 
     Returns:
       A `PerWorkerValues` of the workers' results, in worker order.
@@ -90,7 +91,8 @@ def create_on_each_worker_in_turn(coordinator, fn, args=None, kwargs=None):
 
     results = []
     for worker in coordinator._cluster.workers:  # noqa: SLF001 - see the module docstring.
-        value = worker.create_resource(fn, args=args, kwargs=kwargs)
+        worker_args = args_for(worker.worker_index) if args_for is not None else args
+        value = worker.create_resource(fn, args=worker_args, kwargs=kwargs)
         _wait_for(value, getattr(fn, '__name__', 'a per-worker function'), worker.worker_index)
         results.append(value)
     return values_lib.PerWorkerValues(tuple(results))
@@ -155,17 +157,12 @@ def worker_indices(coordinator):
     a scheduled function can take: the coordinator hands each closure the value of the worker
     that runs it, so a closure can report which worker ran it. Created one worker at a time
     (rule 1); like any per-worker resource, created again on a worker that comes back."""
-    from tensorflow.python.distribute.coordinator import values as values_lib
-
     check_coordinator_internals(coordinator)
-    own_index = _own_index_function()
-    values = []
-    for worker in coordinator._cluster.workers:  # noqa: SLF001 - see the module docstring.
-        index = worker.worker_index
-        value = worker.create_resource(own_index, args=(tf.constant(index, tf.int32),))
-        _wait_for(value, 'own_index', index)
-        values.append(value)
-    return values_lib.PerWorkerValues(tuple(values))
+    return create_on_each_worker_in_turn(
+        coordinator,
+        _own_index_function(),
+        args_for=lambda index: (tf.constant(index, tf.int32),),
+    )
 
 
 def warm_up(coordinator, function, args: tuple) -> list:
