@@ -180,14 +180,19 @@ def run_ours(run: OursRun) -> dict:
         try:
             curve, events = rounds.train(emulated)
         except _ParameterServerLost as lost:
+            hosts = _host_counters(emulated)
             return {
                 'completed': False,
                 **lost.figures,
-                'hosts': _host_counters(emulated),
+                'hosts': hosts,
                 'held_out_batches': len(held_out),
-                'resume': {**lost.resume, 'untrained': untrained},
+                'resume': {
+                    **lost.resume,
+                    'untrained': untrained,
+                    'hosts': merged_counters(resume.get('hosts', {}), hosts),
+                },
             }
-        counters = _merged_counters(resume.get('hosts', {}), _host_counters(emulated))
+        counters = merged_counters(resume.get('hosts', {}), _host_counters(emulated))
     figures = async_figures.summarize(curve, untrained, counters, run.steps * run.rounds)
     return {
         'completed': True,
@@ -198,7 +203,7 @@ def run_ours(run: OursRun) -> dict:
     }
 
 
-def _merged_counters(first: dict, second: dict) -> dict:
+def merged_counters(first: dict, second: dict) -> dict:
     """Two attempts' host counters, summed host by host (periods, throttled periods, bytes)."""
     merged = {}
     for host, counters in second.items():

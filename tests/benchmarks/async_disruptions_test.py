@@ -6,7 +6,13 @@ import threading
 
 import pytest
 
-from asynctrain.benchmarks import async_disruptions, async_figures, async_scenarios, async_training
+from asynctrain.benchmarks import (
+    async_disruptions,
+    async_figures,
+    async_ours,
+    async_scenarios,
+    async_training,
+)
 
 
 def _in_thread(fn) -> tuple[threading.Thread, list]:
@@ -288,3 +294,30 @@ def test_a_reference_worker_binds_the_port_it_is_given_behind_its_proxy(monkeypa
     assert resolver.cluster_spec().as_dict() == cluster
     assert (resolver.task_type, resolver.task_id) == ('worker', 1)
     assert not hasattr(sync_reference.cluster_resolver(), 'port')
+
+
+def test_a_restarted_runs_host_counters_add_both_attempts():
+    first = {
+        'ps-0': {'cpus': 0.5, 'periods': 10, 'throttled_periods': 4, 'link_bytes': {'up': 100}},
+        'worker-0': {'cpus': 0.3, 'periods': 7, 'throttled_periods': 1, 'link_bytes': {}},
+    }
+    second = {
+        'ps-0': {
+            'cpus': 0.5,
+            'periods': 5,
+            'throttled_periods': 2,
+            'link_bytes': {'up': 50, 'down': 8},
+        },
+        'worker-0': {'cpus': 0.3, 'periods': 3, 'throttled_periods': 0, 'link_bytes': {'up': 1}},
+    }
+    merged = async_ours.merged_counters(first, second)
+    assert merged['ps-0'] == {
+        'cpus': 0.5,
+        'periods': 15,
+        'throttled_periods': 6,
+        'link_bytes': {'up': 150, 'down': 8},
+    }
+    assert merged['worker-0']['periods'] == 10
+    assert merged['worker-0']['link_bytes'] == {'up': 1}
+    # A first attempt's counters alone (no restart yet) are kept as they are.
+    assert async_ours.merged_counters({}, second) == second
