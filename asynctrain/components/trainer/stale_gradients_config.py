@@ -26,10 +26,11 @@ def _check_number(field: str, value, in_range: Callable[[float], bool], allowed:
 class StaleGradientsConfig:
     """Remedies for stale gradients, applied by each worker to its dense variables' gradients
     (see `training.gradient_remedies`). Both are off by default: on 4 workers with one at a
-    quarter of the others' CPU (`asynctrain bench async`, docs/benchmarks.md), neither moved the
-    held-out AUC by more than its round-to-round noise (0.003), DC-ASGD cost 11% of examples/s and
-    32% more bytes per step, and Top-K at 1% cut the bytes per step by only 12% (the weights the
-    workers read are 94% of them) at 12% of examples/s.
+    quarter of the others' CPU or behind a 20 +/- 20 ms link (`asynctrain bench async`,
+    docs/benchmarks.md), neither moved the held-out AUC by more than its round-to-round noise
+    (0.002), DC-ASGD sent 32% more bytes per step at 1-28% fewer examples/s, and Top-K at 1% cut
+    the bytes per step by only 12% (the weights the workers read are 94% of them) at 7-12% fewer
+    examples/s.
 
     Attributes:
       top_k_fraction: Top-K sparsification with error feedback: 0 (the default) is off; in
