@@ -102,7 +102,7 @@ def test_local_processes_cluster_survives_a_killed_worker_which_rejoins(transfor
         ],
         env=_env(),
         cwd=REPO_ROOT,
-        timeout=300,
+        timeout=480,  # the scenario waits up to its REJOIN_TIMEOUT_S (240 s) for the rejoin
         capture_output=True,
         text=True,
     )

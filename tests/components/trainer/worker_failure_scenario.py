@@ -28,9 +28,12 @@ TRAIN_STEPS = 60
 KILL_AT_STEP = 15
 ROUND_STEPS = 20
 # How long the rounds go on for the restarted worker to rejoin: the coordinator reaches it again
-# once its gRPC channel's reconnection backoff (1 s, growing 1.6x while the worker was down)
-# lets it try, seconds after the server listens; a wait, not a measure.
-REJOIN_TIMEOUT_S = 150
+# once its gRPC channel's reconnection backoff lets it try. That backoff starts at 1 s and grows
+# 1.6x per failed attempt while the worker is down, up to 120 s with 20% jitter (gRPC core's
+# subchannel defaults, `GRPC_SUBCHANNEL_RECONNECT_MAX_BACKOFF_SECONDS`), so the next try can come
+# up to 144 s after the server listens again; 150 s was too tight (the 1.21 lane under CI load:
+# 364 rounds, no step of the restarted worker). A wait, not a measure.
+REJOIN_TIMEOUT_S = 240
 
 
 def main(examples: str, transform_graph: str, output: str) -> dict:
