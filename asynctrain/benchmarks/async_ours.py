@@ -74,7 +74,7 @@ def run_in_process(run: OursRun) -> dict:
     cannot reconnect its eager context to a new cluster.
 
     Raises:
-      RuntimeError: a process exited with an error (its output went to this one's).
+      RuntimeError: a process exited with an error (the message ends with its log's tail).
     """
     figures = _run_attempt(run)
     if figures['completed'] or 'resume' not in figures:
