@@ -26,7 +26,6 @@ def test_bench_reports_every_config_with_staleness_and_model_fit(
             '1',
             '--workers',
             '1',
-            '2',
             '--examples',
             '2000',
             '--transformed-examples',
@@ -41,8 +40,9 @@ def test_bench_reports_every_config_with_staleness_and_model_fit(
     assert code == 0
     result = json.loads((output / 'result.json').read_text())
     configs = result['configs']
-    # 2 worker counts x 3 layouts (1 ps; 2 ps fixed_shards; 2 ps min_shard_size).
-    assert len(configs) == 6
+    # 3 layouts (1 ps; 2 ps fixed_shards; 2 ps min_shard_size) of one worker: with one, staleness
+    # is exactly 0 (nobody else updates between a read and its apply), a value the test can hold.
+    assert len(configs) == 3
     assert (result['batch_size'], result['repeats'], result['held_out_batches']) == (256, 1, 8)
     assert len(result['load_average_start']) == len(result['load_average_end']) == 3
     # Resampled from the Transform output it was given; no Transform of its own.
@@ -52,7 +52,7 @@ def test_bench_reports_every_config_with_staleness_and_model_fit(
         (c['num_workers'], c['num_ps'], c['partitioner'], c['steps_per_execution']) for c in configs
     } == {
         (w, ps, p, spe)
-        for w in (1, 2)
+        for w in (1,)
         for spe in (4,)
         for ps, p in ((1, 'fixed_shards'), (2, 'fixed_shards'), (2, 'min_shard_size'))
     }
@@ -60,10 +60,8 @@ def test_bench_reports_every_config_with_staleness_and_model_fit(
         assert c['steps'] == 8
         assert c['steps_per_sec'] > 0 and c['examples_per_sec'] > 0 and c['seconds'] > 0
         assert c['examples_per_sec'] == pytest.approx(c['steps_per_sec'] * 256)
-        assert 0 <= c['staleness_mean'] <= c['staleness_max']
+        assert c['staleness_mean'] == c['staleness_max'] == 0
         assert 0 <= c['input_wait_fraction'] <= 1
-        if c['num_workers'] == 1:
-            assert c['staleness_max'] == 0  # nobody else updates between a read and its apply
         # model.fit under the same strategy, the same steps: its rate and ours / its rate.
         fit = c['fit']
         assert fit['steps'] == 8 and fit['seconds'] > 0

@@ -21,7 +21,6 @@ def test_bench_reports_both_trainers_per_size_and_server_count(tmp_path):
             '1000',
             '20000',
             '--num-ps',
-            '1',
             '2',
             '--rows',
             '12000',
@@ -47,15 +46,15 @@ def test_bench_reports_both_trainers_per_size_and_server_count(tmp_path):
     for size in result['sizes']:
         assert size['train_examples'] == 8000 and size['eval_examples'] == 4000
         assert 0.6 < size['ceiling_auc'] < 1
-        assert [c['num_ps'] for c in size['configs']] == [1, 2]
+        assert [c['num_ps'] for c in size['configs']] == [2]
         for config in size['configs']:
             assert config['examples_per_sec'] > 0 and config['fit']['examples_per_sec'] > 0
             assert config['vs_fit'] == pytest.approx(
                 config['examples_per_sec'] / config['fit']['examples_per_sec']
             )
             # The default partitioner splits a table of at least 2 x 256 KiB (20,000 rows of 8
-            # floats) over every server, and keeps a 1,000-row one whole.
-            expected_shards = config['num_ps'] if size['table_size'] == 20000 else 1
+            # floats) over both servers, and keeps a 1,000-row one whole.
+            expected_shards = 2 if size['table_size'] == 20000 else 1
             assert config['largest_table_shards'] == expected_shards
             assert len(config['variable_bytes_per_ps']) == config['num_ps']
             assert len(config['ps_rss_bytes']) == config['num_ps']
