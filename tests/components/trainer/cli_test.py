@@ -86,10 +86,6 @@ def _check_output(output, steps, num_workers, num_ps):
 
 
 @pytest.mark.integration
-@pytest.mark.only_line(
-    'tfx116',
-    'on TF 2.21 the restarted worker did not rejoin within 240 s in 2 of 5 runs (issue 49)',
-)
 def test_local_processes_cluster_survives_a_killed_worker_which_rejoins(transformed_data, tmp_path):
     """kill -9 a worker mid-training and start it again: the other finishes; it rejoins.
 

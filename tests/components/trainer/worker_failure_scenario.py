@@ -27,12 +27,14 @@ from asynctrain.components.trainer.training import loop as train_lib  # noqa: E4
 TRAIN_STEPS = 60
 KILL_AT_STEP = 15
 ROUND_STEPS = 20
-# How long the rounds go on for the restarted worker to rejoin: the coordinator reaches it again
-# once its gRPC channel's reconnection backoff lets it try. That backoff starts at 1 s and grows
-# 1.6x per failed attempt while the worker is down, up to 120 s with 20% jitter (gRPC core's
-# subchannel defaults, `GRPC_SUBCHANNEL_RECONNECT_MAX_BACKOFF_SECONDS`), so the next try can come
-# up to 144 s after the server listens again; 150 s was too tight (the 1.21 lane under CI load:
-# 364 rounds, no step of the restarted worker). A wait, not a measure.
+# How long the rounds go on for the restarted worker to rejoin: a bound on a condition, not a
+# measure. The coordinator reaches the worker again once its gRPC channel's reconnection backoff
+# lets it try; that backoff starts at 1 s and grows 1.6x per failed attempt while the worker is
+# down, up to 120 s with 20% jitter (gRPC core's subchannel defaults), so a worker down long
+# enough could wait up to 144 s after its server listens again. Here it is down a few seconds:
+# on both lines the coordinator had recovered it about 5 s after the kill, and it took steps in
+# round 1 or 2. (The 1.21 failures that once looked like that wait, 364 rounds and no step of the
+# restarted worker, were rounds that trained nothing: each aimed at the same step count.)
 REJOIN_TIMEOUT_S = 240
 
 
@@ -78,16 +80,19 @@ def main(examples: str, transform_graph: str, output: str) -> dict:
         measured = trainer.train()
         thread.join()
         # Rounds until the restarted worker has run steps in one, as the coordinator sees it.
-        rounds, rejoined_steps = 0, 0
+        rounds, rejoined_steps, steps = 0, 0, measured['steps']
         deadline = time.monotonic() + REJOIN_TIMEOUT_S
         try:
             while not rejoined_steps and time.monotonic() < deadline:
                 rounds += 1
-                target = measured['steps'] + ROUND_STEPS
+                # Each round trains ROUND_STEPS past where the last one ended: a round whose
+                # target the global step has already reached schedules no closure at all.
+                target = steps + ROUND_STEPS
                 trainer.config = dataclasses.replace(
                     config, training=dataclasses.replace(config.training, train_steps=target)
                 )
                 round_measured = trainer.train()
+                steps = round_measured['steps']
                 rejoined_steps = round_measured['worker_steps'].get(1, 0)
             victim_exit = victim.wait(timeout=30)
             serving_model = trainer.serving_model()
