@@ -35,6 +35,7 @@ from asynctrain.benchmarks import (
     report,
     transformed_examples,
 )
+from asynctrain.components.shared import console
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'async')
 DEFAULT_WORKERS = 4
@@ -348,7 +349,7 @@ def scenario_line(name: str, figures: dict) -> str:
         f'{figures["held_out_auc"]:.4f}, loss {figures["held_out_loss"]:.4f} (untrained '
         f'{figures["untrained_held_out_loss"]:.4f}), staleness mean '
         f'{figures["curve"][-1]["staleness_mean"]:.2f}, link bytes/step '
-        f'{figures["link_bytes_per_step"]}, throttled periods {throttled}'
+        f'{figures["link_bytes_per_step"]:,.0f}, throttled periods {throttled}'
     )
 
 
@@ -460,14 +461,29 @@ def run_scenario(args, scenario, data, output: str) -> tuple[dict, dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The bench: prepare the data, run every scenario, write and print the report."""
+    """The bench, with its libraries' logs in `logs/bench.log` under the output: prepare the data,
+    run every scenario, write and print the report."""
     if min(args.workers, args.steps, args.rounds, args.batch_size) < 1:
         print('--workers, --steps, --rounds and --batch-size: positive integers', file=sys.stderr)
         return 2
     transform_output = transformed_examples.transform_output_from_args(args)
     output = os.path.abspath(args.output)
     shutil.rmtree(output, ignore_errors=True)
-    os.makedirs(output)
+    log_path = os.path.join(output, 'logs', 'bench.log')
+    os.makedirs(os.path.dirname(log_path))
+    # The console shows the bench's own lines: TensorFlow's, TFX's and Beam's (preparing the data,
+    # the synchronous references' processes) go to this log; each ours run has a log of its own.
+    _log(f'log {log_path} (TensorFlow, TFX and Beam)')
+    with console.stderr_to_log(log_path):
+        return _run(args, output, transform_output)
+
+
+def _run(
+    args: argparse.Namespace,
+    output: str,
+    transform_output: transformed_examples.TransformOutput | None,
+) -> int:
+    """The bench once its output and log are in place: the data, every scenario, the report."""
     started = time.monotonic()
     load_at_start = list(os.getloadavg())
     data = transformed_examples.make_transformed_examples(

@@ -95,9 +95,17 @@ def test_bench_trains_every_scenario_and_the_slow_host_is_throttled(tmp_path, tr
 
 @pytest.mark.fresh_process
 def test_both_synchronous_references_train_as_many_examples_per_round_and_are_compared(
-    tmp_path, transformed_taxi
+    tmp_path, transformed_taxi, capfd
 ):
+    capfd.readouterr()
     result = _bench(tmp_path / 'bench', transformed_taxi, '--scenarios', 'equal')
+    # The console has the bench's own lines only; TensorFlow's and the references' processes'
+    # output went to the bench's log (ours' to its own).
+    printed = capfd.readouterr()
+    assert printed.err == ''
+    assert all(line.startswith('[bench async ') for line in printed.out.splitlines()), printed.out
+    assert f'log {tmp_path / "bench" / "logs" / "bench.log"}' in printed.out
+    assert (tmp_path / 'bench' / 'logs' / 'bench.log').exists()
     strategies = result['scenarios']['equal']
     # Every strategy by default: ours, then MultiWorkerMirroredStrategy by fit and by a custom loop.
     assert set(strategies) == {'ours', 'sync_fit', 'sync_custom'}

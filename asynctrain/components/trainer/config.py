@@ -138,8 +138,8 @@ class TrainingConfig:
       staleness_aware_learning_rate: Scale each update by 1 / max(1, staleness), where staleness is
         the number of updates other workers applied between this step's read of the parameters and
         its own update (Zhang et al., 2016). Only for `sgd` and `adagrad`. Off by default: with
-        4 workers, one at a quarter CPU or behind a 20 +/- 20 ms link, it changed the held-out
-        AUC by -0.0009 and -0.0019, within noise (`asynctrain bench async`, docs/benchmarks.md).
+        4 workers, one at a quarter CPU or behind a 20 +/- 20 ms link, -0.0009 and -0.0019 of
+        held-out AUC, with 8 workers -0.0006: noise (`asynctrain bench async`, docs/benchmarks.md).
       seed: Seed for weight initialization (data order stays random per worker).
     """
 

@@ -30,7 +30,8 @@ class StaleGradientsConfig:
     docs/benchmarks.md), neither moved the held-out AUC by more than its round-to-round noise
     (0.002), DC-ASGD sent 32% more bytes per step at 1-28% fewer examples/s, and Top-K at 1% cut
     the bytes per step by only 12% (the weights the workers read are 94% of them) at 7-12% fewer
-    examples/s.
+    examples/s. With 8 workers (mean staleness 4.2, twice as much) neither moved the final AUC by
+    more than 0.001.
 
     Attributes:
       top_k_fraction: Top-K sparsification with error feedback: 0 (the default) is off; in
