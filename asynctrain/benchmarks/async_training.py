@@ -35,7 +35,6 @@ from asynctrain.benchmarks import (
     report,
     transformed_examples,
 )
-from asynctrain.components.shared import console
 
 DEFAULT_OUTPUT = os.path.join('bench_out', 'async')
 DEFAULT_WORKERS = 4
@@ -469,12 +468,9 @@ def run(args: argparse.Namespace) -> int:
     transform_output = transformed_examples.transform_output_from_args(args)
     output = os.path.abspath(args.output)
     shutil.rmtree(output, ignore_errors=True)
-    log_path = os.path.join(output, 'logs', 'bench.log')
-    os.makedirs(os.path.dirname(log_path))
-    # The console shows the bench's own lines: TensorFlow's, TFX's and Beam's (preparing the data,
-    # the synchronous references' processes) go to this log; each ours run has a log of its own.
-    _log(f'log {log_path} (TensorFlow, TFX and Beam)')
-    with console.stderr_to_log(log_path):
+    # Preparing the data and the synchronous references' processes log here; each ours run has a
+    # log of its own.
+    with report.libraries_to_log(_log, os.path.join(output, 'logs', 'bench.log')):
         return _run(args, output, transform_output)
 
 

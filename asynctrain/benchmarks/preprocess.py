@@ -37,7 +37,6 @@ import time
 import numpy as np
 
 from asynctrain.benchmarks import report
-from asynctrain.components.shared import console
 from asynctrain.testing import executor_inputs, taxi_data
 
 DEFAULT_ROWS = 100_000
@@ -216,9 +215,7 @@ def run(args: argparse.Namespace) -> int:
     output = os.path.abspath(args.output)
     shutil.rmtree(output, ignore_errors=True)
     os.makedirs(output)
-    log_path = os.path.join(output, 'bench.log')
-    _log(f'log {log_path} (TensorFlow, TFX and Beam)')
-    with console.stderr_to_log(log_path):
+    with report.libraries_to_log(_log, os.path.join(output, 'bench.log')):
         return _run(args, output)
 
 

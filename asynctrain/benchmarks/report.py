@@ -3,13 +3,16 @@ on, `result.json` and a PNG chart."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from asynctrain.components.shared import console
 
 
 def progress(bench: str, stderr: bool = False) -> Callable[[str], None]:
@@ -21,6 +24,17 @@ def progress(bench: str, stderr: bool = False) -> Callable[[str], None]:
         print(f'[bench {bench} {time.strftime("%H:%M:%S")}] {message}', file=stream, flush=True)
 
     return log
+
+
+@contextlib.contextmanager
+def libraries_to_log(log: Callable[[str], None], log_path: str) -> Iterator[None]:
+    """The bench's console keeps its own lines: makes `log_path`'s folder, says where the rest goes
+    (`log`, the bench's progress printer), then points descriptor 2 there until the block ends, so
+    that TensorFlow's, TFX's and Beam's lines, and the bench's subprocesses', go to the log."""
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    log(f'log {log_path} (TensorFlow, TFX and Beam)')
+    with console.stderr_to_log(log_path):
+        yield
 
 
 def machine() -> dict[str, Any]:
